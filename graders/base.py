@@ -1,0 +1,142 @@
+"""The grader base class: the eight declarations of seed 001 and the one result helper.
+
+A grader scores one response on one dimension. Built-ins and third-party graders are the
+same kind of object and register the same way (entry-point group `tracegrade.graders`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.records import GradeResult
+
+__all__ = ["Attachment", "Grader", "GraderServices"]
+
+
+@dataclass(slots=True)
+class GraderServices:
+    """What the runner hands every grader it builds. Every field is optional: a grader that
+    needs a missing service errors (never passes) when asked to grade."""
+
+    judge_provider: Any = None
+    """A `harness.judging.JudgeProvider` (None when no provider is configured)."""
+    judge_settings: Mapping[str, Any] = field(default_factory=dict)
+    """Judge knobs from config: template overrides per judge id, `judge_response_char_limit`,
+    `use_cache`..."""
+    judge_cache: Any = None
+    """A `harness.judging.JudgeCache`, or None to call the provider every time."""
+    rubrics: Any = None
+    """A `graders.rubrics.RubricStore`, or None when no rubric directory is configured."""
+    workdir: Path | None = None
+    """The run directory, for graders that look at files the agent wrote."""
+
+
+class Grader:
+    """Base for every grader. Subclasses set the class declarations and implement `grade`
+    (or `agrade`, its async twin; implementing either is enough)."""
+
+    id: ClassVar[str]
+    """The grader id targets name. Stable: changing it breaks every config that uses it."""
+    label: ClassVar[str]
+    """Human-readable name."""
+    description: ClassVar[str] = ""
+    """What this grader measures."""
+    llm: ClassVar[bool] = False
+    """The grader scores by asking a model."""
+    min_score: ClassVar[float] = 0.0
+    """The lowest score the grader can produce."""
+    max_score: ClassVar[float] = 5.0
+    """The highest score the grader can produce."""
+    sees_tool_calls: ClassVar[bool] = False
+    """An LLM judge is shown a rendering of the tool-call record in its criteria block."""
+    observes_actions: ClassVar[bool] = False
+    """The verdict rests on what the agent did (the record or real state), not its text."""
+    binary: ClassVar[bool] = False
+    """Only ever answers its min or its max (pass/fail): gates read it as a pass/fail grader."""
+    needs: ClassVar[str] = ""
+    """What it needs from the question, for the catalog (e.g. "`expected_tools` (required, else skips)")."""
+
+    def __init__(self, *, services: GraderServices | None = None, **options: Any) -> None:
+        self.services = services if services is not None else GraderServices()
+        self.options = options
+
+    # -- grading -------------------------------------------------------------------------
+    def grade(self, input: str, response: str, context: Mapping[str, Any]) -> GradeResult:
+        if type(self).agrade is Grader.agrade:
+            raise NotImplementedError(f"{type(self).__name__} implements neither grade nor agrade")
+        return asyncio.run(self.agrade(input, response, context))
+
+    async def agrade(self, input: str, response: str, context: Mapping[str, Any]) -> GradeResult:
+        if type(self).grade is Grader.grade:
+            raise NotImplementedError(f"{type(self).__name__} implements neither grade nor agrade")
+        return self.grade(input, response, context)
+
+    # -- the one result helper -----------------------------------------------------------
+    def result(
+        self,
+        score: float | None,
+        reason: str,
+        error: bool = False,
+        *,
+        raw: Any = None,
+        details: Mapping[str, Any] | None = None,
+        identity: Mapping[str, Any] | None = None,
+    ) -> GradeResult:
+        """Build a GradeResult stamped with this grader's id and declared scale.
+
+        A real score is clamped to the declared bounds; `None` with `error=False` is a skip,
+        `None` with `error=True` is an error. A score with `error=True` is a bug.
+        """
+        if score is not None:
+            if error:
+                raise ValueError("a GradeResult is either scored or errored, not both")
+            score = float(score)
+            if math.isnan(score):
+                raise ValueError(f"{self.id}: NaN is not a score")
+            score = max(self.min_score, min(self.max_score, score))
+        return GradeResult(
+            grader_id=self.id,
+            score=score,
+            reason=reason,
+            error=error,
+            min_score=self.min_score,
+            max_score=self.max_score,
+            raw=raw,
+            details=dict(details or {}),
+            identity=dict(identity or {}),
+        )
+
+    @classmethod
+    def declaration(cls) -> dict[str, Any]:
+        """The eight declarations (plus `needs`) as a plain mapping."""
+        return {
+            "id": cls.id,
+            "label": cls.label,
+            "description": cls.description,
+            "llm": cls.llm,
+            "min_score": cls.min_score,
+            "max_score": cls.max_score,
+            "sees_tool_calls": cls.sees_tool_calls,
+            "observes_actions": cls.observes_actions,
+            "needs": cls.needs,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A grader attached to a target, with how it counts (seed 003 "How scores combine")."""
+
+    grader: Grader
+    weight: float = 1.0
+    """Weight in the objective (weighted mean); default 1."""
+    must_pass: bool = False
+    """A gate: if it fails, the question scores 0 and the run's gate fails."""
+    threshold: float = 0.0
+    """Passing bar of a scalar grader on its own scale (default 0: any score passes)."""
+    samples: int = 1
+    """Run the grader this many times and aggregate (mean, spread reported)."""

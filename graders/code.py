@@ -1,0 +1,3 @@
+"""Placeholder until its issue lands; replaced by the real module."""
+
+GRADERS: list = []

@@ -1,0 +1,3 @@
+"""LLM judges. Placeholder list until the judges land."""
+
+GRADERS: list = []

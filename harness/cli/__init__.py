@@ -1,0 +1,87 @@
+"""The `tracegrade` command: a thin argparse front over the library, one module per subcommand.
+
+Each subcommand module exposes `register(subparsers)` which adds its parser and sets
+`handler=<callable(args) -> int>`. Errors map to the exit codes of DESIGN.md here and only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+from harness.errors import ExitCode, TracegradeError
+
+__all__ = ["build_parser", "main"]
+
+SUBCOMMANDS: tuple[str, ...] = ("validate", "graders", "targets", "run", "grade")
+
+EPILOG = """\
+exit codes:
+  0  ran, every gate passed
+  1  internal error (a bug in tracegrade: please report it with the traceback)
+  2  a gate failed: a must-pass grader, a score threshold, a critical rubric check
+  3  evaluation incomplete: errored/degraded questions beyond the error budget
+     (judge outage, agent crash, capture failure)
+  4  invalid input: config, dataset, rubric or CLI usage
+  5  nothing to run: the selection matched no question
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors; usage errors are invalid input (4) here."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.INVALID_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tracegrade",
+        description=(
+            "Evaluate LangGraph agents. tracegrade runs an agent over a dataset of questions, "
+            "records every tool call as an OpenTelemetry span (the ground truth of what the "
+            "agent did), grades each answer with deterministic graders and LLM judges, and "
+            "gates CI with the exit codes below."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"harness.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return ExitCode.INVALID_INPUT
+    try:
+        return int(args.handler(args))
+    except TracegradeError as exc:
+        print(f"tracegrade: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("tracegrade: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # the CLI's isolation point: anything else is a bug, exit 1
+        traceback.print_exc()
+        print("tracegrade: internal error (exit 1); this is a bug", file=sys.stderr)
+        return ExitCode.INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""One error tree for tracegrade, each class carrying the exit code the CLI maps it to.
+
+Context (file, line, key, question id) is attached to the error rather than baked into the
+message, so reports and the CLI can render it consistently.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+__all__ = [
+    "CaptureError",
+    "ConfigError",
+    "DatasetError",
+    "EvaluationError",
+    "ExitCode",
+    "InputError",
+    "JudgeError",
+    "NothingToRunError",
+    "PluginError",
+    "ProviderError",
+    "RubricError",
+    "TracegradeError",
+]
+
+
+class ExitCode(IntEnum):
+    """The CI contract (DESIGN.md, "Exit codes")."""
+
+    OK = 0
+    INTERNAL = 1
+    GATE_FAILED = 2
+    INCOMPLETE = 3
+    INVALID_INPUT = 4
+    NOTHING_TO_RUN = 5
+
+
+class TracegradeError(Exception):
+    """Base of every error tracegrade raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        question_id: str | None = None,
+        hint: str | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+        self.question_id = question_id
+        self.hint = hint
+        self.context = context
+
+    def location(self) -> str:
+        """`file:line` (or the parts known), empty when nothing is known."""
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def __str__(self) -> str:
+        parts = []
+        loc = self.location()
+        if loc:
+            parts.append(f"{loc}:")
+        if self.question_id is not None:
+            parts.append(f"question {self.question_id!r}:")
+        if self.key is not None:
+            parts.append(f"at {self.key}:")
+        parts.append(self.message)
+        text = " ".join(parts)
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class InputError(TracegradeError):
+    """Invalid input: config, dataset, rubric, plugin declaration or CLI usage (exit 4)."""
+
+    exit_code = ExitCode.INVALID_INPUT
+
+
+class DatasetError(InputError):
+    """A dataset file that cannot be parsed or does not satisfy the schema."""
+
+
+class ConfigError(InputError):
+    """A config file that cannot be parsed or does not satisfy the schema."""
+
+
+class RubricError(InputError):
+    """A rubric file that is invalid, or a `rubric_ref` that resolves to nothing."""
+
+
+class PluginError(InputError):
+    """A grader plugin whose declaration is invalid, or that cannot be loaded."""
+
+
+class EvaluationError(TracegradeError):
+    """The evaluation could not be completed as asked (exit 3)."""
+
+    exit_code = ExitCode.INCOMPLETE
+
+
+class CaptureError(EvaluationError):
+    """The tool-call record could not be captured or sealed."""
+
+
+class JudgeError(EvaluationError):
+    """A judge could not produce a usable verdict (unparseable, non-numeric, off its scale)."""
+
+
+class ProviderError(JudgeError):
+    """The judge provider was unreachable, timed out or kept failing after retries."""
+
+
+class NothingToRunError(TracegradeError):
+    """The selection matched no question (exit 5)."""
+
+    exit_code = ExitCode.NOTHING_TO_RUN

@@ -1,0 +1,247 @@
+"""Plain types every layer shares: the tool-call record, the run record, grade results.
+
+Floor 1 of DESIGN.md: this module imports nothing from tracegrade but `errors`.
+The record is the ground truth of what an agent did; helpers for name matching and order
+live here so graders never re-derive them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "GradeResult",
+    "Outcome",
+    "RunRecord",
+    "ToolCall",
+    "ToolRecord",
+    "map_to_composite",
+    "scale_label",
+]
+
+
+class Outcome(StrEnum):
+    """How one tool call ended, decided from callbacks and tool-node output, never from text."""
+
+    OK = "ok"
+    ERROR = "error"
+    NOT_EXECUTED = "not_executed"
+    INTERRUPTED = "interrupted"
+    HANDOFF = "handoff"
+    COMMAND = "command"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a question run, as the capture layer observed it."""
+
+    seq: int
+    """Start sequence within the question run (0-based, in the order tool starts were seen)."""
+    name: str
+    """The tool name exactly as the model emitted it in its tool call."""
+    qualified_id: str
+    """`"<agent>:<tool>"`, where agent is the name of the (sub)graph that ran the tool."""
+    call_id: str | None
+    """The model's tool-call id, when it gave one."""
+    arguments: Mapping[str, Any]
+    """The arguments, whole. Redaction and truncation happen on export and in judge rendering."""
+    outcome: Outcome
+    """How the call ended."""
+    error_type: str | None = None
+    """Exception class name (or "ToolMessageError", "ValidationError"...) when outcome is error."""
+    result: Any = None
+    """What the tool returned. Kept for code checks; never shown to an LLM judge."""
+    agent: str = ""
+    """Name of the (sub)graph that ran the tool."""
+    depth: int = 0
+    """Nesting depth of that agent: 0 for the top-level graph, 1 for a sub-agent, ..."""
+    model_turn: int | None = None
+    """Ordinal of the model message (of that agent) that requested the call; None if unknown."""
+    index_in_turn: int | None = None
+    """Position of the call among the tool calls of that model message."""
+    span_id: str | None = None
+    """Hex span id of the `execute_tool` span."""
+    trace_id: str | None = None
+    """Hex trace id of the question's trace."""
+    start_ns: int = 0
+    """Span start, epoch nanoseconds."""
+    end_ns: int = 0
+    """Span end, epoch nanoseconds (0 when the call never ended)."""
+
+    def matches(self, name: str) -> bool:
+        """True when `name` names this call: a name with a colon is a qualified id only;
+        a bare name is checked against both the emitted name and the qualified id."""
+        if ":" in name:
+            return self.qualified_id == name
+        return self.name == name or self.qualified_id == name
+
+    @property
+    def requested_key(self) -> tuple[int, int, int, int]:
+        """Sort key for requested order: (depth-independent) model turn, index, then start."""
+        turn = self.model_turn if self.model_turn is not None else 1 << 30
+        index = self.index_in_turn if self.index_in_turn is not None else 0
+        return (turn, index, self.start_ns, self.seq)
+
+
+class ToolRecord(Sequence[ToolCall]):
+    """The sealed, de-duplicated tool-call record of one question run (possibly empty).
+
+    An empty record means the agent ran and called nothing. "No record" is represented by
+    `None` (and by `tool_calls` missing from a grader's context), never by an empty record.
+    """
+
+    __slots__ = ("_calls", "complete", "problems")
+
+    def __init__(
+        self,
+        calls: Sequence[ToolCall] = (),
+        *,
+        complete: bool = True,
+        problems: Sequence[str] = (),
+    ) -> None:
+        self._calls: tuple[ToolCall, ...] = tuple(sorted(calls, key=lambda c: c.seq))
+        self.complete = complete
+        """False when capture failed somewhere: such a record is never evidence."""
+        self.problems: tuple[str, ...] = tuple(problems)
+        """What went wrong inside the recorder, when anything did."""
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._calls[index]
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def __iter__(self) -> Iterator[ToolCall]:
+        return iter(self._calls)
+
+    def __repr__(self) -> str:
+        return f"ToolRecord({list(self._calls)!r}, complete={self.complete})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ToolRecord):
+            return self._calls == other._calls and self.complete == other.complete
+        return NotImplemented
+
+    def calls_of(self, name: str) -> list[ToolCall]:
+        """Calls matching `name` (see `ToolCall.matches`), in start order."""
+        return [c for c in self._calls if c.matches(name)]
+
+    def requested_order(self) -> list[ToolCall]:
+        """Calls in the order the models requested them: (model turn, index in the message)."""
+        return sorted(self._calls, key=lambda c: c.requested_key)
+
+    @staticmethod
+    def happened_before(earlier: ToolCall, later: ToolCall) -> bool:
+        """True when `earlier`'s result was available before `later` was requested.
+
+        Both requested by model turns of the same agent: `earlier` in a strictly earlier turn.
+        Otherwise (calls outside model turns, or of different agents) fall back to span times:
+        `earlier` ended before `later` started.
+        """
+        if (
+            earlier.model_turn is not None
+            and later.model_turn is not None
+            and earlier.agent == later.agent
+            and earlier.depth == later.depth
+        ):
+            return earlier.model_turn < later.model_turn
+        return earlier.end_ns != 0 and earlier.end_ns <= later.start_ns
+
+    def first_requested(self, calls: Sequence[ToolCall]) -> ToolCall | None:
+        """The first of `calls` in requested order, or None when there are none."""
+        return min(calls, key=lambda c: c.requested_key) if calls else None
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """What one question run produced, before grading."""
+
+    question_id: str
+    response: str = ""
+    """The agent's final answer text."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The final message list of the run as role/content dicts (best effort)."""
+    tool_calls: ToolRecord | None = None
+    """The sealed record, or None when no record exists (chat mode, capture failed)."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Token usage summed over model calls, when the models reported it."""
+    latency_s: float = 0.0
+    error: str | None = None
+    """Why the agent run failed (exception text, "timed out after 30s"), None when it did not."""
+    error_type: str | None = None
+    trace_id: str | None = None
+
+    @property
+    def errored(self) -> bool:
+        return self.error is not None
+
+
+def map_to_composite(score: float, min_score: float, max_score: float) -> float:
+    """Map a score on its declared scale onto the shared 0–5 composite scale.
+
+    0–5 is the identity path (the number is not touched); anything else is linear.
+    """
+    if min_score == 0.0 and max_score == 5.0:
+        return score
+    return (score - min_score) / (max_score - min_score) * 5.0
+
+
+class GradeResult(BaseModel):
+    """One grader's verdict on one response. Build it through `Grader.result()`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grader_id: str
+    """Id of the grader that produced this result."""
+    score: float | None
+    """The score on the grader's own scale, or None (skip or error)."""
+    reason: str
+    """Short human-readable reason; for a skip, why it did not apply."""
+    error: bool = False
+    """True when the grader could not do its job; the question is then degraded."""
+    min_score: float = 0.0
+    """Declared lower bound of the grader's scale, stored with every score."""
+    max_score: float = 5.0
+    """Declared upper bound of the grader's scale, stored with every score."""
+    raw: Any = None
+    """The raw judge answer (or other evidence) kept for inspection; None for most graders."""
+    details: dict[str, Any] = {}
+    """Grader-specific structured detail (rubric check statuses, unmet expectations...)."""
+    identity: dict[str, Any] = {}
+    """Who produced it: for judges id, model and template hash."""
+
+    @property
+    def skipped(self) -> bool:
+        """Not scored because the grader does not apply (excluded from the average silently)."""
+        return self.score is None and not self.error
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None
+
+    @property
+    def mapped_score(self) -> float | None:
+        """The score on the 0–5 composite scale, None when not scored."""
+        if self.score is None:
+            return None
+        return map_to_composite(self.score, self.min_score, self.max_score)
+
+    @property
+    def scale_label(self) -> str:
+        """"(binary, 0-1)" or "(0-5)", as the catalog and the result screens print it."""
+        return scale_label(self.min_score, self.max_score)
+
+
+def scale_label(min_score: float, max_score: float) -> str:
+    def fmt(x: float) -> str:
+        return str(int(x)) if float(x).is_integer() else str(x)
+
+    if (min_score, max_score) == (0.0, 1.0):
+        return "(binary, 0-1)"
+    return f"({fmt(min_score)}-{fmt(max_score)})"
