@@ -29,7 +29,12 @@ _ids = itertools.count(1)
 
 def tool_call(name: str, args: Mapping[str, Any] | None = None, *, id: str | None = None) -> dict:
     """One tool call as a model emits it."""
-    return {"name": name, "args": dict(args or {}), "id": id or f"call_{next(_ids)}", "type": "tool_call"}
+    return {
+        "name": name,
+        "args": dict(args or {}),
+        "id": id or f"call_{next(_ids)}",
+        "type": "tool_call",
+    }
 
 
 def call(*calls: dict | tuple[str, Mapping[str, Any]], content: str = "") -> AIMessage:

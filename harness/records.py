@@ -234,7 +234,7 @@ class GradeResult(BaseModel):
 
     @property
     def scale_label(self) -> str:
-        """"(binary, 0-1)" or "(0-5)", as the catalog and the result screens print it."""
+        """ "(binary, 0-1)" or "(0-5)", as the catalog and the result screens print it."""
         return scale_label(self.min_score, self.max_score)
 
 
