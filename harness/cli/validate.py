@@ -1,0 +1,129 @@
+"""`tracegrade validate PATH...`: check dataset, config and rubric files against their schemas.
+
+Each file's kind is read from its content: a mapping with `targets` is a config, one with
+`checks` (or `kind` and `criterion`) is a rubric, anything else a dataset. Every problem of every
+file is printed; the exit code is 0 when all files are valid, 4 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ExitCode, InputError
+from harness.sourcefile import Problem, load_document
+
+__all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_file"]
+
+# kind -> "module:function", each `(path: Path) -> list[Problem]`, imported on first use so a
+# kind whose module is not there yet fails only for files of that kind.
+VALIDATORS: dict[str, str] = {
+    "dataset": "harness.dataset:validate_dataset_file",
+    "config": "harness.config:validate_config_file",
+    "rubric": "graders.rubrics:validate_rubric_file",
+}
+
+DESCRIPTION = """\
+Validate dataset, config and rubric files (YAML, JSON or JSONL) against tracegrade's JSON
+Schemas (schema/*.schema.json, Draft 2020-12) and the rules schemas cannot express (ratios
+summing to 1.0, unique question ids, duplicate keys). Every problem is printed with its file,
+line, question id and JSON pointer, and a typo of a known key gets a "did you mean" hint.
+
+The kind of each file is read from its content: a mapping with `targets` is a config, one with
+`checks` (or `kind` and `criterion`) is a rubric, anything else is a dataset.
+"""
+
+EPILOG = """\
+exit codes:
+  0  every file is valid
+  4  at least one file is invalid (or cannot be read); every problem is printed
+
+In CI: `tracegrade validate datasets/*.yaml`. Any Draft 2020-12 validator (e.g.
+check-jsonschema --schemafile schema/dataset.schema.json FILE) checks the same schema, minus the
+checks schemas cannot express.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check dataset, config and rubric files; exit 0 if valid, 4 if not",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files to validate")
+    parser.set_defaults(handler=run)
+
+
+def detect_kind(data: Any) -> str:
+    """`config`, `rubric` or `dataset`, from a parsed document's shape."""
+    if isinstance(data, dict):
+        if "targets" in data:
+            return "config"
+        if "checks" in data or ("kind" in data and "criterion" in data):
+            return "rubric"
+    return "dataset"
+
+
+def _validator(kind: str) -> Callable[[Path], list[Problem]]:
+    module_name, _, function = VALIDATORS[kind].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, function)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(
+            f"cannot validate a {kind} file: its validator {VALIDATORS[kind]} is not available "
+            f"in this installation ({exc})"
+        ) from exc
+
+
+def validate_file(path: Path) -> tuple[str, list[Problem]]:
+    """The file's kind and its problems ([] when valid)."""
+    try:
+        doc = load_document(path, error_cls=InputError)
+    except InputError as exc:
+        problems = exc.context.get("problems") or [Problem(str(path), exc.line, "", exc.message)]
+        return "unknown", list(problems)
+    kind = "dataset" if doc.format == "jsonl" else detect_kind(doc.data)
+    try:
+        validator = _validator(kind)
+    except InputError as exc:
+        return kind, [Problem(str(path), None, "", exc.message)]
+    try:
+        return kind, list(validator(path))
+    except InputError as exc:  # a validator that raises rather than returning its problems
+        problems = exc.context.get("problems") or [
+            Problem(str(path), exc.line, exc.key or "", exc.message, exc.question_id, exc.hint)
+        ]
+        return kind, list(problems)
+
+
+def _summary(kind: str, path: Path) -> str:
+    if kind != "dataset":
+        return f"ok: {path} ({kind})"
+    from harness.dataset import load_dataset  # the dataset floor; only for the count
+
+    count = len(load_dataset(path).questions)
+    return f"ok: {path} ({count} question{'s' if count != 1 else ''})"
+
+
+def run(args: argparse.Namespace) -> int:
+    failed = 0
+    for path in args.paths:
+        kind, problems = validate_file(path)
+        if problems:
+            failed += 1
+            for problem in problems:
+                print(problem, file=sys.stderr)
+        else:
+            print(_summary(kind, path))
+    if failed:
+        noun = "file" if len(args.paths) == 1 else "files"
+        print(f"tracegrade: {failed} of {len(args.paths)} {noun} invalid", file=sys.stderr)
+        return ExitCode.INVALID_INPUT
+    return ExitCode.OK

@@ -1,0 +1,376 @@
+"""Datasets: the pydantic models of `schema/dataset.schema.json`, loading with validation of
+every source (YAML, JSON, JSONL), split assignment and question selection.
+
+The JSON Schema is the contract and runs first, so every error names file, line, question id
+and pointer; the models enforce the same rules (tests run both over the example corpus) and
+give the runner typed questions. A JSONL file holds one question object per line and no
+splits block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from harness.errors import DatasetError, InputError
+from harness.sourcefile import (
+    Document,
+    Problem,
+    escape_pointer_token,
+    load_document,
+    problem_at,
+    raise_problems,
+    validate_document,
+)
+from harness.splits import SPLIT_NAMES, assign_split
+
+__all__ = [
+    "Dataset",
+    "Expected",
+    "ExpectedTool",
+    "Message",
+    "Question",
+    "Ratios",
+    "Splits",
+    "load_dataset",
+    "select_questions",
+    "validate_dataset_file",
+]
+
+NonBlank = Annotated[str, Field(pattern=r"\S")]
+Scalar = str | int | float | bool | None
+FactScalar = str | int | float
+SplitName = Literal["train", "validation", "test"]
+RUBRIC_REF_PATTERN = r"^rubric/[a-z0-9][a-z0-9_.-]*@[0-9A-Za-z][0-9A-Za-z.+-]*$"
+BUNDLE_PATTERN = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
+
+# Strict: no coercion the schema would not allow ("1" is not an integer, 1 is not a string).
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class Message(BaseModel):
+    """One message of a multi-turn input."""
+
+    model_config = _STRICT
+
+    role: Literal["system", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str
+    """What they say."""
+
+
+class Expected(BaseModel):
+    """Grader-specific expectations; open for keys such as `answer`."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    format: Literal["text", "json", "yaml", "markdown"] | None = None
+    """The answer's format, read by format_grader."""
+
+
+class ExpectedTool(BaseModel):
+    """An assertion about a tool the agent ran (or must not have run)."""
+
+    model_config = _STRICT
+
+    tool: NonBlank
+    """The function name the model emits, or the qualified id `<agent>:<tool>`."""
+    should_run: bool
+    """Whether the tool must have run (true) or must not have (false)."""
+    args: dict[str, Scalar] | None = None
+    """Subset match on the call's arguments; scalar values only, never empty."""
+    after: str | None = None
+    """A tool whose result was available before this call was requested."""
+
+    @field_validator("args")
+    @classmethod
+    def _args_not_empty(cls, value: dict[str, Scalar] | None) -> dict[str, Scalar] | None:
+        if value is not None and not value:
+            raise ValueError("args must not be empty")
+        return value
+
+    @field_validator("after")
+    @classmethod
+    def _after_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("after must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _after_needs_should_run(self) -> ExpectedTool:
+        if self.after is not None and self.should_run is False:
+            raise ValueError("after must not be combined with should_run: false")
+        return self
+
+
+class Question(BaseModel):
+    """One question of a dataset, as authored. Only `id` and `input` are required."""
+
+    model_config = _STRICT
+
+    id: NonBlank
+    """Unique within the dataset."""
+    input: Annotated[str, Field(pattern=r"\S")] | Annotated[list[Message], Field(min_length=1)]
+    """A string, or a conversation of messages."""
+    criteria: str | None = None
+    """The prose standard LLM judges grade against."""
+    expected: Expected | None = None
+    """Grader-specific expectations."""
+    expected_facts: dict[str, FactScalar | list[FactScalar]] | None = None
+    """Ground truth for the fact-checking judges (legacy `must_not_contain`: list of strings)."""
+    expected_tools: list[ExpectedTool] | None = None
+    """Assertions about the tools the agent ran."""
+    rubric_ref: Annotated[str, Field(pattern=RUBRIC_REF_PATTERN)] | None = None
+    """`rubric/<id>@<version>`: a shared rubric."""
+    choices: Annotated[list[str], Field(min_length=1)] | None = None
+    """Multiple-choice options."""
+    files: dict[str, str] | None = None
+    """Filename -> content or path (declaration only)."""
+    disabled: bool = False
+    """True excludes the question from every run."""
+    split: SplitName | None = None
+    """An explicit split label (wins over the splits rule)."""
+    bundle: Annotated[str, Field(pattern=BUNDLE_PATTERN)] | None = None
+    """The snake_case eval domain of the question."""
+    tags: list[NonBlank] | None = None
+    """Free-form labels."""
+    metadata: dict[str, Any] | None = None
+    """Case-level carry-all (`metadata.state`: state_grader assertions)."""
+
+    @field_validator("expected_facts")
+    @classmethod
+    def _legacy_must_not_contain(cls, value: dict | None) -> dict | None:
+        banned = (value or {}).get("must_not_contain")
+        if banned is not None and not (
+            isinstance(banned, list) and all(isinstance(b, str) for b in banned)
+        ):
+            raise ValueError("must_not_contain must be a list of strings")
+        return value
+
+    def row(self) -> dict[str, Any]:
+        """The question as authored (keys given, nothing defaulted), for the grader context."""
+        return self.model_dump(exclude_unset=True)
+
+    def input_messages(self) -> list[dict[str, str]]:
+        """The input as role/content messages; a plain string is one user message."""
+        if isinstance(self.input, str):
+            return [{"role": "user", "content": self.input}]
+        return [message.model_dump() for message in self.input]
+
+    def flattened_input(self) -> str:
+        """The input as one string: a plain string as is, a conversation as `role: content`
+        lines (what agent mode sends, since an agent takes one string)."""
+        if isinstance(self.input, str):
+            return self.input
+        return "\n".join(f"{m.role}: {m.content}" for m in self.input)
+
+
+class Ratios(BaseModel):
+    """Shares of the hash rule; they sum to 1.0 (an absent split has share 0)."""
+
+    model_config = _STRICT
+
+    train: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Share of unlabeled questions hashed into train."""
+    validation: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Share hashed into validation."""
+    test: Annotated[float, Field(ge=0, le=1)] | None = None
+    """Share hashed into test."""
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> Ratios:
+        shares = self.as_dict()
+        if not self.model_fields_set:
+            raise ValueError("ratios must name at least one of train, validation, test")
+        if not math.isclose(sum(shares.values()), 1.0, abs_tol=1e-9):
+            raise ValueError(f"ratios must sum to 1.0 (values sum to {sum(shares.values()):g})")
+        return self
+
+    def as_dict(self) -> dict[str, float]:
+        """Split name -> share, absent splits as 0."""
+        return {name: float(getattr(self, name) or 0.0) for name in SPLIT_NAMES}
+
+
+class Splits(BaseModel):
+    """The dataset-level rule bucketing unlabeled questions (see harness/splits.py)."""
+
+    model_config = _STRICT
+
+    rule: Literal["hash"]
+    """The only rule: deterministic sha256 bucketing."""
+    field: NonBlank = "id"
+    """The question key hashed (dots reach into mappings)."""
+    ratios: Ratios
+    """Cumulative shares in the order train, validation, test."""
+    seed: int = 0
+    """Changing it reshuffles the assignment, deterministically."""
+
+
+class Dataset(BaseModel):
+    """A loaded dataset. After `load_dataset`, `questions` holds the enabled questions only."""
+
+    model_config = _STRICT
+
+    schema_ref: str | None = Field(default=None, alias="$schema")
+    """The `$schema` line, if the file has one."""
+    title: str | None = Field(default=None, alias="name")
+    """The document's own display name (`name:`); the dataset's name is the file stem."""
+    description: str | None = None
+    """Free text."""
+    splits: Splits | None = None
+    """The hash rule for unlabeled questions, if any."""
+    questions: list[Question]
+    """The questions, in file order."""
+
+    _path: Path | None = PrivateAttr(default=None)
+    _sha256: str = PrivateAttr(default="")
+    _disabled_ids: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Dataset:
+        seen: set[str] = set()
+        for question in self.questions:
+            if question.id in seen:
+                raise ValueError(f"duplicate question id {question.id!r}")
+            seen.add(question.id)
+        return self
+
+    @property
+    def path(self) -> Path | None:
+        """The file it was loaded from."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The file stem (`support.yaml` -> `support`); "dataset" when not loaded from a file."""
+        return self._path.stem if self._path is not None else "dataset"
+
+    @property
+    def sha256(self) -> str:
+        """Hex sha256 of the file's bytes, recorded with results to tie them to the data."""
+        return self._sha256
+
+    @property
+    def disabled_ids(self) -> list[str]:
+        """Ids of the rows dropped because they are `disabled: true`."""
+        return list(self._disabled_ids)
+
+    def splits_of(self, question: Question) -> frozenset[str]:
+        """The splits `question` belongs to (label; hash bucket; else train and validation)."""
+        if self.splits is None:
+            return assign_split(question.row())
+        return assign_split(
+            question.row(),
+            ratios=self.splits.ratios.as_dict(),
+            field=self.splits.field,
+            seed=self.splits.seed,
+        )
+
+
+def _pydantic_problems(doc: Document, error: ValidationError) -> list[Problem]:
+    """Pydantic's errors as Problems; only reached if the models and schema ever disagree."""
+    problems = []
+    for item in error.errors():
+        parts: list[str] = []
+        node: Any = doc.data
+        for part in item["loc"]:
+            # Union branch tags (`str`, `list[Message]`) are not keys of the document.
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+            if not (in_dict or in_list):
+                continue
+            node = node[part]
+            parts.append(escape_pointer_token(part))
+        pointer = "".join("/" + p for p in parts)
+        message = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(problem_at(doc, pointer, message))
+    return problems
+
+
+def _read(path: Path, *, error_cls: type[InputError]) -> tuple[Document, Dataset]:
+    doc = load_document(path, error_cls=error_cls)
+    if doc.format == "jsonl":
+        doc = doc.wrapped("questions")
+    raise_problems(validate_document(doc, "dataset"), error_cls)
+    try:
+        dataset = Dataset.model_validate(doc.data)
+    except ValidationError as exc:
+        raise_problems(_pydantic_problems(doc, exc), error_cls)
+        raise  # unreachable: a ValidationError always has errors
+    return doc, dataset
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Load and validate a dataset file (`.yaml`, `.yml`, `.json`, `.jsonl`).
+
+    Raises DatasetError (exit 4) listing every problem, each with file, line, question id and
+    pointer. Disabled rows are validated, then dropped; duplicate ids are an error.
+    """
+    path = Path(path)
+    _, dataset = _read(path, error_cls=DatasetError)
+    dataset._path = path
+    dataset._sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    dataset._disabled_ids = [q.id for q in dataset.questions if q.disabled]
+    dataset.questions = [q for q in dataset.questions if not q.disabled]
+    return dataset
+
+
+def validate_dataset_file(path: Path) -> list[Problem]:
+    """Every problem of a dataset file (parse errors included); [] when it is valid."""
+    try:
+        _read(Path(path), error_cls=DatasetError)
+    except DatasetError as exc:
+        problems = exc.context.get("problems")
+        if problems:
+            return list(problems)
+        return [Problem(str(path), exc.line, exc.key or "", exc.message)]
+    return []
+
+
+def select_questions(
+    dataset: Dataset,
+    *,
+    split: str | None = None,
+    bundles: Iterable[str] = (),
+    tags: Iterable[str] = (),
+    limit: int | None = None,
+) -> list[Question]:
+    """The questions a run asks, in file order: those whose assigned splits include `split`,
+    whose bundle is one of `bundles`, carrying any of `tags` (each filter applies only when
+    given), cut to the first `limit`. An empty result is the caller's NothingToRunError."""
+    if split is not None and split not in SPLIT_NAMES:
+        raise InputError(
+            f"unknown split {split!r}: use one of {', '.join(SPLIT_NAMES)}", key="--split"
+        )
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1 (got {limit})", key="--limit")
+    wanted_bundles = set(bundles)
+    wanted_tags = set(tags)
+    chosen: list[Question] = []
+    for question in dataset.questions:
+        if split is not None and split not in dataset.splits_of(question):
+            continue
+        if wanted_bundles and question.bundle not in wanted_bundles:
+            continue
+        if wanted_tags and not wanted_tags.intersection(question.tags or ()):
+            continue
+        chosen.append(question)
+    return chosen[:limit] if limit is not None else chosen
+
+
+def questions_by_id(questions: Sequence[Question]) -> dict[str, Question]:
+    """Questions keyed by id (ids are unique within a loaded dataset)."""
+    return {q.id: q for q in questions}
