@@ -1,0 +1,144 @@
+"""Retries for judge calls: exponential backoff with jitter, `Retry-After` honoured on 429/5xx,
+a timeout per attempt, a bounded number of attempts. Exhausting them raises `ProviderError`
+naming the provider, the URL and the last status, so the outage is named where it surfaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from harness.errors import ProviderError
+
+__all__ = [
+    "RETRYABLE_STATUSES",
+    "PermanentFailure",
+    "RetryPolicy",
+    "TransientFailure",
+    "parse_retry_after",
+    "with_retries",
+]
+
+T = TypeVar("T")
+
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+"""HTTP statuses worth another attempt (any other 5xx is retried too)."""
+
+
+class TransientFailure(Exception):
+    """An attempt failed in a way another attempt may not (429, 5xx, timeout, connection)."""
+
+    def __init__(self, detail: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.retry_after = retry_after
+
+
+class PermanentFailure(Exception):
+    """An attempt failed in a way retrying cannot fix (401, 404, a malformed body)."""
+
+    def __init__(self, detail: str, *, status: int | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard one judge call tries."""
+
+    max_attempts: int = 4
+    """Attempts in all, the first included."""
+    timeout_s: float = 30.0
+    """Limit on each attempt."""
+    base_delay_s: float = 0.5
+    """First backoff; doubles each attempt."""
+    max_delay_s: float = 30.0
+    """Cap on a computed backoff."""
+    max_retry_after_s: float = 120.0
+    """Cap on a server's `Retry-After` (a server asking for an hour is treated as an outage)."""
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Delay before attempt `attempt + 1` (attempt counts from 1)."""
+        computed = min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1))
+        # "Equal jitter": spread concurrent clients apart without ever waiting near zero.
+        delay = computed / 2 + random.uniform(0, computed / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after_s))
+        return delay
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a `Retry-After` header (delta seconds or an HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    provider: str,
+    url: str,
+    slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
+    """Run `attempt` until it returns, retrying `TransientFailure` and timeouts per `policy`.
+
+    `attempt` signals failures by raising `TransientFailure` or `PermanentFailure`; anything
+    else it raises propagates unchanged (a bug, not an outage). `slot` (a rate limiter's) is
+    held around each attempt and acquired outside its timeout, so queueing is never a timeout.
+    """
+    last_status: int | None = None
+    last_detail = ""
+    attempts = max(1, policy.max_attempts)
+    for number in range(1, attempts + 1):
+        retry_after: float | None = None
+        try:
+            async with slot() if slot is not None else nullcontext():
+                async with asyncio.timeout(policy.timeout_s):
+                    return await attempt()
+        except TimeoutError:
+            last_status, last_detail = None, f"timed out after {policy.timeout_s:g}s"
+        except TransientFailure as failure:
+            last_status, last_detail = failure.status, failure.detail
+            retry_after = failure.retry_after
+        except PermanentFailure as failure:
+            raise _provider_error(
+                provider, url, failure.status, failure.detail, number, permanent=True
+            ) from failure
+        if number < attempts:
+            await sleep(policy.backoff(number, retry_after))
+    raise _provider_error(provider, url, last_status, last_detail, attempts, permanent=False)
+
+
+def _provider_error(
+    provider: str, url: str, status: int | None, detail: str, attempts: int, *, permanent: bool
+) -> ProviderError:
+    status_text = f"HTTP {status}" if status is not None else "no HTTP status"
+    how = "failed" if permanent else f"failed after {attempts} attempts"
+    return ProviderError(
+        f"judge provider {provider} at {url} {how}; last status {status_text}: {detail}",
+        provider=provider,
+        url=url,
+        status=status,
+        attempts=attempts,
+    )

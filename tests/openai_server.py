@@ -1,0 +1,289 @@
+"""A real OpenAI-compatible chat-completions server on loopback, for judge, rubric and runner tests.
+
+It listens on 127.0.0.1 on an ephemeral port in a background thread and answers
+`POST /v1/chat/completions` with scripted answers. Nothing is mocked: the client under test
+speaks real HTTP to it.
+
+Usage::
+
+    from tests import openai_server as loopback
+    from tests.openai_server import rate_limited, score
+
+    # The fixture under the name tests request. (`from tests.openai_server import
+    # openai_server` works for pytest too, but ruff then flags every test parameter F811.)
+    openai_server = loopback.openai_server
+
+    def test_something(openai_server):
+        openai_server.enqueue(rate_limited(retry_after=0.1), score(4, "good"))
+        provider = build_provider({"base_url": openai_server.base_url, "model": "m"})
+        ...
+        assert len(openai_server.requests) == 2
+        assert "<agent_response>" in openai_server.requests[-1].prompt
+
+API
+- `OpenAIServer.base_url` -> "http://127.0.0.1:PORT/v1" (give it to a provider as `base_url`).
+- `enqueue(*answers)`: answers served in order, one per request. When the queue is empty,
+  `responder(body)` is called if set (a function of the parsed request body returning an
+  Answer, a str or a dict), else `default` is served (initially `score(3, "default answer")`).
+- `requests`: every request received, in arrival order, as `Recorded(path, headers, body,
+  prompt)`; `prompt` is all message contents joined by newlines. `reset()` clears requests and
+  queue and restores the default.
+- Answers (plain functions returning `Answer`):
+  `reply(content)` a 200 with that assistant content; a dict content is JSON-encoded;
+  `score(value, reason)` the JSON `{"score": value, "reason": reason}`;
+  `non_numeric_score()` `{"score": "excellent", ...}`; `off_scale(7)` = `score(7, ...)`;
+  `rate_limited(retry_after=1.0)` a 429 with `Retry-After`; `server_error(status=500)`;
+  `slow(seconds, then=...)` waits before answering (to trigger a client timeout);
+  `malformed_body()` a 200 whose body is not JSON.
+- Logprobs: when a request asks for `logprobs`, the answer carries OpenAI-format
+  `choices[0].logprobs.content`: `Answer.logprobs` if given (a list of
+  `(token, logprob, [(alt_token, alt_logprob), ...])`), else one entry per content chunk with
+  logprob 0.0. `top_logprobs` alternatives are cut to the request's `top_logprobs`.
+- `answer_model`: the `model` field answers report (default: echo the request's model).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "Answer",
+    "OpenAIServer",
+    "Recorded",
+    "malformed_body",
+    "non_numeric_score",
+    "off_scale",
+    "openai_server",
+    "rate_limited",
+    "reply",
+    "score",
+    "server_error",
+    "slow",
+]
+
+
+@dataclass
+class Answer:
+    """One scripted answer."""
+
+    content: str = ""
+    """The assistant message content (status 200 answers)."""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    """Seconds to wait before answering."""
+    raw_body: bytes | None = None
+    """Sent verbatim instead of a chat-completions body."""
+    logprobs: list[tuple[str, float, list[tuple[str, float]]]] | None = None
+    """Explicit per-token logprobs; None derives them from the content when asked."""
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    prompt: str
+    """All message contents of the request joined by newlines."""
+
+
+def reply(content: str | dict[str, Any], **kwargs: Any) -> Answer:
+    text = content if isinstance(content, str) else json.dumps(content)
+    return Answer(content=text, **kwargs)
+
+
+def score(value: Any, reason: str = "scripted", **kwargs: Any) -> Answer:
+    return reply({"score": value, "reason": reason}, **kwargs)
+
+
+def non_numeric_score() -> Answer:
+    return score("excellent", "words, not a number")
+
+
+def off_scale(value: float = 7) -> Answer:
+    return score(value, "graded on another scale")
+
+
+def rate_limited(retry_after: float = 1.0) -> Answer:
+    body = json.dumps({"error": {"message": "rate limited", "type": "rate_limit"}}).encode()
+    return Answer(status=429, headers={"Retry-After": f"{retry_after:g}"}, raw_body=body)
+
+
+def server_error(status: int = 500) -> Answer:
+    body = json.dumps({"error": {"message": "internal error", "type": "server_error"}}).encode()
+    return Answer(status=status, raw_body=body)
+
+
+def slow(seconds: float, then: Answer | None = None) -> Answer:
+    answer = then if then is not None else score(3, "slow answer")
+    answer.delay_s = seconds
+    return answer
+
+
+def malformed_body() -> Answer:
+    return Answer(raw_body=b'{"choices": [ this is not json')
+
+
+class OpenAIServer:
+    """The server; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.responder: Callable[[dict[str, Any]], Answer | str | dict] | None = None
+        self.default: Answer = score(3, "default answer")
+        self.answer_model: str | None = None
+        self._queue: deque[Answer] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def enqueue(self, *answers: Answer) -> None:
+        with self._lock:
+            self._queue.extend(answers)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.responder = None
+            self.default = score(3, "default answer")
+
+    # -- called by the handler --------------------------------------------------------------
+    def _next_answer(self, body: dict[str, Any]) -> Answer:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        if self.responder is not None:
+            answer = self.responder(body)
+            if isinstance(answer, Answer):
+                return answer
+            return reply(answer)
+        return Answer(**{**self.default.__dict__, "headers": dict(self.default.headers)})
+
+    def _record(self, recorded: Recorded) -> None:
+        with self._lock:
+            self.requests.append(recorded)
+
+
+def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # one small answer per request: no delayed-ACK stalls
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(404, b'{"error": {"message": "not found"}}')
+                return
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError:
+                self._send(400, b'{"error": {"message": "request body is not JSON"}}')
+                return
+            prompt = "\n".join(
+                str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, dict)
+            )
+            server._record(Recorded(self.path, dict(self.headers.items()), body, prompt))
+            answer = server._next_answer(body)
+            if answer.delay_s and server._stopping.wait(answer.delay_s):
+                return
+            if answer.raw_body is not None:
+                self._send(answer.status, answer.raw_body, answer.headers)
+                return
+            payload = _completion(body, answer, server.answer_model)
+            self._send(answer.status, json.dumps(payload).encode(), answer.headers)
+
+        def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test): nothing to answer
+
+    return Handler
+
+
+def _completion(body: dict[str, Any], answer: Answer, model: str | None) -> dict[str, Any]:
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": answer.content},
+        "finish_reason": "stop",
+        "logprobs": None,
+    }
+    if body.get("logprobs"):
+        top_n = int(body.get("top_logprobs") or 0)
+        tokens = answer.logprobs
+        if tokens is None:
+            chunks = re.findall(r"\s*\S+|\s+", answer.content) or [""]
+            tokens = [(chunk, 0.0, [(chunk, 0.0)]) for chunk in chunks]
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": token,
+                    "logprob": logprob,
+                    "bytes": list(token.encode()),
+                    "top_logprobs": [
+                        {"token": t, "logprob": lp, "bytes": list(t.encode())}
+                        for t, lp in top[:top_n]
+                    ],
+                }
+                for token, logprob, top in tokens
+            ]
+        }
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model or body.get("model", ""),
+        "choices": [choice],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A started loopback server, stopped after the test."""
+    server = OpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
