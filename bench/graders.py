@@ -1,0 +1,120 @@
+"""Benchmark: tool_usage_grader over 10,000 records of 20 calls with 4 expectations each
+(`args` and `after` included). Target: at least 10,000 gradings per second.
+
+Prints gradings per second next to a baseline (a trivial loop touching every call of the same
+records once), and the ratio of the two.
+
+    .venv/bin/python bench/graders.py [--records N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+# Run as a script, this file's directory comes first on sys.path and its name would shadow the
+# `graders` package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from graders.context import build_context  # noqa: E402
+from graders.tool_usage import ToolUsageGrader  # noqa: E402
+from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
+
+TOOLS = [
+    "search",
+    "get_ticket",
+    "update_ticket",
+    "list_users",
+    "get_user",
+    "close_ticket",
+    "add_note",
+    "notify",
+]
+EXPECTED = [
+    {"tool": "search", "should_run": True, "args": {"query": "refund"}},
+    {"tool": "update_ticket", "should_run": True, "after": "get_ticket"},
+    {"tool": "get_user", "should_run": True, "args": {"id": 7}},
+    {"tool": "delete_ticket", "should_run": False},
+]
+
+
+def make_record(rng: random.Random, calls: int = 20) -> ToolRecord:
+    made = []
+    for seq in range(calls):
+        name = rng.choice(TOOLS)
+        agent = "desk" if seq % 5 else "research"
+        made.append(
+            ToolCall(
+                seq=seq,
+                name=name,
+                qualified_id=f"{agent}:{name}",
+                call_id=f"c{seq}",
+                arguments={"query": rng.choice(["refund", "invoice"]), "id": rng.randint(1, 9)},
+                outcome=Outcome.OK,
+                agent=agent,
+                depth=0 if agent == "desk" else 1,
+                model_turn=seq // 2,
+                index_in_turn=seq % 2,
+                start_ns=seq * 100,
+                end_ns=seq * 100 + 50,
+            )
+        )
+    return ToolRecord(made)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="passes; the best is reported")
+    options = parser.parse_args()
+    rng = random.Random(7)
+    contexts = [
+        build_context(
+            {"id": f"q{i}", "expected_tools": EXPECTED}, messages=[], tool_calls=make_record(rng)
+        )
+        for i in range(options.records)
+    ]
+    grader = ToolUsageGrader()
+
+    def baseline_pass() -> float:
+        start = time.perf_counter()
+        touched = 0
+        for context in contexts:
+            for call in context["tool_calls"]:
+                touched += call.name == "search"
+        return time.perf_counter() - start
+
+    def grading_pass() -> float:
+        start = time.perf_counter()
+        for context in contexts:
+            grader.grade("", "", context)
+        return time.perf_counter() - start
+
+    baseline = min(baseline_pass() for _ in range(options.repeat))
+    elapsed = min(grading_pass() for _ in range(options.repeat))
+    total = sum(grader.grade("", "", context).score for context in contexts)
+
+    rate, base_rate = options.records / elapsed, options.records / baseline
+    print(
+        f"records: {options.records} x 20 calls, 4 expectations (args and after included); "
+        f"best of {options.repeat} passes"
+    )
+    print(
+        f"tool_usage_grader: {rate:12,.0f} gradings/s  ({elapsed * 1e6 / options.records:.1f} "
+        f"us each, mean score {total / options.records:.2f})"
+    )
+    print(
+        f"baseline loop:     {base_rate:12,.0f} records/s   ({baseline * 1e6 / options.records:.1f}"
+        f" us each, touching every call once)"
+    )
+    print(
+        f"ratio grader/baseline time: {elapsed / baseline:.1f}x   target >= 10,000 gradings/s: "
+        f"{'met' if rate >= 10_000 else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Grading modules (seed 003 "Where the graders come from"): a user `graders.py` beside a
+dataset, or named in the target, imported by file path and turned into attachments."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from graders.base import Attachment, Grader, GraderServices
+from graders.code import FunctionGrader, _short, attachment_of, grader
+from harness.errors import InputError
+
+__all__ = ["GRADING_MODULE_NAME", "find_grading_module", "load_grading_module"]
+
+GRADING_MODULE_NAME = "graders.py"
+"""The grading module picked up beside a dataset file."""
+
+
+def find_grading_module(dataset_path: str | Path) -> Path | None:
+    """`graders.py` beside the dataset file, when there is one."""
+    candidate = Path(dataset_path).resolve().parent / GRADING_MODULE_NAME
+    return candidate if candidate.is_file() else None
+
+
+def load_grading_module(
+    path: str | Path, *, services: GraderServices | None = None
+) -> list[Attachment]:
+    """Import a user grading module by file path and attach its graders.
+
+    The module exports `GRADERS` (a list of Grader instances, Grader subclasses, `@grader`
+    functions or Attachments); without it, every `@grader` function and Grader instance defined
+    at module level is collected, in definition order. Any failure to import it, or an item that
+    is not a grader, is an `InputError` naming the file (and the line, for a syntax error).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InputError("grading module not found", file=str(file))
+    digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
+    module_name = f"tracegrade_grading_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise InputError("cannot import grading module", file=str(file))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(module_name, None)
+        raise InputError(f"syntax error: {exc.msg}", file=str(file), line=exc.lineno) from exc
+    except Exception as exc:  # isolation point: user code failing at import is bad input
+        sys.modules.pop(module_name, None)
+        line = _user_line(exc, file)
+        raise InputError(
+            f"importing the grading module failed: {type(exc).__name__}: {exc}",
+            file=str(file),
+            line=line,
+        ) from exc
+    if hasattr(module, "GRADERS"):
+        items = list(module.GRADERS)
+        key = "GRADERS"
+    else:
+        items = [
+            value
+            for value in vars(module).values()
+            if isinstance(value, Grader)
+            or (
+                isinstance(value, type)
+                and issubclass(value, FunctionGrader)
+                and value.__module__ == module_name
+            )
+        ]
+        key = None
+    attachments = []
+    for index, item in enumerate(items):
+        attachments.append(
+            _attach(item, services, file=file, key=f"{key}[{index}]" if key else None)
+        )
+    seen: set[str] = set()
+    for attachment in attachments:
+        if attachment.grader.id in seen:
+            raise InputError(
+                f"two graders named {attachment.grader.id!r}; give one a distinct name=",
+                file=str(file),
+            )
+        seen.add(attachment.grader.id)
+    return attachments
+
+
+def _attach(
+    item: Any, services: GraderServices | None, *, file: Path, key: str | None
+) -> Attachment:
+    if isinstance(item, Attachment):
+        return item
+    if isinstance(item, Grader):
+        if services is not None:
+            item.services = services
+        return attachment_of(item)
+    if isinstance(item, type) and issubclass(item, Grader):
+        return attachment_of(item(services=services))
+    if callable(item):
+        return attachment_of(grader(item)(services=services))
+    raise InputError(
+        f"not a grader: {_short(item)} (expected a Grader, a @grader function or an Attachment)",
+        file=str(file),
+        key=key,
+    )
+
+
+def _user_line(exc: BaseException, file: Path) -> int | None:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == file.resolve():
+            line = frame.lineno
+    return line

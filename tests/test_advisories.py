@@ -1,0 +1,54 @@
+"""Advisories (seed 000 "Text-only agent targets")."""
+
+from __future__ import annotations
+
+from graders import Attachment, advisories, text_only
+from graders.advisories import fallback_action_graders, skipping_action_graders
+from graders.format import FormatGrader
+from graders.state import StateGrader
+from graders.tool_usage import ToolUsageGrader
+
+TOOLS, STATE, FORMAT = ToolUsageGrader(), StateGrader(), FormatGrader()
+
+
+def test_text_only():
+    assert text_only("agent", [Attachment(FORMAT)])
+    assert text_only("agent", [])
+    assert not text_only("agent", [Attachment(FORMAT), Attachment(TOOLS)])
+    assert not text_only("chat", [Attachment(FORMAT)])
+    assert [a.kind for a in advisories("agent", [Attachment(FORMAT)])] == ["text_only"]
+    assert advisories("chat", [Attachment(FORMAT)]) == []
+
+
+def test_attached_observer_that_skipped_every_question():
+    attached = [Attachment(TOOLS), Attachment(STATE), Attachment(FORMAT)]
+    results = {
+        "q1": [
+            TOOLS.result(None, "no expected_tools in context, skipping"),
+            STATE.result(5.0, "all 1 state assertion passed"),
+            FORMAT.result(None, "skip"),
+        ],
+        "q2": [
+            TOOLS.result(None, "no expected_tools in context, skipping"),
+            STATE.result(None, "no metadata.state in context, skipping"),
+            FORMAT.result(None, "skip"),
+        ],
+    }
+    assert skipping_action_graders(attached, results) == ["tool_usage_grader"]
+    notes = advisories("agent", attached, results)
+    assert [(n.kind, n.grader_id) for n in notes] == [
+        ("skipped_every_question", "tool_usage_grader")
+    ]
+    # an error is not a skip
+    errored = {"q1": [TOOLS.result(None, "record incomplete", True)]}
+    assert skipping_action_graders(attached, errored) == []
+
+
+def test_fallback_verdicts_are_reported():
+    attached = [Attachment(TOOLS)]
+    context = {"expected_tools": [{"tool": "a", "should_run": True}], "messages": []}
+    fell_back = TOOLS.grade("", "a()", context)
+    assert fallback_action_graders(attached, [[fell_back]]) == ["tool_usage_grader"]
+    notes = advisories("agent", attached, [[fell_back]])
+    assert [n.kind for n in notes] == ["no_record"]
+    assert "no tool-call record available" in notes[0].message
