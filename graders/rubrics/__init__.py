@@ -1,3 +1,34 @@
-"""Rubrics. Placeholder list until rubrics land."""
+"""Rubrics: versioned sets of narrow checks attached to questions by `rubric_ref`.
 
-GRADERS: list = []
+Two graders read them: `rubric_checks` runs the executable checks by code (0–5), and
+`rubric_judge` asks the judge the Jeval-kind checks in one request (0–1, per-check statuses).
+Both put per-check outcomes in `GradeResult.details["checks"]`. See docs/rubrics.md.
+"""
+
+from graders.rubrics.attach import append_criteria, check_entry, criteria_text
+from graders.rubrics.model import Check, Rubric, Scoring, Thresholds
+from graders.rubrics.probabilities import CheckStatus, decide_status
+from graders.rubrics.rubric_checks import RubricChecksGrader
+from graders.rubrics.rubric_judge import RubricJudgeGrader
+from graders.rubrics.store import RubricStore, load_rubric_file, parse_ref, validate_rubric_file
+
+__all__ = [
+    "GRADERS",
+    "Check",
+    "CheckStatus",
+    "Rubric",
+    "RubricChecksGrader",
+    "RubricJudgeGrader",
+    "RubricStore",
+    "Scoring",
+    "Thresholds",
+    "append_criteria",
+    "check_entry",
+    "criteria_text",
+    "decide_status",
+    "load_rubric_file",
+    "parse_ref",
+    "validate_rubric_file",
+]
+
+GRADERS = [RubricChecksGrader, RubricJudgeGrader]
