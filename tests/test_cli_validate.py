@@ -74,7 +74,11 @@ def test_missing_file_exits_4(capsys: pytest.CaptureFixture[str], tmp_path: Path
 def test_kind_detection() -> None:
     assert validate_cmd.detect_kind({"targets": {}}) == "config"
     assert validate_cmd.detect_kind({"checks": []}) == "rubric"
-    assert validate_cmd.detect_kind({"kind": "judge", "criterion": "x"}) == "rubric"
+    assert validate_cmd.detect_kind({"id": "c", "kind": "custom", "criterion": "x"}) == "rubric"
+    # a single-check tool-claim file has no criterion
+    assert (
+        validate_cmd.detect_kind({"id": "c", "version": "1.0.0", "kind": "tool-claim"}) == "rubric"
+    )
     assert validate_cmd.detect_kind({"questions": []}) == "dataset"
     assert validate_cmd.detect_kind([{"id": "a"}]) == "dataset"
 
@@ -123,3 +127,20 @@ def test_help_explains_what_and_exit_codes(capsys: pytest.CaptureFixture[str]) -
         "did you mean",
     ):
         assert fragment in out
+
+
+RUBRIC_CORPUS = Path(__file__).resolve().parents[1] / "schema" / "examples" / "rubrics"
+
+
+@pytest.mark.parametrize("path", sorted((RUBRIC_CORPUS / "valid").iterdir()), ids=lambda p: p.name)
+def test_cli_detects_and_accepts_every_valid_rubric(path, capsys):
+    # Single-check Jeval files (tool-claim, escalation) carry no criterion: still rubrics.
+    assert main(["validate", str(path)]) == 0
+    assert "ok:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "path", sorted((RUBRIC_CORPUS / "invalid").iterdir()), ids=lambda p: p.name
+)
+def test_cli_rejects_every_invalid_rubric(path):
+    assert main(["validate", str(path)]) == 4

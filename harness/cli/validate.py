@@ -65,7 +65,8 @@ def detect_kind(data: Any) -> str:
     if isinstance(data, dict):
         if "targets" in data:
             return "config"
-        if "checks" in data or ("kind" in data and "criterion" in data):
+        # A Jeval-style single-check rubric need not carry a criterion (tool-claim, escalation).
+        if "checks" in data or ("kind" in data and "id" in data and "questions" not in data):
             return "rubric"
     return "dataset"
 
