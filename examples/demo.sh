@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The tracegrade demo: evaluate the reference support desk agent twice, offline.
+#
+#   1. the agent following its policy      -> its gate passes            (expected exit 0)
+#   2. the same agent with planted mistakes -> its gate fails, each named (expected exit 2)
+#
+# No key, no network, no GPU: the agents run on a scripted chat model. The first run creates
+# .venv in the checkout if it is missing (that step alone needs the package index, or a local
+# wheelhouse through PIP_FIND_LINKS / PIP_NO_INDEX). Set TRACEGRADE_BIN to use another install.
+# Reports land in runs/demo/ (or $TRACEGRADE_DEMO_OUT). The demo exits 0 when both runs ended as
+# expected, 1 otherwise.
+set -u
+
+cd "$(dirname "$0")/.."
+OUT="${TRACEGRADE_DEMO_OUT:-runs/demo}"
+CONFIG=examples/tracegrade.yaml
+
+if [ -z "${TRACEGRADE_BIN:-}" ]; then
+  if [ ! -x .venv/bin/tracegrade ]; then
+    echo "==> setting up .venv (python3 -m venv .venv && .venv/bin/pip install -e .)"
+    python3 -m venv .venv && .venv/bin/pip install --quiet -e . || {
+      echo "demo: could not install tracegrade into .venv" >&2
+      exit 1
+    }
+  fi
+  TRACEGRADE_BIN=.venv/bin/tracegrade
+fi
+mkdir -p "$OUT"
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+step "validating the example datasets"
+"$TRACEGRADE_BIN" validate examples/datasets/support_desk.yaml examples/datasets/content_agent.yaml || {
+  echo "demo: the example datasets did not validate" >&2
+  exit 1
+}
+
+run_target() {  # run_target TARGET -> exit code of `tracegrade run`
+  local target="$1"
+  step "tracegrade run --config $CONFIG --target $target"
+  "$TRACEGRADE_BIN" run --config "$CONFIG" --target "$target" \
+    --markdown "$OUT/$target.md" --junit "$OUT/$target.junit.xml" --json "$OUT/$target.json"
+}
+
+run_target support_desk
+passing=$?
+run_target support_desk_regressed
+regressed=$?
+
+for target in support_desk support_desk_regressed; do
+  if [ -f "$OUT/$target.md" ]; then
+    step "Markdown report of $target ($OUT/$target.md)"
+    cat "$OUT/$target.md"
+  fi
+done
+
+meaning() {
+  case "$1" in
+    0) echo "ran, every gate passed" ;;
+    1) echo "internal error (a bug in tracegrade)" ;;
+    2) echo "a gate failed: a must-pass grader, a score threshold, a critical rubric check" ;;
+    3) echo "evaluation incomplete: errored or degraded questions beyond the error budget" ;;
+    4) echo "invalid input: config, dataset, rubric or CLI usage" ;;
+    5) echo "nothing to run: the selection matched no question" ;;
+    *) echo "not a tracegrade exit code" ;;
+  esac
+}
+
+step "exit codes"
+for code in 0 1 2 3 4 5; do printf '  %s  %s\n' "$code" "$(meaning "$code")"; done
+echo
+printf '  support_desk            exited %s (%s), expected 0\n' "$passing" "$(meaning "$passing")"
+printf '  support_desk_regressed  exited %s (%s), expected 2\n' "$regressed" "$(meaning "$regressed")"
+echo "  reports: $OUT/ (Markdown, JUnit XML, JSON)"
+
+if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ]; then
+  echo
+  echo "demo: as expected. The regressed agent's mistakes were caught from what it did, not what it said."
+  exit 0
+fi
+echo
+echo "demo: unexpected exit codes (see above)" >&2
+exit 1
