@@ -54,7 +54,7 @@ class ScriptedChatModel(BaseChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    script: Any = Field(default_factory=list)
+    script: Any = Field(default_factory=list, repr=False)  # repr runs on every traced call
     """A list of turns, or a mapping from the first user message text to a list of turns."""
     latency_s: float = 0.0
     """Seconds each call sleeps, standing in for a real model's latency."""

@@ -1,0 +1,544 @@
+"""The recorder: a LangChain callback handler that turns one question's LangGraph run into
+OpenTelemetry spans and, sealed, into the tool-call record graders read (DESIGN.md, "The
+tool-call record").
+
+One recorder per question run, passed in the invoke config (`callbacks=[recorder]`); no global
+patching. `run_inline=True` makes langchain-core call it directly from async code instead of
+through an executor, and a lock covers sync tools firing from LangGraph's thread pool. Parents
+come from LangChain's `run_id`/`parent_run_id`; only agents, chat models and tools get spans, so
+the per-callback cost for every other runnable is a dict insert and a pop.
+
+Agents: the top-level run is the target agent. LangGraph tags each task of a graph's loop
+`graph:step:N`, so a child run with that tag marks its parent run as a graph: an
+`invoke_agent {name}` span, one level deeper than the agent above it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from harness import semconv as sc
+from harness.capture_reconcile import (
+    finalize_calls,
+    messages_in,
+    outcome_of_error,
+    outcome_of_output,
+    plain,
+    requested_calls,
+)
+from harness.capture_spans import LiteSpan, SpanSink
+from harness.capture_state import (
+    AgentState,
+    RunState,
+    ToolState,
+    finish_tool,
+    freeze,
+    tool_attributes,
+)
+from harness.records import Outcome, ToolRecord
+
+__all__ = ["Recorder"]
+
+log = logging.getLogger(__name__)
+
+_GRAPH_STEP = "graph:step:"
+
+
+class _QuestionScope:
+    """`with recorder.question_span():` or `async with ...`: opens the question span and, on
+    exit, closes whatever the run left open (as cancelled) and ends it."""
+
+    __slots__ = ("_recorder",)
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+
+    def __enter__(self) -> Recorder:
+        self._recorder._open_question()
+        return self._recorder
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._recorder._close_question(exc)
+
+    async def __aenter__(self) -> Recorder:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+class Recorder(BaseCallbackHandler):
+    """Records one question run. Pass it as `config={"callbacks": [recorder]}`, then `seal()`."""
+
+    run_inline = True
+    raise_error = False
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
+
+    def __init__(
+        self, *, tracer: trace.Tracer, question_id: str, dataset: str, target: str, agent_name: str
+    ) -> None:
+        self.tracer = tracer
+        self._sink = SpanSink(tracer)
+        self.question_id = question_id
+        self.dataset = dataset
+        self.target = target
+        self.agent_name = agent_name
+        self.problems: list[str] = []
+        """Failures collected inside the recorder; any makes the sealed record incomplete."""
+        self._lock = threading.Lock()
+        self._runs: dict[int, RunState] = {}  # keyed by run_id.int: UUID hashing is slow Python
+        self._tools: list[ToolState] = []
+        self._seen_call_ids: set[str] = set()
+        self._requested: dict[str, tuple[str, dict, str, int, int, int]] = {}
+        self._turns: dict[str, int] = {}
+        self._seq = itertools.count()
+        self._question: Any = None
+        self._question_closed = False
+        self._trace_id: str | None = None
+        self._record: ToolRecord | None = None
+
+    # -- public --------------------------------------------------------------------------
+    def question_span(self) -> _QuestionScope:
+        """The question span, as a sync or async context manager."""
+        return _QuestionScope(self)
+
+    @property
+    def _ended(self) -> bool:
+        """Capture is over (question span closed or record sealed): late starts are ignored."""
+        return self._record is not None or self._question_closed
+
+    @property
+    def trace_id(self) -> str | None:
+        """Hex trace id of the question (None before anything was recorded)."""
+        return self._trace_id
+
+    def seal(self, final_state: Any = None) -> ToolRecord:
+        """Close the record: reconcile calls no callback saw (unknown tools) from the final
+        messages, close spans left open as cancelled, build the record. Idempotent."""
+        with self._lock:
+            if self._record is not None:
+                return self._record
+            try:
+                if final_state is not None:
+                    self._reconcile(messages_in(final_state), None)
+                self._close_open("seal")
+            except Exception as exc:  # isolation point: a record is always returned
+                self._collect_locked("seal", exc)
+            calls = finalize_calls(freeze(t) for t in self._tools)
+            self._record = ToolRecord(
+                calls, complete=not self.problems, problems=tuple(self.problems)
+            )
+            return self._record
+
+    # -- question span -------------------------------------------------------------------
+    def _open_question(self) -> None:
+        span = self._sink.start(
+            sc.SPAN_QUESTION,
+            None,
+            {
+                sc.TG_QUESTION_ID: self.question_id,
+                sc.TG_DATASET: self.dataset,
+                sc.TG_TARGET: self.target,
+                sc.TG_AGENT: self.agent_name,
+            },
+        )
+        with self._lock:
+            self._question = span
+            self._trace_id = format(span.get_span_context().trace_id, "032x")
+
+    def _close_question(self, exc: BaseException | None) -> None:
+        with self._lock:
+            span = self._question
+            if span is None or self._question_closed:
+                return
+            self._question_closed = True
+            try:
+                self._close_open("question end")
+            except Exception as failure:  # isolation point: the question span still ends
+                self._collect_locked("question end", failure)
+            if exc is not None:
+                span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
+                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            span.set_attribute(sc.TG_RECORD_COMPLETE, not self.problems)
+            if self.problems:
+                span.set_attribute(sc.TG_RECORD_PROBLEMS, list(self.problems))
+            span.end()
+
+    # -- failure collection --------------------------------------------------------------
+    def _collect(self, where: str, exc: BaseException) -> None:
+        with self._lock:
+            self._collect_locked(where, exc)
+
+    def _collect_locked(self, where: str, exc: BaseException) -> None:
+        self.problems.append(f"{where}: {type(exc).__name__}: {exc}")
+        log.exception("capture failure in %s (question %s)", where, self.question_id)
+
+    # -- span helpers --------------------------------------------------------------------
+    def _start(
+        self,
+        name: str,
+        parent: LiteSpan | None,
+        attributes: dict,
+        *,
+        kind=SpanKind.INTERNAL,
+        start_ns: int | None = None,
+    ) -> LiteSpan:
+        span = self._sink.start(name, parent, attributes, kind=kind, start_ns=start_ns)
+        if self._trace_id is None:
+            self._trace_id = format(span.context.trace_id, "032x")
+        return span
+
+    def _new_agent(self, run: RunState, name: str, depth: int) -> None:
+        span = self._start(
+            f"{sc.SPAN_INVOKE_AGENT} {name}",
+            run.parent_span,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: name,
+                sc.OI_SPAN_KIND: sc.OI_KIND_AGENT,
+                sc.OI_AGENT_NAME: name,
+                sc.TG_AGENT: name,
+                sc.TG_DEPTH: depth,
+            },
+            start_ns=run.start_ns,
+        )
+        run.agent = AgentState(name, depth, span)
+        run.is_agent = True
+        run.span = span
+        run.parent_span = span
+
+    def _parent(self, parent_run_id: UUID | None) -> RunState | None:
+        return self._runs.get(parent_run_id.int) if parent_run_id is not None else None
+
+    # -- chains: agents and graph tasks --------------------------------------------------
+    def on_chain_start(
+        self, serialized, inputs, *, run_id, parent_run_id=None, tags=None, metadata=None, **kwargs
+    ) -> None:
+        # The commonest callback: single dict operations (atomic under the GIL) outside the
+        # lock; the lock only where state changes shape (a new agent).
+        try:
+            if self._ended:
+                return
+            name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
+            parent = self._parent(parent_run_id)
+            if parent is None:
+                with self._lock:
+                    run = RunState(name, None, self._question)
+                    self._runs[run_id.int] = run
+                    if parent_run_id is None:
+                        self._new_agent(run, self.agent_name, 0)
+                return
+            is_task = False
+            if tags:
+                for tag in tags:
+                    if tag.startswith(_GRAPH_STEP):
+                        is_task = True
+                        break
+            if is_task and not parent.is_agent:
+                with self._lock:
+                    if not parent.is_agent:  # parallel tasks may race to promote it
+                        depth = parent.agent.depth + 1 if parent.agent is not None else 0
+                        self._new_agent(parent, parent.name, depth)
+            run = RunState(name, parent.agent, parent.parent_span)
+            run.is_task = is_task
+            self._runs[run_id.int] = run
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_chain_start", exc)
+
+    def on_chain_end(self, outputs, *, run_id, **kwargs) -> None:
+        try:
+            run = self._runs.pop(run_id.int, None)
+            if run is None:
+                return
+            if run.is_task and outputs is not None:
+                errors = [
+                    m
+                    for m in messages_in(outputs)
+                    if isinstance(m, ToolMessage) and m.status == "error"
+                ]
+                if errors:
+                    with self._lock:
+                        self._reconcile(errors, run.agent)
+            if run.is_agent:
+                with self._lock:
+                    run.span.end()
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_chain_end", exc)
+
+    def on_chain_error(self, error, *, run_id, **kwargs) -> None:
+        try:
+            with self._lock:
+                run = self._runs.pop(run_id.int, None)
+                if run is None or not run.is_agent:
+                    return
+                outcome, _ = outcome_of_error(error)
+                if outcome is Outcome.ERROR or outcome is Outcome.CANCELLED:
+                    run.span.set_attribute(sc.ERROR_TYPE, type(error).__name__)
+                    run.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+                run.span.end()
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_chain_error", exc)
+
+    # -- chat models ---------------------------------------------------------------------
+    def on_chat_model_start(
+        self,
+        serialized,
+        messages,
+        *,
+        run_id,
+        parent_run_id=None,
+        tags=None,
+        metadata=None,
+        **kwargs,
+    ) -> None:
+        try:
+            self._model_start(serialized, run_id, parent_run_id, metadata, kwargs)
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_chat_model_start", exc)
+
+    def on_llm_start(
+        self, serialized, prompts, *, run_id, parent_run_id=None, tags=None, metadata=None, **kwargs
+    ) -> None:
+        try:
+            self._model_start(serialized, run_id, parent_run_id, metadata, kwargs)
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_llm_start", exc)
+
+    def _model_start(self, serialized, run_id, parent_run_id, metadata, kwargs) -> None:
+        params = kwargs.get("invocation_params") or {}
+        model = (
+            (metadata or {}).get("ls_model_name")
+            or params.get("model_name")
+            or params.get("model")
+            or kwargs.get("name")
+            or "model"
+        )
+        with self._lock:
+            if self._ended:
+                return
+            parent = self._parent(parent_run_id)
+            agent = parent.agent if parent is not None else None
+            run = RunState(str(model), agent, parent.parent_span if parent else self._question)
+            attributes = {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_REQUEST_MODEL: run.name,
+                sc.OI_SPAN_KIND: sc.OI_KIND_LLM,
+                sc.OI_LLM_MODEL_NAME: run.name,
+            }
+            provider = (metadata or {}).get("ls_provider")
+            if provider:
+                attributes[sc.GEN_AI_PROVIDER_NAME] = provider
+            if agent is not None:
+                attributes[sc.TG_AGENT] = agent.name
+            run.span = self._start(
+                f"{sc.SPAN_CHAT} {run.name}", run.parent_span, attributes, kind=SpanKind.CLIENT
+            )
+            self._runs[run_id.int] = run
+
+    def on_llm_end(self, response, *, run_id, **kwargs) -> None:
+        try:
+            with self._lock:
+                run = self._runs.pop(run_id.int, None)
+                if run is None or run.span is None:
+                    return
+                generations = response.generations[0] if response.generations else []
+                message = getattr(generations[0], "message", None) if generations else None
+                if message is not None:
+                    usage = getattr(message, "usage_metadata", None)
+                    if usage:
+                        run.span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, usage["input_tokens"])
+                        run.span.set_attribute(
+                            sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage["output_tokens"]
+                        )
+                    agent = run.agent
+                    if agent is not None:
+                        turn = self._turns.get(agent.name, 0)
+                        self._turns[agent.name] = turn + 1
+                        for index, tc in enumerate(getattr(message, "tool_calls", None) or ()):
+                            if tc.get("id"):
+                                self._requested[tc["id"]] = (
+                                    tc["name"],
+                                    tc.get("args") or {},
+                                    agent.name,
+                                    agent.depth,
+                                    turn,
+                                    index,
+                                )
+                run.span.end()
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_llm_end", exc)
+
+    def on_llm_error(self, error, *, run_id, **kwargs) -> None:
+        try:
+            with self._lock:
+                run = self._runs.pop(run_id.int, None)
+                if run is None or run.span is None:
+                    return
+                run.span.set_attribute(sc.ERROR_TYPE, type(error).__name__)
+                run.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+                run.span.end()
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_llm_error", exc)
+
+    # -- tools ---------------------------------------------------------------------------
+    def on_tool_start(
+        self,
+        serialized,
+        input_str,
+        *,
+        run_id,
+        parent_run_id=None,
+        tags=None,
+        metadata=None,
+        inputs=None,
+        **kwargs,
+    ) -> None:
+        try:
+            call_id = kwargs.get("tool_call_id")
+            with self._lock:
+                if self._ended:
+                    return
+                parent = self._parent(parent_run_id)
+                agent = parent.agent if parent is not None else None
+                tool = ToolState()
+                tool.seq = next(self._seq)
+                tool.call_id = call_id
+                requested = self._requested.get(call_id) if call_id else None
+                if requested is not None:
+                    tool.name, tool.arguments, _, _, tool.model_turn, tool.index_in_turn = requested
+                else:
+                    tool.name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+                    tool.arguments = inputs if inputs is not None else {"input": input_str}
+                    tool.model_turn = tool.index_in_turn = None
+                tool.agent = agent.name if agent is not None else self.agent_name
+                tool.depth = agent.depth if agent is not None else 0
+                tool.outcome = None
+                tool.error_type = None
+                tool.result = None
+                tool.end_ns = 0
+                if call_id:
+                    self._seen_call_ids.add(call_id)
+                run = RunState(tool.name, agent, parent.parent_span if parent else self._question)
+                tool.start_ns = run.start_ns
+                tool.span = self._tool_span(tool, run.parent_span, start_ns=run.start_ns)
+                run.parent_span = run.span = tool.span
+                run.tool = tool
+                self._runs[run_id.int] = run
+                self._tools.append(tool)
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_tool_start", exc)
+
+    def _tool_span(self, tool: ToolState, parent: Any, start_ns: int | None = None) -> LiteSpan:
+        name = f"{sc.SPAN_EXECUTE_TOOL} {tool.name}"
+        return self._start(name, parent, tool_attributes(tool), start_ns=start_ns)
+
+    def _finish_tool(
+        self,
+        tool: ToolState,
+        outcome: Outcome,
+        error_type: str | None,
+        result: Any,
+        *,
+        message: str = "",
+        end_ns: int | None = None,
+    ) -> None:
+        finish_tool(tool, outcome, error_type, result, message=message, end_ns=end_ns)
+
+    def on_tool_end(self, output, *, run_id, **kwargs) -> None:
+        try:
+            with self._lock:
+                run = self._runs.pop(run_id.int, None)
+                if run is None or run.tool is None or run.tool.outcome is not None:
+                    return
+                outcome, error_type = outcome_of_output(output)
+                self._finish_tool(run.tool, outcome, error_type, plain(output))
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_tool_end", exc)
+
+    def on_tool_error(self, error, *, run_id, **kwargs) -> None:
+        try:
+            with self._lock:
+                run = self._runs.pop(run_id.int, None)
+                if run is None or run.tool is None or run.tool.outcome is not None:
+                    return
+                outcome, error_type = outcome_of_error(error)
+                self._finish_tool(run.tool, outcome, error_type, None, message=str(error))
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_tool_error", exc)
+
+    # -- reconciliation and closing ------------------------------------------------------
+    def _reconcile(self, messages: list, agent: AgentState | None) -> None:
+        """Error ToolMessages answering a call no tool callback saw: ToolNode's reply to an
+        unknown tool name. Recorded as not_executed."""
+        fallback = None
+        for m in messages:
+            if not isinstance(m, ToolMessage) or m.status != "error":
+                continue
+            call_id = m.tool_call_id
+            if not call_id or call_id in self._seen_call_ids:
+                continue
+            self._seen_call_ids.add(call_id)
+            tool = ToolState()
+            tool.seq = next(self._seq)
+            tool.call_id = call_id
+            requested = self._requested.get(call_id)
+            if requested is None:
+                if fallback is None:
+                    fallback = requested_calls(messages)
+                name, args = fallback.get(call_id, (m.name or "unknown", {}))
+                requested = (
+                    name,
+                    args,
+                    agent.name if agent else self.agent_name,
+                    agent.depth if agent else 0,
+                    None,
+                    None,
+                )
+            tool.name, tool.arguments, tool.agent, tool.depth = requested[:4]
+            tool.model_turn, tool.index_in_turn = requested[4], requested[5]
+            tool.start_ns = time.time_ns()
+            parent = agent.span if agent is not None else self._question
+            tool.span = self._tool_span(tool, parent, start_ns=tool.start_ns)
+            self._tools.append(tool)
+            self._finish_tool(
+                tool,
+                Outcome.NOT_EXECUTED,
+                "UnknownTool",
+                plain(m),
+                message="no tool ran for this call",
+                end_ns=tool.start_ns,
+            )
+
+    def _close_open(self, where: str) -> None:
+        """End every span still open as cancelled (abandoned stream, cancelled task)."""
+        for run in list(self._runs.values()):
+            if run.tool is not None and run.tool.outcome is None:
+                self._finish_tool(
+                    run.tool,
+                    Outcome.CANCELLED,
+                    "cancelled",
+                    None,
+                    message=f"still running at {where}",
+                )
+            elif run.span is not None and run.span.is_recording():
+                run.span.set_attribute(sc.ERROR_TYPE, "cancelled")
+                run.span.set_status(Status(StatusCode.ERROR, f"still running at {where}"))
+                run.span.end()
+        self._runs.clear()
+        for tool in self._tools:
+            if tool.outcome is None:
+                self._finish_tool(
+                    tool, Outcome.CANCELLED, "cancelled", None, message=f"still running at {where}"
+                )

@@ -1,0 +1,143 @@
+"""Per-run bookkeeping of the recorder: what it knows about each LangChain run and each tool
+call, the attributes of an `execute_tool` span, and the frozen `ToolCall` a finished call
+becomes. Plain state and pure functions; the callbacks and the lock live in `capture.py`."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from opentelemetry.trace import Status, StatusCode
+
+from harness import semconv as sc
+from harness.capture_reconcile import encode_result
+from harness.records import Outcome, ToolCall
+
+__all__ = ["AgentState", "RunState", "ToolState", "finish_tool", "freeze", "tool_attributes"]
+
+
+class AgentState:
+    """A run LangGraph showed to be a graph: an agent, its depth and its span."""
+
+    __slots__ = ("depth", "name", "span")
+
+    def __init__(self, name: str, depth: int, span: Any) -> None:
+        self.name = name
+        self.depth = depth
+        self.span = span
+
+
+class RunState:
+    """A LangChain run we know of: the agent it belongs to and the span its children hang under."""
+
+    __slots__ = ("agent", "is_agent", "is_task", "name", "parent_span", "span", "start_ns", "tool")
+
+    def __init__(self, name: str, agent: AgentState | None, parent_span: Any) -> None:
+        self.name = name
+        self.agent = agent
+        self.parent_span = parent_span
+        self.start_ns = time.time_ns()
+        self.is_agent = False
+        self.is_task = False
+        self.span: Any = None
+        self.tool: ToolState | None = None
+
+
+class ToolState:
+    """A tool call in flight or finished, before it becomes a frozen ToolCall."""
+
+    __slots__ = (
+        "agent",
+        "arguments",
+        "call_id",
+        "depth",
+        "end_ns",
+        "error_type",
+        "index_in_turn",
+        "model_turn",
+        "name",
+        "outcome",
+        "result",
+        "seq",
+        "span",
+        "start_ns",
+    )
+
+
+def tool_attributes(tool: ToolState) -> dict[str, Any]:
+    """The attributes an `execute_tool` span starts with."""
+    arguments = json.dumps(tool.arguments, ensure_ascii=False, default=str)
+    attributes = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: tool.name,
+        sc.GEN_AI_TOOL_TYPE: "function",
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
+        sc.OI_SPAN_KIND: sc.OI_KIND_TOOL,
+        sc.OI_TOOL_NAME: tool.name,
+        sc.OI_INPUT_VALUE: arguments,
+        sc.OI_INPUT_MIME_TYPE: sc.MIME_JSON,
+        sc.TG_AGENT: tool.agent,
+        sc.TG_DEPTH: tool.depth,
+        sc.TG_QUALIFIED_ID: f"{tool.agent}:{tool.name}",
+        sc.TG_SEQ: tool.seq,
+    }
+    if tool.call_id:
+        attributes[sc.GEN_AI_TOOL_CALL_ID] = tool.call_id
+        attributes[sc.OI_TOOL_ID] = tool.call_id
+        attributes[sc.OI_TOOL_CALL_ID] = tool.call_id
+    if tool.model_turn is not None:
+        attributes[sc.TG_MODEL_TURN] = tool.model_turn
+        attributes[sc.TG_INDEX_IN_TURN] = tool.index_in_turn
+    return attributes
+
+
+def finish_tool(
+    tool: ToolState,
+    outcome: Outcome,
+    error_type: str | None,
+    result: Any,
+    *,
+    message: str = "",
+    end_ns: int | None = None,
+) -> None:
+    """Record how a call ended and end its span."""
+    tool.outcome = outcome
+    tool.error_type = error_type
+    tool.result = result
+    tool.end_ns = end_ns or time.time_ns()
+    span = tool.span
+    span.set_attribute(sc.TG_OUTCOME, outcome.value)
+    if result is not None:
+        text, encoding = encode_result(result)
+        span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, text)
+        span.set_attribute(sc.OI_OUTPUT_VALUE, text)
+        span.set_attribute(sc.TG_RESULT_ENCODING, encoding)
+    if outcome in (Outcome.ERROR, Outcome.NOT_EXECUTED, Outcome.CANCELLED):
+        kind = error_type or outcome.value
+        span.set_attribute(sc.ERROR_TYPE, kind)
+        span.set_status(Status(StatusCode.ERROR, message[:200] or kind))
+    span.end(end_time=tool.end_ns)
+
+
+def freeze(tool: ToolState) -> ToolCall:
+    """The frozen ToolCall of a finished call."""
+    ctx = tool.span.get_span_context()
+    return ToolCall(
+        seq=tool.seq,
+        name=tool.name,
+        qualified_id=f"{tool.agent}:{tool.name}",
+        call_id=tool.call_id,
+        arguments=tool.arguments,
+        outcome=tool.outcome,
+        error_type=tool.error_type,
+        result=tool.result,
+        agent=tool.agent,
+        depth=tool.depth,
+        model_turn=tool.model_turn,
+        index_in_turn=tool.index_in_turn,
+        span_id=format(ctx.span_id, "016x"),
+        trace_id=format(ctx.trace_id, "032x"),
+        start_ns=tool.start_ns,
+        end_ns=tool.end_ns,
+    )

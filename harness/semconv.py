@@ -1,0 +1,114 @@
+"""Every span and attribute name tracegrade writes, in one place.
+
+Three families: the OpenTelemetry GenAI conventions (Development status, so kept here where a
+rename is one edit), their OpenInference twins (so Phoenix and trace-based tools read the same
+spans), and our own under `tracegrade.*` (never under `gen_ai.*`).
+"""
+
+from __future__ import annotations
+
+# -- span names ----------------------------------------------------------------------------
+SPAN_QUESTION = "tracegrade.question"
+"""Root span of one question run."""
+SPAN_INVOKE_AGENT = "invoke_agent"
+"""Prefix: `invoke_agent {agent}`."""
+SPAN_CHAT = "chat"
+"""Prefix: `chat {model}`."""
+SPAN_EXECUTE_TOOL = "execute_tool"
+"""Prefix: `execute_tool {tool}`."""
+
+# -- OTel GenAI ----------------------------------------------------------------------------
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+ERROR_TYPE = "error.type"
+
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+
+# -- OpenInference twins -------------------------------------------------------------------
+OI_SPAN_KIND = "openinference.span.kind"
+OI_KIND_AGENT = "AGENT"
+OI_KIND_LLM = "LLM"
+OI_KIND_TOOL = "TOOL"
+OI_KIND_CHAIN = "CHAIN"
+OI_TOOL_NAME = "tool.name"
+OI_TOOL_ID = "tool.id"
+OI_TOOL_CALL_ID = "tool_call.id"
+OI_INPUT_VALUE = "input.value"
+OI_INPUT_MIME_TYPE = "input.mime_type"
+OI_OUTPUT_VALUE = "output.value"
+OI_OUTPUT_MIME_TYPE = "output.mime_type"
+OI_LLM_MODEL_NAME = "llm.model_name"
+OI_AGENT_NAME = "agent.name"
+MIME_JSON = "application/json"
+MIME_TEXT = "text/plain"
+
+# -- tracegrade ----------------------------------------------------------------------------
+TG_QUESTION_ID = "tracegrade.question.id"
+TG_DATASET = "tracegrade.dataset"
+TG_TARGET = "tracegrade.target"
+TG_AGENT = "tracegrade.agent"
+"""Name of the (sub)graph that ran a tool, or of the agent an invoke_agent span stands for."""
+TG_DEPTH = "tracegrade.depth"
+TG_QUALIFIED_ID = "tracegrade.tool.qualified_id"
+TG_SEQ = "tracegrade.tool.seq"
+TG_OUTCOME = "tracegrade.tool.outcome"
+TG_MODEL_TURN = "tracegrade.tool.model_turn"
+TG_INDEX_IN_TURN = "tracegrade.tool.index_in_turn"
+TG_RESULT_ENCODING = "tracegrade.tool.result_encoding"
+""""text" when the result attribute holds the tool's string as is, "json" when JSON-encoded."""
+TG_RECORD_COMPLETE = "tracegrade.record.complete"
+TG_RECORD_CALLS = "tracegrade.record.calls"
+TG_RECORD_PROBLEMS = "tracegrade.record.problems"
+
+RESULT_TEXT = "text"
+RESULT_JSON = "json"
+
+# Attributes whose values the OTLP redacting wrapper truncates (never the SDK, never the record).
+TRUNCATED_ATTRIBUTES: frozenset[str] = frozenset(
+    {GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, OI_INPUT_VALUE, OI_OUTPUT_VALUE}
+)
+# Attributes holding a JSON object of tool arguments: redacted by argument name, then by value.
+ARGUMENT_ATTRIBUTES: frozenset[str] = frozenset({GEN_AI_TOOL_CALL_ARGUMENTS, OI_INPUT_VALUE})
+EXPORT_TRUNCATE_CHARS = 4096
+# Attributes tracegrade fills with names, ids and enums of its own choosing: never secrets, so
+# export skips the value scan for them. Every other string attribute is scanned.
+STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
+    {
+        GEN_AI_OPERATION_NAME,
+        GEN_AI_AGENT_NAME,
+        GEN_AI_PROVIDER_NAME,
+        GEN_AI_REQUEST_MODEL,
+        GEN_AI_RESPONSE_MODEL,
+        GEN_AI_TOOL_NAME,
+        GEN_AI_TOOL_TYPE,
+        GEN_AI_TOOL_CALL_ID,
+        ERROR_TYPE,
+        OI_SPAN_KIND,
+        OI_TOOL_NAME,
+        OI_TOOL_ID,
+        OI_TOOL_CALL_ID,
+        OI_INPUT_MIME_TYPE,
+        OI_OUTPUT_MIME_TYPE,
+        OI_LLM_MODEL_NAME,
+        OI_AGENT_NAME,
+        TG_QUESTION_ID,
+        TG_DATASET,
+        TG_TARGET,
+        TG_AGENT,
+        TG_QUALIFIED_ID,
+        TG_OUTCOME,
+        TG_RESULT_ENCODING,
+    }
+)

@@ -1,0 +1,226 @@
+"""A tracer provider per harness run (never the global one) and where its spans go.
+
+- the run's local trace file (OTLP JSON lines, secrets redacted, nothing truncated);
+- when an endpoint is configured (argument, or the standard `OTEL_EXPORTER_OTLP_ENDPOINT` /
+  `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `..._HEADERS` variables), the official OTLP/HTTP
+  exporter behind a batch processor and `RedactingExporter`, which redacts and truncates on the
+  way out. SDK attribute limits are never set: the in-process record stays whole.
+
+An unreachable or slow collector never fails or stalls a run: each request is bounded by a
+timeout, after a failure further batches are dropped for a cool-down instead of each waiting
+out its own timeout, and failures are counted and reported once, in the `ExportReport`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.trace import Tracer
+
+from harness import semconv as sc
+from harness.tracefile import TraceFileExporter, redacted_attributes
+
+__all__ = ["ExportReport", "RedactingExporter", "RunTelemetry"]
+
+log = logging.getLogger(__name__)
+
+_ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """What happened to a run's spans, reported once at shutdown."""
+
+    exported: int = 0
+    """Spans the OTLP endpoint accepted."""
+    failed: int = 0
+    """Spans that did not reach the OTLP endpoint (failed, timed out, or dropped after one did)."""
+    first_failure: str | None = None
+    """The first failure, in words; None when nothing failed."""
+    written: int = 0
+    """Spans written to the local trace file."""
+    endpoint: str | None = None
+    """The OTLP endpoint spans were sent to, None when none was configured."""
+    trace_file: Path | None = None
+    """The run's local trace file, None when none was asked for."""
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+class RedactingExporter(SpanExporter):
+    """Wraps an exporter: redacts and truncates attributes before they leave the process,
+    bounds the cost of a dead endpoint, and counts what was exported and what failed."""
+
+    def __init__(
+        self,
+        inner: SpanExporter,
+        *,
+        label: str,
+        truncate_to: int = sc.EXPORT_TRUNCATE_CHARS,
+        cooldown_s: float = 30.0,
+    ) -> None:
+        self.inner = inner
+        self.label = label
+        self.truncate_to = truncate_to
+        self.cooldown_s = cooldown_s
+        self.exported = 0
+        self.failed = 0
+        self.first_failure: str | None = None
+        self._lock = threading.Lock()
+        self._skip_until = 0.0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if time.monotonic() < self._skip_until:
+            self._count_failure(len(spans), None)
+            return SpanExportResult.FAILURE
+        try:
+            redacted = [self._redacted(s) for s in spans]
+            result = self.inner.export(redacted)
+        except Exception as exc:  # isolation point: an exporter never raises into the run
+            log.debug("export to %s raised", self.label, exc_info=True)
+            self._count_failure(len(spans), f"{type(exc).__name__}: {exc}")
+            return SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            with self._lock:
+                self.exported += len(spans)
+        else:
+            self._count_failure(len(spans), f"export of {len(spans)} spans to {self.label} failed")
+        return result
+
+    def _count_failure(self, count: int, message: str | None) -> None:
+        with self._lock:
+            self.failed += count
+            if self.first_failure is None:
+                self.first_failure = message or f"export to {self.label} failed"
+            self._skip_until = time.monotonic() + self.cooldown_s
+
+    def _redacted(self, span: ReadableSpan) -> ReadableSpan:
+        return ReadableSpan(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=span.resource,
+            attributes=redacted_attributes(span.attributes or {}, truncate_to=self.truncate_to),
+            events=span.events,
+            links=span.links,
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def _traces_url(endpoint: str) -> str:
+    """A base URL (`http://collector:4318`) gets the traces path; a full one is kept."""
+    path = urlsplit(endpoint).path
+    return endpoint.rstrip("/") + "/v1/traces" if path in ("", "/") else endpoint
+
+
+class RunTelemetry:
+    """The tracer provider of one harness run and its exporters. Use as a context manager, or
+    call `shutdown()` once; it returns the `ExportReport`."""
+
+    def __init__(
+        self,
+        *,
+        trace_file: Path | str | None,
+        otlp_endpoint: str | None = None,
+        otlp_headers: Mapping[str, str] | None = None,
+        export_timeout_s: float = 5.0,
+        service_name: str = "tracegrade",
+    ) -> None:
+        self.trace_file = Path(trace_file) if trace_file is not None else None
+        self._provider = TracerProvider(
+            resource=Resource.create({"service.name": service_name}),
+            sampler=ALWAYS_ON,
+            # Explicitly unlimited, whatever OTEL_*_LIMIT variables say: truncation happens on
+            # export, never in the in-process record.
+            span_limits=SpanLimits(
+                max_attribute_length=SpanLimits.UNSET,
+                max_span_attribute_length=SpanLimits.UNSET,
+            ),
+        )
+        self._file_exporter: TraceFileExporter | None = None
+        if self.trace_file is not None:
+            self._file_exporter = TraceFileExporter(self.trace_file)
+            self._provider.add_span_processor(
+                BatchSpanProcessor(self._file_exporter, schedule_delay_millis=1000)
+            )
+        self.endpoint: str | None = None
+        self._otlp: RedactingExporter | None = None
+        from_env = any(os.environ.get(v) for v in _ENDPOINT_VARS)
+        if otlp_endpoint or from_env:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            if otlp_endpoint:
+                self.endpoint = _traces_url(otlp_endpoint)
+                inner = OTLPSpanExporter(
+                    endpoint=self.endpoint,
+                    headers=dict(otlp_headers or {}) or None,
+                    timeout=export_timeout_s,
+                )
+            else:
+                inner = OTLPSpanExporter(
+                    headers=dict(otlp_headers) if otlp_headers else None, timeout=export_timeout_s
+                )
+                self.endpoint = inner._endpoint
+            self._otlp = RedactingExporter(inner, label=self.endpoint)
+            self._provider.add_span_processor(
+                BatchSpanProcessor(self._otlp, schedule_delay_millis=500)
+            )
+        self.tracer: Tracer = self._provider.get_tracer("tracegrade")
+        """The tracer recorders of this run start their spans on."""
+        self._report: ExportReport | None = None
+
+    def flush(self) -> None:
+        """Write everything ended so far to the trace file (and hand it to the OTLP exporter)."""
+        self._provider.force_flush()
+
+    def shutdown(self) -> ExportReport:
+        """Flush and close every exporter; idempotent. Failures are logged here, once."""
+        if self._report is not None:
+            return self._report
+        self._provider.shutdown()
+        otlp = self._otlp
+        self._report = ExportReport(
+            exported=otlp.exported if otlp else 0,
+            failed=otlp.failed if otlp else 0,
+            first_failure=otlp.first_failure if otlp else None,
+            written=self._file_exporter.written if self._file_exporter else 0,
+            endpoint=self.endpoint,
+            trace_file=self.trace_file,
+        )
+        if self._report.failed:
+            log.warning(
+                "%d spans were not exported to %s: %s",
+                self._report.failed,
+                self.endpoint,
+                self._report.first_failure,
+            )
+        return self._report
+
+    def __enter__(self) -> RunTelemetry:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.shutdown()

@@ -1,0 +1,269 @@
+"""The run's local trace file: OTLP JSON lines (one `ExportTraceServiceRequest` per line, the
+format the OpenTelemetry Collector's file exporter writes), and the records read back from it.
+
+The file keeps full fidelity (no truncation) except secrets, which never reach disk: argument
+names matching the secret fragments and secret-looking values are redacted by the one rule in
+`harness.redaction`. `read_records` rebuilds each question's ToolRecord for re-grading, through
+the same `finalize_calls` the live recorder uses, so both give the same record.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from harness import semconv as sc
+from harness.capture_reconcile import finalize_calls
+from harness.errors import CaptureError
+from harness.records import Outcome, ToolCall, ToolRecord
+from harness.redaction import SECRET_NAME_FRAGMENTS, redact_arguments, redact_text, truncate
+
+__all__ = ["TraceFileExporter", "encode_spans", "read_records", "redacted_attributes"]
+
+log = logging.getLogger(__name__)
+
+
+# -- redaction shared with the OTLP wrapper -------------------------------------------------
+def _redact_json_text(text: str) -> str:
+    lowered = text.lower()
+    if not any(fragment in lowered for fragment in SECRET_NAME_FRAGMENTS):
+        return redact_text(text)  # no secret-named key can be inside: values only
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return redact_text(text)
+    if isinstance(value, Mapping):
+        return json.dumps(redact_arguments(value), ensure_ascii=False)
+    if isinstance(value, list):
+        return json.dumps(redact_arguments({"": value})[""], ensure_ascii=False)
+    return redact_text(text)
+
+
+def redacted_attributes(
+    attributes: Mapping[str, Any], *, truncate_to: int | None = None
+) -> dict[str, Any]:
+    """A copy of span attributes with secrets redacted (argument names and value patterns) and,
+    when `truncate_to` is given, the argument/result/input/output values cut to that length."""
+    out: dict[str, Any] = {}
+    done: dict[str, str] = {}  # arguments and input.value usually hold the same text
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            if key not in sc.STRUCTURAL_ATTRIBUTES:
+                cleaned = done.get(value)
+                if cleaned is None:
+                    if key in sc.ARGUMENT_ATTRIBUTES or (
+                        key in sc.TRUNCATED_ATTRIBUTES and value[:1] in ("{", "[")
+                    ):
+                        cleaned = _redact_json_text(value)
+                    else:
+                        cleaned = redact_text(value)
+                    done[value] = cleaned
+                value = cleaned
+            if truncate_to is not None and key in sc.TRUNCATED_ATTRIBUTES:
+                value = truncate(value, truncate_to)
+        elif isinstance(value, (list, tuple)):
+            value = [redact_text(v) if isinstance(v, str) else v for v in value]
+        out[key] = value
+    return out
+
+
+# -- OTLP JSON encoding ---------------------------------------------------------------------
+def _any_value(value: Any) -> dict:
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _key_values(attributes: Mapping[str, Any]) -> list[dict]:
+    return [{"key": k, "value": _any_value(v)} for k, v in attributes.items()]
+
+
+def _span_json(span: ReadableSpan, attributes: Mapping[str, Any]) -> dict:
+    ctx = span.context
+    out: dict[str, Any] = {
+        "traceId": format(ctx.trace_id, "032x"),
+        "spanId": format(ctx.span_id, "016x"),
+        "name": span.name,
+        "kind": span.kind.value + 1,  # OTLP's enum starts at UNSPECIFIED=0
+        "startTimeUnixNano": str(span.start_time or 0),
+        "endTimeUnixNano": str(span.end_time or 0),
+        "attributes": _key_values(attributes),
+        "status": {"code": span.status.status_code.value},
+    }
+    if span.parent is not None:
+        out["parentSpanId"] = format(span.parent.span_id, "016x")
+    if span.status.description:
+        out["status"]["message"] = redact_text(span.status.description)
+    if span.events:
+        out["events"] = [
+            {
+                "timeUnixNano": str(e.timestamp),
+                "name": e.name,
+                "attributes": _key_values(redacted_attributes(e.attributes or {})),
+            }
+            for e in span.events
+        ]
+    return out
+
+
+def encode_spans(spans: Sequence[ReadableSpan], *, truncate_to: int | None = None) -> dict:
+    """One OTLP/JSON `ExportTraceServiceRequest` holding `spans`, secrets redacted."""
+    groups: dict[tuple, dict] = {}
+    for span in spans:
+        scope = span.instrumentation_scope
+        key = (id(span.resource), id(scope))
+        group = groups.get(key)
+        if group is None:
+            name, version = (scope.name, scope.version) if scope else ("", None)
+            group = groups[key] = {
+                "resource": dict(span.resource.attributes or {}),
+                "scope": {"name": name, **({"version": version} if version else {})},
+                "spans": [],
+            }
+        attributes = redacted_attributes(span.attributes or {}, truncate_to=truncate_to)
+        group["spans"].append(_span_json(span, attributes))
+    resource_spans = [
+        {
+            "resource": {"attributes": _key_values(g["resource"])},
+            "scopeSpans": [{"scope": g["scope"], "spans": g["spans"]}],
+        }
+        for g in groups.values()
+    ]
+    return {"resourceSpans": resource_spans}
+
+
+class TraceFileExporter(SpanExporter):
+    """Appends each batch of spans to `path` as one OTLP JSON line, secrets redacted."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._file = self.path.open("a", encoding="utf-8")
+        self.written = 0
+        """Spans written so far."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        line = json.dumps(encode_spans(spans), ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            if self._file.closed:
+                return SpanExportResult.FAILURE
+            self._file.write(line + "\n")
+            self._file.flush()
+            self.written += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._file.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+# -- reading back ---------------------------------------------------------------------------
+def _decode_value(value: Mapping[str, Any]) -> Any:
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [_decode_value(v) for v in value["arrayValue"].get("values", [])]
+    return None
+
+
+def _spans_of(path: Path) -> Iterator[tuple[int, dict]]:
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError as exc:
+                raise CaptureError(
+                    f"not an OTLP JSON line: {exc}", file=str(path), line=line_no
+                ) from exc
+            for resource_spans in request.get("resourceSpans", []):
+                for scope_spans in resource_spans.get("scopeSpans", []):
+                    for span in scope_spans.get("spans", []):
+                        yield line_no, span
+
+
+def _tool_call(span: dict, attrs: dict) -> ToolCall:
+    arguments_text = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, "{}")
+    try:
+        arguments = json.loads(arguments_text)
+    except ValueError:
+        arguments = {"input": arguments_text}
+    result = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    if result is not None and attrs.get(sc.TG_RESULT_ENCODING) == sc.RESULT_JSON:
+        result = json.loads(result)
+    name = attrs.get(sc.GEN_AI_TOOL_NAME, span.get("name", ""))
+    agent = attrs.get(sc.TG_AGENT, "")
+    return ToolCall(
+        seq=int(attrs.get(sc.TG_SEQ, 0)),
+        name=name,
+        qualified_id=attrs.get(sc.TG_QUALIFIED_ID, f"{agent}:{name}"),
+        call_id=attrs.get(sc.GEN_AI_TOOL_CALL_ID),
+        arguments=arguments,
+        outcome=Outcome(attrs.get(sc.TG_OUTCOME, Outcome.CANCELLED.value)),
+        error_type=attrs.get(sc.ERROR_TYPE),
+        result=result,
+        agent=agent,
+        depth=int(attrs.get(sc.TG_DEPTH, 0)),
+        model_turn=attrs.get(sc.TG_MODEL_TURN),
+        index_in_turn=attrs.get(sc.TG_INDEX_IN_TURN),
+        span_id=span.get("spanId"),
+        trace_id=span.get("traceId"),
+        start_ns=int(span.get("startTimeUnixNano", 0)),
+        end_ns=int(span.get("endTimeUnixNano", 0)),
+    )
+
+
+def read_records(path: Path | str) -> dict[str, ToolRecord]:
+    """The tool-call records in a run's trace file, keyed by question id.
+
+    A question run more than once in the file keeps its latest run. Calls are de-duplicated
+    and numbered exactly as the live recorder does; completeness comes from the question span.
+    """
+    path = Path(path)
+    questions: dict[str, tuple[int, str, bool, tuple[str, ...]]] = {}
+    calls: dict[str, list[ToolCall]] = {}
+    for _line_no, span in _spans_of(path):
+        attrs = {kv["key"]: _decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
+        trace_id = span.get("traceId", "")
+        if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
+            qid = str(attrs[sc.TG_QUESTION_ID])
+            start = int(span.get("startTimeUnixNano", 0))
+            previous = questions.get(qid)
+            if previous is None or previous[0] <= start:
+                problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
+                complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
+                questions[qid] = (start, trace_id, complete, problems)
+        elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
+            calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
+    return {
+        qid: ToolRecord(
+            finalize_calls(calls.get(trace_id, ())), complete=complete, problems=problems
+        )
+        for qid, (_start, trace_id, complete, problems) in questions.items()
+    }

@@ -1,0 +1,163 @@
+"""The run's local trace file: OTLP JSON lines, whole except secrets, read back into the same
+records the live recorder sealed (so re-grading sees what grading saw)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from agents.scripted import ScriptedChatModel, call, say, tool_call
+from agents.testing_graphs import (
+    ask_human,
+    boom,
+    delegating_tool,
+    fetch,
+    flaky,
+    lookup,
+    react_agent,
+    set_flag,
+)
+from harness.capture import Recorder
+from harness.errors import CaptureError
+from harness.records import Outcome
+from harness.redaction import REDACTED
+from harness.telemetry import RunTelemetry
+from harness.tracefile import read_records
+
+
+@tool
+def login(user: str, api_token: str, note: str) -> dict:
+    """Log in (takes a secret)."""
+    return {"user": user, "session_token": "s3cr3t-session", "ok": True}
+
+
+def sub_agent():
+    model = ScriptedChatModel(script=[call(tool_call("lookup", {"q": "in"}, id="r1")), say("sub")])
+    return react_agent(model, [lookup], name="researcher")
+
+
+def busy_graph():
+    turns = [
+        call(
+            tool_call("lookup", {"q": "a", "n": [1, 2.5, None]}, id="c1"),
+            tool_call("boom", {"reason": "x"}, id="c2"),
+            tool_call("flaky", {"x": "y"}, id="c3"),
+            tool_call("ghost", {"k": {"nested": True}}, id="c4"),
+        ),
+        call(
+            tool_call("set_flag", {"flag": "f"}, id="c5"),
+            tool_call("delegate", {"task": "t"}, id="c6"),
+        ),
+        call(tool_call("ask_human", {"question": "sure?"}, id="c7")),
+        say("done"),
+    ]
+    tools = [lookup, boom, flaky, set_flag, delegating_tool(sub_agent()), ask_human, fetch]
+    return react_agent(
+        ScriptedChatModel(script=turns),
+        tools,
+        name="desk",
+        handle_tool_errors=True,
+        checkpointer=InMemorySaver(),
+    )
+
+
+def run_question(tel, graph, qid, inputs, *, resume=None):
+    rec = Recorder(tracer=tel.tracer, question_id=qid, dataset="ds", target="t", agent_name="desk")
+    config = {"callbacks": [rec], "configurable": {"thread_id": qid}}
+    with rec.question_span():
+        state = graph.invoke(inputs, config)
+        if resume is not None:
+            state = graph.invoke(Command(resume=resume), config)
+    return rec.seal(state)
+
+
+def test_trace_file_round_trips_into_the_same_records(tmp_path):
+    path = tmp_path / "run" / "traces.jsonl"
+    with RunTelemetry(trace_file=path) as tel:
+        busy = run_question(tel, busy_graph(), "busy", {"messages": [("user", "go")]}, resume="yes")
+        quiet_graph = react_agent(ScriptedChatModel(script=[say("nothing to do")]), [lookup])
+        quiet = run_question(tel, quiet_graph, "quiet", {"messages": [("user", "hi")]})
+    outcomes = {c.call_id: c.outcome for c in busy}
+    assert outcomes == {
+        "c1": Outcome.OK,
+        "c2": Outcome.ERROR,
+        "c3": Outcome.ERROR,
+        "c4": Outcome.NOT_EXECUTED,
+        "c5": Outcome.COMMAND,
+        "c6": Outcome.OK,
+        "r1": Outcome.OK,
+        "c7": Outcome.OK,  # interrupted, then resumed: the last outcome wins
+    }
+    records = read_records(path)
+    assert set(records) == {"busy", "quiet"}
+    assert records["busy"] == busy
+    assert list(records["busy"]) == list(busy)  # field by field, results and span ids included
+    # Empty and absent stay different facts.
+    assert len(records["quiet"]) == 0 and records["quiet"].complete and quiet == records["quiet"]
+    assert records.get("never-ran") is None
+    # Every line is one OTLP/JSON ExportTraceServiceRequest with hex ids.
+    for line in path.read_text().splitlines():
+        request = json.loads(line)
+        span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        assert len(span["traceId"]) == 32 and len(span["spanId"]) == 16
+
+
+def test_trace_file_redacts_secrets_and_keeps_everything_else_whole(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    long_note = "n" * 10_000
+    bearer = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    turns = [
+        call(
+            tool_call(
+                "login",
+                {
+                    "user": "ann",
+                    "api_token": "tok-123-very-secret",
+                    "note": long_note + " " + bearer,
+                },
+                id="l1",
+            )
+        ),
+        say("in"),
+    ]
+    with RunTelemetry(trace_file=path) as tel:
+        graph = react_agent(ScriptedChatModel(script=turns), [login], name="desk")
+        live = run_question(tel, graph, "q", {"messages": [("user", "hi")]})
+    assert live[0].arguments["api_token"] == "tok-123-very-secret"  # in-process: whole
+    text = path.read_text()
+    for secret in ("tok-123-very-secret", "abcdefghijklmnopqrstuvwxyz0123456789", "s3cr3t-session"):
+        assert secret not in text
+    (back,) = read_records(path)["q"]
+    assert back.arguments["api_token"] == REDACTED
+    assert back.arguments["note"] == long_note + " " + REDACTED  # no truncation on disk
+    assert json.loads(back.result) == {"user": "ann", "session_token": REDACTED, "ok": True}
+
+
+def test_incomplete_record_reads_back_incomplete(tmp_path, monkeypatch):
+    path = tmp_path / "traces.jsonl"
+    with RunTelemetry(trace_file=path) as tel:
+        graph = react_agent(
+            ScriptedChatModel(script=[call(("lookup", {"q": "a"})), say("ok")]), [lookup]
+        )
+        rec = Recorder(tracer=tel.tracer, question_id="q", dataset="d", target="t", agent_name="a")
+        monkeypatch.setattr(rec, "_finish_tool", lambda *a, **k: 1 / 0)
+        with rec.question_span():
+            graph.invoke({"messages": [("user", "hi")]}, {"callbacks": [rec]})
+        live = rec.seal()
+    assert not live.complete
+    back = read_records(path)["q"]
+    # Problems found after the question span ended (here: at seal) exist only in memory.
+    assert not back.complete and back.problems and set(back.problems) <= set(live.problems)
+    assert any("ZeroDivisionError" in p for p in back.problems)
+
+
+def test_a_broken_line_names_file_and_line(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text('{"resourceSpans": []}\nnot json\n')
+    with pytest.raises(CaptureError) as info:
+        read_records(path)
+    assert info.value.file == str(path) and info.value.line == 2
