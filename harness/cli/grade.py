@@ -1,0 +1,47 @@
+"""`tracegrade grade RUN`: re-score a stored run without re-running the agent."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from harness.cli import EPILOG
+from harness.cli.run import add_report_flags, write_reports
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Re-score a run's stored answers and tool-call records (read back from the run's trace file)
+without running the agent. By default with the graders stored in the run (the grader ids and
+options it used, and its copy of the grading module), so an edit never silently changes what an
+old run scores; with --current, with the graders the config names now, matched by question id.
+Judge answers come from the judge cache. Each re-grade is stored under a new grading id.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "grade",
+        help="re-score a stored run (no agent runs)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN", help="run directory (or run id under runs_dir)")
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument(
+        "--current", action="store_true", help="grade with the config's graders now"
+    )
+    add_report_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+    from harness.runs import regrade_run
+
+    config = load_config(args.config)
+    outcome = regrade_run(config, args.run_dir, current=args.current, use_cache=not args.no_cache)
+    write_reports(args, outcome)
+    return outcome.exit_code

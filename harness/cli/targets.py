@@ -1,0 +1,73 @@
+"""`tracegrade targets`: each target with its mode, dataset, graders and advisories."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["describe_targets", "register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "targets",
+        help="list the config's targets with their graders (marks 'Text only' targets)",
+        description="List each target of the config: mode, dataset, graders (with scale and how "
+        "each counts) and advisories. An agent-mode target with no grader that observes "
+        "actions is marked 'Text only'.",
+    )
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.set_defaults(handler=run)
+
+
+def describe_targets(config: Any) -> str:
+    from graders.advisories import TEXT_ONLY, advisories
+    from harness.grading import attach_graders, build_services
+
+    services = build_services(
+        judge=None,
+        base_dir=config.base_dir,
+        runs_dir=config.runs_dir,
+        rubrics=None,
+        use_cache=False,
+    )
+    lines = []
+    for target in config.targets.values():
+        attached = attach_graders(
+            target.graders, grading_module=target.grading_module, services=services
+        )
+        notes = [a.message for a in advisories(target.mode, [a.attachment for a in attached])]
+        mark = f"  [{TEXT_ONLY}]" if any(n.startswith(TEXT_ONLY) for n in notes) else ""
+        lines.append(f"{target.name} ({target.mode}){mark}")
+        lines.append(f"  dataset: {target.dataset}")
+        if target.grading_module:
+            lines.append(f"  grading module: {target.grading_module}")
+        for a in attached:
+            s = a.spec
+            how = []
+            if s["must_pass"]:
+                how.append("must pass")
+            if s["weight"] != 1.0:
+                how.append(f"weight {s['weight']:g}")
+            if s["threshold"]:
+                how.append(f"threshold {s['threshold']:g}")
+            if s["samples"] > 1:
+                how.append(f"{s['samples']} samples")
+            flags = ["observes actions"] if s["observes_actions"] else []
+            flags += ["LLM judge"] if s["llm"] else []
+            extra = f" [{', '.join(how)}]" if how else ""
+            lines.append(
+                f"  - {s['id']} ({s['min_score']:g}-{s['max_score']:g}"
+                f"{', ' + ', '.join(flags) if flags else ''}){extra}"
+            )
+        for note in notes:
+            lines.append(f"  ! {note}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.config import load_config
+
+    print(describe_targets(load_config(args.config)), end="")
+    return 0

@@ -1,0 +1,415 @@
+"""The run config file (`tracegrade.yaml`): loading, validation and object references.
+
+Validated against `schema/config.schema.json` through `harness.sourcefile`, then checked for
+what a schema cannot say (files that must exist, exactly one of `agent`/`chat_model`), every
+problem naming file, line and key. Relative paths resolve against the config file's directory.
+
+Object references are `path/to/file.py:attr` (loaded by file path under a private module name,
+never as `agents.*`: the openai-agents package installs a top-level `agents` module too) or
+`package.module:attr` (imported normally).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.scoring import GateConfig
+from harness.sourcefile import (
+    Document,
+    Problem,
+    load_document,
+    pointer_of,
+    problem_at,
+    raise_problems,
+    validate_document,
+)
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "Config",
+    "GraderSpec",
+    "TargetConfig",
+    "TelemetryConfig",
+    "find_config",
+    "load_config",
+    "load_object",
+    "parse_gate",
+    "parse_grader_spec",
+    "validate_config_file",
+]
+
+DEFAULT_CONFIG = "tracegrade.yaml"
+DEFAULTS: dict[str, Any] = {"response_char_limit": 4000, "concurrency": 8, "timeout_s": 60.0}
+_SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
+
+
+@dataclass(frozen=True, slots=True)
+class GraderSpec:
+    """A grader a target names in its config, with how it counts."""
+
+    id: str
+    """Registry id of the grader."""
+    weight: float = 1.0
+    """Weight in the objective."""
+    must_pass: bool = False
+    """A failing must-pass grader zeroes the question and fails the gate."""
+    threshold: float = 0.0
+    """Passing bar of a scalar grader on its own scale."""
+    samples: int = 1
+    """Times the grader runs per question; scores are averaged, the spread reported."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Every other key of the mapping, passed to the grader's constructor."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "weight": self.weight,
+            "must_pass": self.must_pass,
+            "threshold": self.threshold,
+            "samples": self.samples,
+            "options": dict(self.options),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP endpoint; None: no exporter (OTEL_EXPORTER_OTLP_* env vars also honoured)."""
+    otlp_headers: dict[str, str] = field(default_factory=dict)
+    trace_file: bool = True
+    """Write the run's local trace file (`tracegrade grade` reads records from it)."""
+
+
+@dataclass(slots=True)
+class TargetConfig:
+    """One target: what runs (agent graph or chat model), on which dataset, graded how."""
+
+    name: str
+    mode: str
+    """"agent" (a compiled LangGraph graph) or "chat" (a bare chat model: no tool record)."""
+    factory: str
+    """The `agent:` or `chat_model:` reference as written."""
+    dataset: Path
+    """Resolved dataset path."""
+    environment: str | None = None
+    """Environment factory reference: one fresh environment per question."""
+    grading_module: Path | None = None
+    """Named module, or `graders.py` found beside the dataset; None when neither."""
+    policy: Path | None = None
+    system_prompt: str | None = None
+    """Replaces any stored system message of a question."""
+    response_char_limit: int = 4000
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    graders: list[GraderSpec] = field(default_factory=list)
+    gate: GateConfig = field(default_factory=GateConfig)
+    base_dir: Path = Path(".")
+    """The config file's directory (object references resolve against it)."""
+    config_file: str = ""
+    """The config file the target came from, for error messages."""
+    line: int | None = None
+    """Line of the target in the config file."""
+    raw: dict[str, Any] = field(default_factory=dict)
+    """The target as authored (for the run identity snapshot)."""
+
+    def load_factory(self) -> Any:
+        key = "agent" if self.mode == "agent" else "chat_model"
+        return load_object(self.factory, base_dir=self.base_dir, **self._where(key))
+
+    def load_environment_factory(self) -> Any:
+        if self.environment is None:
+            return None
+        return load_object(self.environment, base_dir=self.base_dir, **self._where("environment"))
+
+    def _where(self, key: str) -> dict[str, Any]:
+        return {"file": self.config_file, "line": self.line, "key": f"/targets/{self.name}/{key}"}
+
+
+@dataclass(slots=True)
+class Config:
+    """A loaded, validated config file."""
+
+    path: Path
+    base_dir: Path
+    runs_dir: Path
+    rubrics: Path | None = None
+    judge: dict[str, Any] | None = None
+    """The `judge:` block as authored (for `harness.judging.build_provider`)."""
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    targets: dict[str, TargetConfig] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def select_targets(self, names: list[str] | tuple[str, ...] = ()) -> list[TargetConfig]:
+        """Targets by name (all when none named); an unknown name is a config error."""
+        if not names:
+            return list(self.targets.values())
+        unknown = [n for n in names if n not in self.targets]
+        if unknown:
+            raise ConfigError(
+                f"unknown target {unknown[0]!r}",
+                file=str(self.path),
+                key="/targets",
+                hint=f"targets: {', '.join(self.targets) or '(none)'}",
+            )
+        return [self.targets[n] for n in names]
+
+
+def find_config(path: str | Path | None = None) -> Path:
+    """The config file to use: `path`, else `tracegrade.yaml` in the working directory."""
+    candidate = Path(path) if path is not None else Path(DEFAULT_CONFIG)
+    if not candidate.is_file():
+        raise ConfigError(
+            "config file not found",
+            file=str(candidate),
+            hint="pass --config PATH or create tracegrade.yaml",
+        )
+    return candidate
+
+
+def _resolve(base: Path, value: str) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _ref_file(ref: str) -> str | None:
+    """The file part of a `file.py:attr` reference, None for `module:attr`."""
+    target, _, _ = ref.rpartition(":")
+    return target if target.endswith(".py") or "/" in target or "\\" in target else None
+
+
+def _semantic_problems(doc: Document) -> list[Problem]:
+    data = doc.data
+    base = doc.path.parent
+    problems: list[Problem] = []
+
+    def at(parts: list[Any], message: str, hint: str | None = None) -> None:
+        problems.append(problem_at(doc, pointer_of(parts), message, hint))
+
+    for key in ("rubrics",):
+        if isinstance(data.get(key), str) and not _resolve(base, data[key]).is_dir():
+            at([key], f"directory not found: {_resolve(base, data[key])}")
+    judge = data.get("judge")
+    if isinstance(judge, dict):
+        if judge.get("provider") == "langchain" and not judge.get("chat_model"):
+            at(["judge"], "provider 'langchain' needs `chat_model: module:attr`")
+        if judge.get("provider") == "openai-compatible":
+            for required in ("base_url", "model"):
+                if not judge.get(required):
+                    at(["judge"], f"provider 'openai-compatible' needs `{required}`")
+    for name, target in (data.get("targets") or {}).items():
+        if not isinstance(target, dict):
+            continue
+        kinds = [k for k in ("agent", "chat_model") if k in target]
+        if len(kinds) != 1:
+            at(["targets", name], "a target names exactly one of `agent` or `chat_model`")
+        if "chat_model" in target and "environment" in target:
+            at(
+                ["targets", name, "environment"],
+                "`environment` needs an agent target (chat mode has no tools)",
+            )
+        for key in ("agent", "chat_model", "environment"):
+            ref = target.get(key)
+            if (
+                isinstance(ref, str)
+                and (file := _ref_file(ref))
+                and not _resolve(base, file).is_file()
+            ):
+                at(["targets", name, key], f"file not found: {_resolve(base, file)}")
+        for key in ("dataset", "grading_module", "policy"):
+            value = target.get(key)
+            if isinstance(value, str) and not _resolve(base, value).is_file():
+                at(["targets", name, key], f"file not found: {_resolve(base, value)}")
+        graders = target.get("graders") or []
+        has_module = bool(target.get("grading_module")) or (
+            isinstance(target.get("dataset"), str)
+            and (_resolve(base, target["dataset"]).parent / "graders.py").is_file()
+        )
+        if isinstance(graders, list) and not graders and not has_module:
+            at(["targets", name], "no graders: list `graders:` or add a grading module")
+        seen: set[str] = set()
+        for i, spec in enumerate(graders if isinstance(graders, list) else []):
+            gid = (
+                spec
+                if isinstance(spec, str)
+                else spec.get("id")
+                if isinstance(spec, dict)
+                else None
+            )
+            if isinstance(gid, str):
+                if gid in seen:
+                    at(["targets", name, "graders", i], f"grader {gid!r} attached twice")
+                seen.add(gid)
+    return problems
+
+
+def validate_config_file(path: str | Path) -> list[Problem]:
+    """Every problem of a config file (schema, then files and references), for `tracegrade
+    validate`. A file that cannot be parsed raises `ConfigError` instead."""
+    doc = load_document(path, error_cls=ConfigError)
+    problems = validate_document(doc, "config")
+    if not problems and isinstance(doc.data, dict):
+        problems.extend(_semantic_problems(doc))
+    return problems
+
+
+def parse_grader_spec(raw: Any) -> GraderSpec:
+    """A `graders:` entry (an id, or a mapping with id and options) as a GraderSpec."""
+    if isinstance(raw, str):
+        return GraderSpec(id=raw)
+    options = {k: v for k, v in raw.items() if k not in _SPEC_KEYS}
+    return GraderSpec(
+        id=raw["id"],
+        weight=float(raw.get("weight", 1.0)),
+        must_pass=bool(raw.get("must_pass", False)),
+        threshold=float(raw.get("threshold", 0.0)),
+        samples=int(raw.get("samples", 1)),
+        options=options,
+    )
+
+
+def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
+    """A target's `gate:` block (absent: the defaults)."""
+    raw = raw or {}
+    return GateConfig(
+        min_mean_composite=raw.get("min_mean_composite"),
+        max_errored=int(raw.get("max_errored", 0)),
+        zero_critical_failures=bool(raw.get("zero_critical_failures", True)),
+        allow_review=bool(raw.get("allow_review", False)),
+    )
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load and validate a config file; `ConfigError` (exit 4) listing every problem."""
+    path = find_config(path)
+    doc = load_document(path, error_cls=ConfigError)
+    problems = validate_document(doc, "config")
+    if not problems:
+        problems = _semantic_problems(doc)
+    raise_problems(problems, ConfigError)
+    data: dict[str, Any] = doc.data
+    base = path.resolve().parent
+    defaults = {**DEFAULTS, **(data.get("defaults") or {})}
+    telemetry_raw = data.get("telemetry") or {}
+    config = Config(
+        path=path,
+        base_dir=base,
+        runs_dir=_resolve(base, data.get("runs_dir", "runs")),
+        rubrics=_resolve(base, data["rubrics"]) if data.get("rubrics") else None,
+        judge=dict(data["judge"]) if data.get("judge") else None,
+        telemetry=TelemetryConfig(
+            otlp_endpoint=telemetry_raw.get("otlp_endpoint"),
+            otlp_headers=dict(telemetry_raw.get("otlp_headers") or {}),
+            trace_file=bool(telemetry_raw.get("trace_file", True)),
+        ),
+        data=data,
+    )
+    for name, raw in data["targets"].items():
+        dataset = _resolve(base, raw["dataset"])
+        module = raw.get("grading_module")
+        grading_module = _resolve(base, module) if module else None
+        if grading_module is None and (dataset.parent / "graders.py").is_file():
+            grading_module = dataset.parent / "graders.py"
+        line = doc.line_of(pointer_of(["targets", name]))
+        config.targets[name] = TargetConfig(
+            name=name,
+            mode="agent" if "agent" in raw else "chat",
+            factory=raw.get("agent") or raw["chat_model"],
+            dataset=dataset,
+            environment=raw.get("environment"),
+            grading_module=grading_module,
+            policy=_resolve(base, raw["policy"]) if raw.get("policy") else None,
+            system_prompt=raw.get("system_prompt"),
+            response_char_limit=int(
+                raw.get("response_char_limit", defaults["response_char_limit"])
+            ),
+            concurrency=int(raw.get("concurrency", defaults["concurrency"])),
+            timeout_s=float(raw.get("timeout_s", defaults["timeout_s"])),
+            graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
+            gate=parse_gate(raw.get("gate")),
+            base_dir=base,
+            config_file=str(path),
+            line=line,
+            raw=dict(raw),
+        )
+    return config
+
+
+# ----------------------------------------------------------------------- object references
+
+_loaded_files: dict[Path, Any] = {}
+
+
+def _package_root(file: Path) -> Path:
+    """The first directory above `file` that is not a package: where its own absolute
+    imports (`from agents.scripted import ...`) resolve from."""
+    root = file.parent
+    while (root / "__init__.py").is_file() and root.parent != root:
+        root = root.parent
+    return root
+
+
+def _load_file_module(file: Path, where: dict[str, Any]) -> Any:
+    file = file.resolve()
+    if file in _loaded_files:
+        return _loaded_files[file]
+    if not file.is_file():
+        raise ConfigError(f"file not found: {file}", **where)
+    digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
+    name = f"_tracegrade_user_{file.stem}_{digest}"
+    root = str(_package_root(file))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {file} as a Python module", **where)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ConfigError(f"importing {file} failed: {type(exc).__name__}: {exc}", **where) from exc
+    _loaded_files[file] = module
+    return module
+
+
+def load_object(
+    ref: str,
+    *,
+    base_dir: Path,
+    file: str | None = None,
+    line: int | None = None,
+    key: str | None = None,
+) -> Any:
+    """Resolve `file.py:attr` (by file path, relative to `base_dir`) or `module:attr`.
+    `file`/`line`/`key` locate the reference in the config for error messages."""
+    where: dict[str, Any] = {"file": file, "line": line, "key": key}
+    target, sep, attr = ref.rpartition(":")
+    if not sep or not target or not attr:
+        raise ConfigError(
+            f"bad reference {ref!r}: use `path/to/file.py:attr` or `module:attr`", **where
+        )
+    ref_file = _ref_file(ref)
+    if ref_file is not None:
+        module = _load_file_module(_resolve(base_dir, ref_file), where)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise ConfigError(
+                f"cannot import {target!r}: {type(exc).__name__}: {exc}", **where
+            ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"{target!r} has no attribute {attr!r}", **where) from None
+    return obj

@@ -1,0 +1,277 @@
+"""Attaching graders to a target and grading one question with them.
+
+Shared by the runner (fresh runs) and `tracegrade grade` (re-grades): graders come from the
+config's `graders:` list (registry ids with options) and from a grading module (`graders.py`
+beside the dataset, or the one a target names; seed 003). Each attached grader carries a spec
+(id, options, declared scale, code hash, where it came from) that the run identity records, so
+a re-grade can rebuild exactly the graders a run used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graders.base import Attachment, Grader, GraderServices
+from harness.errors import ConfigError, RubricError
+from harness.identity import grader_code_hash
+from harness.records import GradeResult
+from harness.scoring import GraderScore, aggregate_samples
+
+__all__ = [
+    "AttachedGrader",
+    "agrade_question",
+    "attach_from_specs",
+    "attach_graders",
+    "build_services",
+    "criteria_with_rubric",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class AttachedGrader:
+    """A grader instance attached to a target, with how it counts and where it came from."""
+
+    attachment: Attachment
+    spec: dict[str, Any]
+    """What the identity snapshot records: id, source ("registry" or "module"), options,
+    weight, must_pass, threshold, samples, declared scale, code hash, module path."""
+
+    @property
+    def grader(self) -> Grader:
+        return self.attachment.grader
+
+    @property
+    def self_sampling(self) -> bool:
+        """LLM graders take `samples` as an option and sample themselves (independent cache
+        keys per sample); other graders are simply run N times."""
+        return bool(getattr(self.grader, "llm", False))
+
+
+def build_services(
+    *,
+    judge: Mapping[str, Any] | None,
+    base_dir: Path,
+    runs_dir: Path,
+    rubrics: Path | None,
+    use_cache: bool = True,
+    workdir: Path | None = None,
+) -> GraderServices:
+    """The services every grader gets: the judge provider (None when no `judge:` block: judges
+    then error, exit 3), the judge cache shared by runs and re-grades, the rubric store."""
+    provider = None
+    cache = None
+    settings: dict[str, Any] = {"use_cache": use_cache}
+    if judge:
+        from harness.judging import JudgeCache, build_provider
+
+        provider = build_provider(judge, base_dir=base_dir)
+        settings["templates"] = dict(judge.get("templates") or {})
+        if judge.get("judge_response_char_limit") is not None:
+            settings["judge_response_char_limit"] = judge["judge_response_char_limit"]
+        use_cache = use_cache and bool(judge.get("cache", True))
+        settings["use_cache"] = use_cache
+        if use_cache:
+            cache = JudgeCache(JudgeCache.default_path(runs_dir))
+    store = None
+    if rubrics is not None:
+        from graders.rubrics import RubricStore
+
+        store = RubricStore(rubrics)
+    return GraderServices(
+        judge_provider=provider,
+        judge_settings=settings,
+        judge_cache=cache,
+        rubrics=store,
+        workdir=workdir,
+    )
+
+
+def _spec_of(
+    att: Attachment, *, source: str, options: Mapping[str, Any], module: str | None
+) -> dict:
+    g = att.grader
+    return {
+        "id": g.id,
+        "source": source,
+        "module": module,
+        "options": dict(options),
+        "weight": att.weight,
+        "must_pass": att.must_pass,
+        "threshold": att.threshold,
+        "samples": att.samples,
+        "min_score": float(g.min_score),
+        "max_score": float(g.max_score),
+        "binary": bool(getattr(g, "binary", False)),
+        "llm": bool(getattr(g, "llm", False)),
+        "observes_actions": bool(getattr(g, "observes_actions", False)),
+        "sees_tool_calls": bool(getattr(g, "sees_tool_calls", False)),
+        "code_sha256": grader_code_hash(g),
+    }
+
+
+def _registry_attachment(
+    registry: Any, raw: Mapping[str, Any], services: GraderServices
+) -> AttachedGrader:
+    options = dict(raw.get("options") or {})
+    cls = registry.get(raw["id"])
+    samples = int(raw.get("samples", 1))
+    build_options = (
+        {**options, "samples": samples} if getattr(cls, "llm", False) and samples > 1 else options
+    )
+    grader = registry.create(raw["id"], services=services, **build_options)
+    att = Attachment(
+        grader=grader,
+        weight=float(raw.get("weight", 1.0)),
+        must_pass=bool(raw.get("must_pass", False)),
+        threshold=float(raw.get("threshold", 0.0)),
+        samples=samples,
+    )
+    return AttachedGrader(att, _spec_of(att, source="registry", options=options, module=None))
+
+
+def _module_attachments(
+    path: Path, services: GraderServices, *, module_label: str
+) -> list[AttachedGrader]:
+    from graders.code import load_grading_module
+
+    out = []
+    for att in load_grading_module(path, services=services):
+        att.grader.services = services
+        out.append(
+            AttachedGrader(att, _spec_of(att, source="module", options={}, module=module_label))
+        )
+    return out
+
+
+def attach_graders(
+    specs: Sequence[Any],
+    *,
+    grading_module: Path | None,
+    services: GraderServices,
+    registry: Any = None,
+    module_label: str | None = None,
+) -> list[AttachedGrader]:
+    """Attach the config's grader specs (`GraderSpec` or spec dicts) then the grading
+    module's graders. An unknown id or a bad option is invalid input (exit 4)."""
+    if registry is None:
+        from graders.registry import load_registry
+
+        registry = load_registry()
+    attached = []
+    for spec in specs:
+        raw = spec.as_dict() if hasattr(spec, "as_dict") else dict(spec)
+        try:
+            attached.append(_registry_attachment(registry, raw, services))
+        except ConfigError:
+            raise
+        except TypeError as exc:  # an option the grader's constructor does not take
+            raise ConfigError(f"grader {raw['id']!r}: {exc}", key="graders") from exc
+    if grading_module is not None:
+        label = module_label or str(grading_module)
+        attached.extend(_module_attachments(grading_module, services, module_label=label))
+    ids = [a.grader.id for a in attached]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError(
+            f"grader {dupes[0]!r} attached twice (config and grading module?)", key="graders"
+        )
+    return attached
+
+
+def attach_from_specs(
+    specs: Sequence[Mapping[str, Any]],
+    *,
+    run_dir: Path,
+    services: GraderServices,
+    registry: Any = None,
+) -> list[AttachedGrader]:
+    """Rebuild the graders a run used from its identity snapshot: registry graders by id and
+    stored options, module graders from the copy of the grading module in the run dir."""
+    registry_specs = [s for s in specs if s.get("source") == "registry"]
+    modules = sorted(
+        {s["module"] for s in specs if s.get("source") == "module" and s.get("module")}
+    )
+    attached = attach_graders(
+        registry_specs, grading_module=None, services=services, registry=registry
+    )
+    for module in modules:
+        path = run_dir / module
+        if not path.is_file():
+            raise ConfigError(
+                f"the run's copy of its grading module is missing: {path}", file=str(path)
+            )
+        attached.extend(_module_attachments(path, services, module_label=module))
+    for att in attached:
+        stored = next((s for s in specs if s["id"] == att.grader.id), None)
+        now = att.spec.get("code_sha256")
+        if stored and stored.get("code_sha256") and now and stored["code_sha256"] != now:
+            log.warning(
+                "grader %s: its code changed since the run (sha256 %s -> %s)",
+                att.grader.id,
+                stored["code_sha256"][:12],
+                now[:12],
+            )
+    return attached
+
+
+def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
+    """The question's criteria with its rubric's check descriptions appended (seed 000); None
+    when the question has no `rubric_ref` (the row's own criteria stand)."""
+    ref = row.get("rubric_ref")
+    if not ref:
+        return None
+    if rubrics is None:
+        raise RubricError(
+            f"question uses rubric_ref {ref!r} but the config names no `rubrics:` directory",
+            question_id=str(row.get("id")),
+            key="rubric_ref",
+        )
+    from graders.rubrics import criteria_text
+
+    rubric = rubrics.resolve(ref)
+    text = criteria_text(rubric)
+    base = row.get("criteria")
+    if isinstance(base, list | tuple):
+        base = "\n".join(str(c) for c in base)
+    return f"{base}\n\n{text}" if base else text
+
+
+async def _one(
+    grader: Grader, input: str, response: str, context: Mapping[str, Any]
+) -> GradeResult:
+    try:
+        return await grader.agrade(input, response, context)
+    except Exception as exc:  # isolation point: a grader that raised errors its verdict only
+        log.debug("grader %s raised", grader.id, exc_info=True)
+        return grader.result(None, f"grader raised {type(exc).__name__}: {exc}", True)
+
+
+async def agrade_question(
+    attached: Sequence[AttachedGrader], *, input: str, response: str, context: Mapping[str, Any]
+) -> list[GraderScore]:
+    """Every attached grader on one answer (graders concurrently; a grader's own samples too),
+    folded per grader into a GraderScore."""
+
+    async def one_grader(a: AttachedGrader) -> GraderScore:
+        n = 1 if a.self_sampling else max(1, a.attachment.samples)
+        results = [await _one(a.grader, input, response, context) for _ in range(n)]
+        score = aggregate_samples(
+            results,
+            weight=a.attachment.weight,
+            must_pass=a.attachment.must_pass,
+            threshold=a.attachment.threshold,
+            binary=bool(getattr(a.grader, "binary", False)),
+        )
+        own = results[0].details.get("samples")
+        if n == 1 and isinstance(own, list) and own:
+            score.sample_scores = [float(s) if s is not None else None for s in own]
+        return score
+
+    return list(await asyncio.gather(*(one_grader(a) for a in attached)))

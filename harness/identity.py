@@ -1,0 +1,126 @@
+"""The run identity snapshot: everything needed to say what produced a run's scores.
+
+Written to `identity.json` in the run directory when a run starts: dataset path and sha256,
+the target config as authored, grader ids with declared scales and code hashes, copies of the
+user grading modules (so `tracegrade grade` scores with the graders the run used, seed 003),
+judge identity and pinned knobs, package versions and the git commit if any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import platform
+import shutil
+import subprocess
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "IDENTITY_FILE",
+    "copy_grading_module",
+    "git_commit",
+    "grader_code_hash",
+    "package_versions",
+    "read_identity",
+    "sha256_file",
+    "write_identity",
+]
+
+IDENTITY_FILE = "identity.json"
+PACKAGES = ("tracegrade", "langgraph", "langchain-core", "opentelemetry-sdk", "pydantic", "httpx")
+
+
+def sha256_file(path: Path | str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def grader_code_hash(grader: Any) -> str | None:
+    """sha256 of the grader's class source (a `@grader` function's source when it wraps one),
+    or of its module file; None when neither can be read."""
+    cls = grader if isinstance(grader, type) else type(grader)
+    fn = getattr(grader, "fn", None) or getattr(grader, "func", None)
+    for obj in (fn, cls):
+        if obj is None:
+            continue
+        try:
+            return hashlib.sha256(inspect.getsource(obj).encode()).hexdigest()
+        except (OSError, TypeError):
+            continue
+    try:
+        file = inspect.getfile(cls)
+        return sha256_file(file)
+    except (OSError, TypeError):
+        return None
+
+
+def copy_grading_module(path: Path, run_dir: Path, target: str) -> str:
+    """Copy a user grading module into `run_dir/graders/<target>/`; the path relative to
+    `run_dir` is returned (what the identity records and `grade` loads)."""
+    dest_dir = run_dir / "graders" / target
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / path.name
+    shutil.copyfile(path, dest)
+    return str(dest.relative_to(run_dir))
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_commit(directory: Path) -> str | None:
+    """HEAD of the repository holding `directory` (with "-dirty" when it has changes), or None."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}-dirty" if status else head or None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def write_identity(run_dir: Path, identity: Mapping[str, Any]) -> Path:
+    path = run_dir / IDENTITY_FILE
+    path.write_text(json.dumps(_jsonable(identity), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_identity(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / IDENTITY_FILE
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,179 @@
+"""Re-grading a stored run (seed 003 "Where the graders come from"): the stored answers and the
+tool-call records read back from the run's trace file, scored again without running the agent.
+
+What cannot be re-checked is said, never guessed: a question whose record is missing from the
+trace file is degraded (its action graders would otherwise read the response text), and graders
+that check the live environment (`state_grader`) carry their verdict over from the run's own
+grading, because the environment closed when the question finished.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from graders.context import build_context
+from harness.config import TargetConfig
+from harness.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.records import RunRecord, ToolRecord
+from harness.scoring import GraderScore, QuestionScore, score_question
+from harness.store import QuestionRun, ResultStore
+
+__all__ = ["aregrade", "reads_environment"]
+
+log = logging.getLogger(__name__)
+
+
+def reads_environment(grader: Any) -> bool:
+    """Graders whose verdict needs the question's live environment (gone after the run)."""
+    return bool(getattr(grader, "reads_environment", False)) or grader.id == "state_grader"
+
+
+def _input_messages(row: Mapping[str, Any], stored: QuestionRun) -> list[dict[str, Any]]:
+    value = row.get("input")
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if isinstance(value, list):
+        return [dict(m) for m in value]
+    return list(stored.messages)
+
+
+def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
+    from harness.dataset import load_dataset
+
+    dataset = load_dataset(target.dataset)
+    return {str(q.id): q.row() for q in dataset.questions}
+
+
+async def _regrade_question(
+    stored: QuestionRun,
+    *,
+    row: Mapping[str, Any],
+    record: ToolRecord | None,
+    attached: Sequence[AttachedGrader],
+    target: TargetConfig,
+    services: Any,
+    previous: Mapping[str, GraderScore],
+) -> QuestionScore:
+    error, error_type = stored.error, stored.error_type
+    if error is None and stored.has_record and record is None:
+        error = "no tool-call record for this question in the run's trace file (re-grade needs it)"
+        error_type = "CaptureError"
+    elif error is None and record is not None and not record.complete:
+        error = f"capture failed: {'; '.join(record.problems) or 'record incomplete'}"
+        error_type = "CaptureError"
+    graders: list[GraderScore] = []
+    if error is None:
+        fresh = [a for a in attached if not reads_environment(a.grader)]
+        messages = _input_messages(row, stored)
+        run = RunRecord(
+            question_id=stored.question_id,
+            response=stored.response,
+            messages=list(messages),
+            tool_calls=record,
+            usage=dict(stored.usage),
+            latency_s=stored.latency_s,
+            trace_id=stored.trace_id,
+        )
+        context = build_context(
+            row,
+            messages=messages,
+            response_char_limit=target.response_char_limit,
+            criteria=criteria_with_rubric(row, services.rubrics),
+            tool_calls=record if stored.has_record else None,
+            run_record=run,
+        )
+        scored = await agrade_question(
+            fresh, input=stored.input, response=stored.response, context=context
+        )
+        by_id = {s.grader_id: s for s in scored}
+        for a in attached:
+            if a.grader.id in by_id:
+                graders.append(by_id[a.grader.id])
+                continue
+            carried = previous.get(a.grader.id)
+            how = {
+                "weight": a.attachment.weight,
+                "must_pass": a.attachment.must_pass,
+                "threshold": a.attachment.threshold,
+            }
+            if carried is not None:
+                graders.append(
+                    replace(carried, reason=f"{carried.reason} (carried over from the run)", **how)
+                )
+            else:
+                graders.append(
+                    GraderScore(
+                        grader_id=a.grader.id,
+                        score=None,
+                        min_score=float(a.grader.min_score),
+                        max_score=float(a.grader.max_score),
+                        reason="needs the question's live environment, which closed after the run",
+                        error=True,
+                        **how,
+                    )
+                )
+    return score_question(
+        QuestionScore(
+            question_id=stored.question_id,
+            target=stored.target,
+            split=stored.split,
+            bundle=stored.bundle,
+            tags=list(stored.tags),
+            graders=graders,
+            error=error,
+            error_type=error_type,
+            trace_id=stored.trace_id,
+        )
+    )
+
+
+async def aregrade(
+    *,
+    store: ResultStore,
+    run_dir: Path,
+    targets: Sequence[TargetConfig],
+    attached: Mapping[str, Sequence[AttachedGrader]],
+    services: Any,
+    grading_id: int,
+    current_rows: bool = False,
+    on_done: Callable[[QuestionScore], None] | None = None,
+) -> list[str]:
+    """Re-score every stored question of `targets` under `grading_id`; returns notes."""
+    from harness.runs import trace_file_of
+    from harness.tracefile import read_records
+
+    notes: list[str] = []
+    first = min(g["grading_id"] for g in store.gradings())
+    for target in targets:
+        trace_file = trace_file_of(run_dir, target.name)
+        records = read_records(trace_file) if trace_file.is_file() else {}
+        previous = {
+            q.question_id: {g.grader_id: g for g in q.graders}
+            for q in store.load_scores(grading_id=first, target=target.name)
+        }
+        rows = _current_rows(target) if current_rows else {}
+        runs = store.load_runs(target.name)
+        missing = [r.question_id for r in runs if rows and r.question_id not in rows]
+        if missing:
+            notes.append(
+                f"{target.name}: {len(missing)} question(s) of the run are not in the dataset any "
+                "more; graded with the stored question"
+            )
+        for stored in runs:
+            score = await _regrade_question(
+                stored,
+                row=rows.get(stored.question_id, stored.row),
+                record=records.get(stored.question_id),
+                attached=attached.get(target.name, ()),
+                target=target,
+                services=services,
+                previous=previous.get(stored.question_id, {}),
+            )
+            store.commit_score(target.name, score, grading_id=grading_id)
+            if on_done is not None:
+                on_done(score)
+    return notes

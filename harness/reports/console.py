@@ -1,0 +1,70 @@
+"""The console report: per target a summary table (each grader's mean on its own scale),
+composite, objective, errors, the gate verdict, then the worst questions with reasons."""
+
+from __future__ import annotations
+
+from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
+
+__all__ = ["render_console"]
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
+
+
+def render_console(outcome, *, worst: int = 5) -> str:
+    """The text printed after a run or re-grade (`outcome` is a `harness.runs.RunOutcome`)."""
+    lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
+    for note in outcome.notes:
+        lines.append(f"note: {note}")
+    for t in outcome.targets:
+        v = t.verdict
+        lines.append("")
+        lines.append(f"target {t.target} ({t.mode}): {t.dataset}")
+        for advisory in t.advisories:
+            lines.append(f"  ! {advisory}")
+        rows = [["grader", "mean", "scored", "skipped", "errors", "passed"]]
+        for g in t.graders:
+            rows.append(
+                [
+                    g.grader_id,
+                    fmt_score(g.mean, g.max_score),
+                    str(g.scored),
+                    str(g.skipped),
+                    str(g.errored),
+                    f"{g.passed}/{g.passed + g.failed}",
+                ]
+            )
+        lines.extend(_table(rows))
+        clean = v.questions - v.degraded
+        lines.append(
+            f"  composite {fmt_score(v.mean_composite, 5)} over {clean} non-degraded question(s);"
+            f" objective {fmt(v.mean_objective)}"
+        )
+        lines.append(
+            f"  errored {v.errored}, degraded {v.degraded} of {v.questions} "
+            f"(error budget {v.max_errored}); critical failures {v.critical_failures}"
+        )
+        if v.incomplete:
+            verdict = "INCOMPLETE (exit 3)"
+        elif v.passed:
+            verdict = "PASSED"
+        else:
+            verdict = "FAILED (exit 2)"
+        lines.append(f"  gate: {verdict}")
+        for reason in v.reasons:
+            lines.append(f"    - {reason}")
+        flagged = worst_questions(t.questions, worst)
+        if flagged:
+            lines.append("  worst questions:")
+            for q in flagged:
+                trace = f" trace {q.trace_id}" if q.trace_id else ""
+                lines.append(f"    {q.question_id}: composite {fmt(q.composite)}{trace}")
+                for reason in question_reasons(q):
+                    lines.append(f"      {reason}")
+    lines.append("")
+    lines.append(f"exit code {outcome.exit_code}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,89 @@
+"""JUnit XML: one testcase per question, one `<failure>` per unmet grader, agent and grader
+errors as `<error>` (never `<failure>`), the trace id in the testcase's properties.
+
+Written only when asked with `--junit FILE` (an explicit flag; the format never depends on a
+file name).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.reports.common import fmt, fmt_score
+from harness.scoring import QuestionScore
+
+__all__ = ["render_junit", "write_junit"]
+
+
+def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, int]:
+    case = ET.SubElement(parent, "testcase", classname=target, name=q.question_id)
+    props = ET.SubElement(case, "properties")
+    for name, value in (
+        ("trace_id", q.trace_id),
+        ("composite", fmt(q.composite)),
+        ("objective", fmt(q.objective)),
+        ("split", q.split),
+        ("bundle", q.bundle),
+    ):
+        if value is not None:
+            ET.SubElement(props, "property", name=name, value=str(value))
+    failures = errors = 0
+    if q.errored:
+        err = ET.SubElement(
+            case, "error", message=f"agent error: {q.error}", type=q.error_type or "error"
+        )
+        err.text = q.error
+        return 0, 1
+    for g in q.graders:
+        if g.error:
+            err = ET.SubElement(case, "error", message=f"{g.grader_id} errored", type=g.grader_id)
+            err.text = g.reason
+            errors += 1
+        elif g.passed is False:
+            bar = "its max" if g.binary else f"threshold {fmt(g.threshold)}"
+            kind = "must-pass " if g.must_pass else ""
+            fail = ET.SubElement(
+                case,
+                "failure",
+                message=f"{kind}{g.grader_id} {fmt_score(g.score, g.max_score)} (needs {bar})",
+                type=g.grader_id,
+            )
+            fail.text = g.reason
+            failures += 1
+    for check in q.critical_failures:
+        fail = ET.SubElement(
+            case, "failure", message=f"critical rubric check failed: {check}", type="rubric"
+        )
+        fail.text = check
+        failures += 1
+    return failures, errors
+
+
+def render_junit(outcome) -> str:
+    """The XML document (`outcome` is a `harness.runs.RunOutcome`)."""
+    root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
+    total_f = total_e = total_t = 0
+    for t in outcome.targets:
+        suite = ET.SubElement(root, "testsuite", name=t.target)
+        failures = errors = 0
+        for q in t.questions:
+            f, e = _testcase(suite, t.target, q)
+            failures += f
+            errors += e
+        suite.set("tests", str(len(t.questions)))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+        total_f, total_e, total_t = total_f + failures, total_e + errors, total_t + len(t.questions)
+    root.set("tests", str(total_t))
+    root.set("failures", str(total_f))
+    root.set("errors", str(total_e))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(outcome, path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_junit(outcome), encoding="utf-8")
+    return path

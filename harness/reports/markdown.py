@@ -1,0 +1,71 @@
+"""A Markdown summary for a CI job page (e.g. `$GITHUB_STEP_SUMMARY`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
+
+__all__ = ["render_markdown", "write_markdown"]
+
+_EXIT_WORDS = {
+    0: "passed",
+    2: "gate failed (exit 2)",
+    3: "evaluation incomplete (exit 3)",
+}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(outcome, *, worst: int = 5) -> str:
+    """The summary (`outcome` is a `harness.runs.RunOutcome`)."""
+    code = outcome.exit_code
+    lines = [f"## tracegrade run `{outcome.run_id}`: {_EXIT_WORDS.get(code, f'exit {code}')}", ""]
+    for note in outcome.notes:
+        lines.append(f"> {note}")
+    for t in outcome.targets:
+        v = t.verdict
+        state = "incomplete" if v.incomplete else "passed" if v.passed else "failed"
+        lines += ["", f"### {t.target} ({t.mode}): gate {state}", ""]
+        for advisory in t.advisories:
+            lines.append(f"> **{_cell(advisory)}**")
+        if t.advisories:
+            lines.append("")
+        lines += [
+            "| grader | mean | scored | skipped | errors | passed |",
+            "|---|---|---|---|---|---|",
+        ]
+        for g in t.graders:
+            lines.append(
+                f"| `{g.grader_id}` | {fmt_score(g.mean, g.max_score)} | {g.scored} | {g.skipped} "
+                f"| {g.errored} | {g.passed}/{g.passed + g.failed} |"
+            )
+        lines += [
+            "",
+            f"**Composite** {fmt_score(v.mean_composite, 5)} · **Objective** {fmt(v.mean_objective)}"
+            f" · **Errored/degraded** {v.degraded} of {v.questions} (budget {v.max_errored})"
+            f" · **Critical failures** {v.critical_failures}",
+        ]
+        if v.reasons:
+            lines.append("")
+            lines += [f"- {_cell(r)}" for r in v.reasons]
+        flagged = worst_questions(t.questions, worst)
+        if flagged:
+            lines += ["", "<details><summary>Worst questions</summary>", ""]
+            lines += ["| question | composite | why | trace |", "|---|---|---|---|"]
+            for q in flagged:
+                why = "; ".join(question_reasons(q))
+                lines.append(
+                    f"| `{q.question_id}` | {fmt(q.composite)} | {_cell(why)} | `{q.trace_id or '-'}` |"
+                )
+            lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(outcome, path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown(outcome), encoding="utf-8")
+    return path

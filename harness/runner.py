@@ -1,0 +1,288 @@
+"""The runner: every selected question of a target through the agent and its graders.
+
+asyncio with bounded concurrency (a semaphore per target) and a per-question timeout. An agent
+exception, a timeout or a capture failure makes that question errored (score 0, counted, never
+skipped; seed 003) and the run goes on. Each finished question is committed to the store at
+once, so an interrupted run loses at most the questions in flight.
+
+Per question: a fresh environment when the target declares one (the agent factory is called with
+it); otherwise one graph built once and shared. The agent gets the question's messages (the
+target's system prompt replacing a stored one); the response is the last AI message's text;
+graders get the flattened transcript as `input` and the context of `graders.context`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graders.base import GraderServices
+from graders.context import build_context
+from harness.config import TargetConfig
+from harness.errors import ConfigError
+from harness.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.records import RunRecord, ToolRecord
+from harness.scoring import QuestionScore, score_question
+from harness.store import QuestionRun, ResultStore
+
+__all__ = ["TargetPlan", "arun_target", "last_ai_text", "messages_for_agent", "to_role_dicts"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class TargetPlan:
+    """One target ready to run: its questions, graders and agent factory."""
+
+    target: TargetConfig
+    questions: list[Any]
+    """`harness.dataset.Question`s still to run, in selection order."""
+    attached: list[AttachedGrader]
+    services: GraderServices
+    dataset_name: str = ""
+    ordinals: dict[str, int] = field(default_factory=dict)
+    """Question id -> position in the full selection (kept across resumes)."""
+    factory: Any = None
+    """The loaded agent factory (agent mode) or chat model / factory (chat mode)."""
+    environment_factory: Callable[[], Any] | None = None
+
+
+def messages_for_agent(messages: Sequence[dict[str, Any]], system_prompt: str | None) -> list[dict]:
+    """The question's messages as the agent receives them: the target's system prompt replaces
+    any stored system message."""
+    out = [dict(m) for m in messages]
+    if system_prompt is not None:
+        out = [m for m in out if m.get("role") != "system"]
+        out.insert(0, {"role": "system", "content": system_prompt})
+    return out
+
+
+def _text_of(message: Any) -> str:
+    text = getattr(message, "text", None)
+    if isinstance(text, str):  # langchain-core 1.x: a property (a str that is also callable)
+        return str(text)
+    if callable(text):  # older langchain-core: a method
+        text = text()
+        if isinstance(text, str):
+            return text
+    content = (
+        message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    )
+    return content if isinstance(content, str) else str(content)
+
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def _role_of(message: Any) -> str:
+    if isinstance(message, dict):
+        return str(message.get("role", ""))
+    return _ROLES.get(getattr(message, "type", ""), getattr(message, "type", ""))
+
+
+def last_ai_text(messages: Sequence[Any]) -> str:
+    """The text of the last AI message ("" when the agent produced none)."""
+    for message in reversed(list(messages)):
+        if _role_of(message) == "assistant":
+            return _text_of(message)
+    return ""
+
+
+def to_role_dicts(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Messages as role/content dicts (tool-call arguments left out)."""
+    return [{"role": _role_of(m), "content": _text_of(m)} for m in messages]
+
+
+def _chat_model(factory: Any) -> Any:
+    from langchain_core.language_models import BaseChatModel
+
+    if isinstance(factory, BaseChatModel):
+        return factory
+    if callable(factory):
+        return factory()
+    raise ConfigError(f"chat_model {factory!r} is neither a chat model nor a factory of one")
+
+
+def _build_graph(plan: TargetPlan, environment: Any) -> Any:
+    try:
+        if environment is not None:
+            return plan.factory(environment=environment)
+        return plan.factory()
+    except Exception as exc:
+        raise ConfigError(
+            f"agent factory {plan.target.factory!r} raised {type(exc).__name__}: {exc}",
+            file=plan.target.config_file,
+            line=plan.target.line,
+            key=f"/targets/{plan.target.name}/agent",
+        ) from exc
+
+
+async def _invoke(
+    plan: TargetPlan, runnable: Any, messages: list[dict], recorder: Any
+) -> tuple[str, list, Any]:
+    """(response text, final messages, final state) of one agent or chat-model run."""
+    config = {"callbacks": [recorder]}
+    async with recorder.question_span():
+        if plan.target.mode == "chat":
+            reply = await runnable.ainvoke(messages, config=config)
+            return _text_of(reply), [*messages, reply], None
+        state = await runnable.ainvoke({"messages": messages}, config=config)
+    final = state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+    return last_ai_text(final), list(final), state
+
+
+async def _run_one(
+    plan: TargetPlan, question: Any, *, tracer: Any, shared: Any, record_class: Any
+) -> tuple[QuestionRun, QuestionScore]:
+    target = plan.target
+    row = question.row()
+    input_messages = question.input_messages()
+    messages = messages_for_agent(input_messages, target.system_prompt)
+    environment = plan.environment_factory() if plan.environment_factory is not None else None
+    started = time.perf_counter()
+    run = RunRecord(question_id=str(question.id))
+    record: ToolRecord | None = None
+    try:
+        runnable = shared
+        if runnable is None:
+            runnable = _build_graph(plan, environment)
+        agent_name = getattr(runnable, "name", None) or target.name
+        recorder = record_class(
+            tracer=tracer,
+            question_id=str(question.id),
+            dataset=plan.dataset_name,
+            target=target.name,
+            agent_name=str(agent_name),
+        )
+        state: Any = None
+        try:
+            run.response, final, state = await asyncio.wait_for(
+                _invoke(plan, runnable, messages, recorder), timeout=target.timeout_s
+            )
+            run.messages = to_role_dicts(final)
+        except TimeoutError:
+            run.error, run.error_type = f"timed out after {target.timeout_s:g}s", "TimeoutError"
+        except Exception as exc:  # isolation point: the agent crashed; the question errors
+            log.debug("agent raised on question %s", question.id, exc_info=True)
+            run.error, run.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
+        sealed = recorder.seal(final_state=state)
+        run.trace_id = recorder.trace_id
+        if target.mode == "agent":
+            record = sealed
+            if run.error is None and not sealed.complete:
+                problems = "; ".join(sealed.problems) or "record incomplete"
+                run.error, run.error_type = f"capture failed: {problems}", "CaptureError"
+        run.tool_calls = record
+        run.latency_s = time.perf_counter() - started
+        graders = []
+        if run.error is None:
+            context = build_context(
+                row,
+                messages=input_messages,
+                response_char_limit=target.response_char_limit,
+                criteria=criteria_with_rubric(row, plan.services.rubrics),
+                tool_calls=record,
+                environment=environment,
+                run_record=run,
+            )
+            graders = await agrade_question(
+                plan.attached,
+                input=question.flattened_input(),
+                response=run.response,
+                context=context,
+            )
+    finally:
+        if environment is not None:
+            try:
+                environment.close()
+            except Exception:  # isolation point: a failing close must not lose the verdict
+                log.warning(
+                    "closing the environment of question %s failed", question.id, exc_info=True
+                )
+    stored = QuestionRun(
+        target=target.name,
+        question_id=str(question.id),
+        ordinal=plan.ordinals.get(str(question.id), 0),
+        split=_attr(question, row, "split"),
+        bundle=_attr(question, row, "bundle"),
+        tags=list(_attr(question, row, "tags") or []),
+        row=row,
+        input=question.flattened_input(),
+        messages=input_messages,
+        response=run.response,
+        error=run.error,
+        error_type=run.error_type,
+        trace_id=run.trace_id,
+        latency_s=run.latency_s,
+        usage=dict(run.usage),
+        has_record=record is not None,
+        tool_call_count=len(record) if record is not None else None,
+    )
+    score = score_question(
+        QuestionScore(
+            question_id=stored.question_id,
+            target=target.name,
+            split=stored.split,
+            bundle=stored.bundle,
+            tags=stored.tags,
+            graders=graders,
+            error=run.error,
+            error_type=run.error_type,
+            trace_id=run.trace_id,
+        )
+    )
+    return stored, score
+
+
+def _attr(question: Any, row: dict, name: str) -> Any:
+    value = getattr(question, name, None)
+    return value if value is not None else row.get(name)
+
+
+async def arun_target(
+    plan: TargetPlan,
+    *,
+    store: ResultStore,
+    grading_id: int,
+    tracer: Any,
+    on_done: Callable[[QuestionScore], None] | None = None,
+    record_class: Any = None,
+) -> list[QuestionScore]:
+    """Run every question of `plan` with `concurrency` workers, committing each question as it
+    finishes. Cancelling the task loses only the questions in flight."""
+    if record_class is None:
+        from harness.capture import Recorder as record_class
+    shared = None
+    if plan.target.mode == "chat":
+        shared = _chat_model(plan.factory)
+    elif plan.environment_factory is None:
+        shared = _build_graph(plan, None)
+    results: dict[str, QuestionScore] = {}
+    pending = iter(plan.questions)
+
+    async def worker() -> None:
+        # A fixed pool of `concurrency` workers sharing one iterator: no coroutine per pending
+        # question, so memory stays flat in the number of questions.
+        for question in pending:
+            stored, score = await _run_one(
+                plan, question, tracer=tracer, shared=shared, record_class=record_class
+            )
+            store.commit_question(stored, score, grading_id=grading_id)
+            results[stored.question_id] = score
+            if on_done is not None:
+                on_done(score)
+
+    size = max(1, min(plan.target.concurrency, len(plan.questions)))
+    workers = [asyncio.ensure_future(worker()) for _ in range(size)]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+    return [results[str(q.id)] for q in plan.questions if str(q.id) in results]

@@ -1,0 +1,508 @@
+"""Runs: starting, resuming and re-grading them, and the run directory they live in.
+
+```
+runs/<run id>/
+  identity.json            what produced the scores (harness.identity)
+  results.sqlite           one committed row per finished question (harness.store)
+  traces/<target>.jsonl    the run's local trace file per target (records for re-grading)
+  graders/<target>/...     copies of the user grading modules the run used
+```
+
+The CLI subcommands are thin fronts over `start_run`, `resume_run` and `regrade_run`; each
+returns a `RunOutcome` the reports render and whose `exit_code` the CLI returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.config import Config, TargetConfig, parse_gate, parse_grader_spec
+from harness.errors import ConfigError, InputError, NothingToRunError
+from harness.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
+from harness.identity import (
+    copy_grading_module,
+    git_commit,
+    package_versions,
+    read_identity,
+    sha256_file,
+    write_identity,
+)
+from harness.records import GradeResult
+from harness.runner import TargetPlan, arun_target
+from harness.scoring import (
+    GateVerdict,
+    GraderSummary,
+    QuestionScore,
+    combine_exit_codes,
+    evaluate_gate,
+    summarise_graders,
+)
+from harness.store import ResultStore
+
+__all__ = [
+    "RunOutcome",
+    "Selection",
+    "TargetResult",
+    "new_run_id",
+    "regrade_run",
+    "resume_run",
+    "start_run",
+    "trace_file_of",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which questions a run asks (the CLI's filters), recorded so a resume asks the same."""
+
+    targets: tuple[str, ...] = ()
+    split: str | None = None
+    bundles: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    limit: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "targets": list(self.targets),
+            "split": self.split,
+            "bundles": list(self.bundles),
+            "tags": list(self.tags),
+            "limit": self.limit,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Selection:
+        return cls(
+            targets=tuple(data.get("targets") or ()),
+            split=data.get("split"),
+            bundles=tuple(data.get("bundles") or ()),
+            tags=tuple(data.get("tags") or ()),
+            limit=data.get("limit"),
+        )
+
+
+@dataclass(slots=True)
+class TargetResult:
+    """One target's questions, grader summaries, advisories and gate verdict."""
+
+    target: str
+    mode: str
+    dataset: str
+    questions: list[QuestionScore]
+    verdict: GateVerdict
+    graders: list[GraderSummary]
+    advisories: list[str] = field(default_factory=list)
+    """What the run says about its graders ("Text only", graders that skipped everything)."""
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """What `tracegrade run`/`grade` produced."""
+
+    run_id: str
+    run_dir: Path
+    targets: list[TargetResult]
+    identity: dict[str, Any]
+    grading_id: int
+    notes: list[str] = field(default_factory=list)
+    """Operator notes: export failures, resumed questions, changed datasets..."""
+
+    @property
+    def exit_code(self) -> int:
+        return combine_exit_codes(t.verdict.exit_code for t in self.targets)
+
+
+def new_run_id() -> str:
+    """`YYYYmmdd-HHMMSS-xxxxxx`: sortable by start time, unique across machines."""
+    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def trace_file_of(run_dir: Path, target: str) -> Path:
+    return run_dir / "traces" / f"{target}.jsonl"
+
+
+def _as_results(question: QuestionScore) -> list[GradeResult]:
+    return [
+        GradeResult(
+            grader_id=g.grader_id,
+            score=g.score,
+            reason=g.reason,
+            error=g.error,
+            min_score=g.min_score,
+            max_score=g.max_score,
+        )
+        for g in question.graders
+    ]
+
+
+def _advisories(
+    mode: str, attached: Sequence[AttachedGrader], questions: Sequence[QuestionScore]
+) -> list[str]:
+    from graders.advisories import advisories
+
+    results = [_as_results(q) for q in questions]
+    return [a.message for a in advisories(mode, [a.attachment for a in attached], results)]
+
+
+def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
+    from harness.dataset import load_dataset, select_questions
+
+    dataset = load_dataset(target.dataset)
+    questions = select_questions(
+        dataset,
+        split=selection.split,
+        bundles=selection.bundles,
+        tags=selection.tags,
+        limit=selection.limit,
+    )
+    return dataset, questions
+
+
+def _check_rubrics(questions: Sequence[Any], services: Any) -> None:
+    """Resolve every `rubric_ref` before anything runs: a dangling one is invalid input."""
+    from harness.grading import criteria_with_rubric
+
+    for question in questions:
+        criteria_with_rubric(question.row(), services.rubrics)
+
+
+def _target_identity(
+    target: TargetConfig, dataset: Any, attached: Sequence[AttachedGrader], module_copy: str | None
+) -> dict[str, Any]:
+    specs = []
+    for a in attached:
+        spec = dict(a.spec)
+        if spec["source"] == "module":
+            spec["module"] = module_copy
+        specs.append(spec)
+    return {
+        "mode": target.mode,
+        "config": target.raw,
+        "dataset": {"path": str(target.dataset), "sha256": dataset.sha256, "name": dataset.name},
+        "grading_module": {
+            "path": str(target.grading_module),
+            "sha256": sha256_file(target.grading_module),
+            "copy": module_copy,
+        }
+        if target.grading_module
+        else None,
+        "graders": specs,
+    }
+
+
+def _services(config: Config, run_dir: Path, use_cache: bool) -> Any:
+    return build_services(
+        judge=config.judge,
+        base_dir=config.base_dir,
+        runs_dir=config.runs_dir,
+        rubrics=config.rubrics,
+        use_cache=use_cache,
+        workdir=run_dir,
+    )
+
+
+def _judge_identity(services: Any) -> dict[str, Any] | None:
+    provider = services.judge_provider
+    if provider is None:
+        return None
+    return {**provider.identity(), "pinned_knobs": provider.pinned_knobs()}
+
+
+async def _arun_plans(
+    plans: Sequence[TargetPlan],
+    *,
+    config: Config,
+    run_dir: Path,
+    store: ResultStore,
+    grading_id: int,
+    on_done: Callable[[QuestionScore], None] | None,
+) -> list[str]:
+    from harness.telemetry import RunTelemetry
+
+    notes = []
+    for plan in plans:
+        trace_file = (
+            trace_file_of(run_dir, plan.target.name) if config.telemetry.trace_file else None
+        )
+        telemetry = RunTelemetry(
+            trace_file=trace_file,
+            otlp_endpoint=config.telemetry.otlp_endpoint,
+            otlp_headers=config.telemetry.otlp_headers,
+        )
+        try:
+            await arun_target(
+                plan, store=store, grading_id=grading_id, tracer=telemetry.tracer, on_done=on_done
+            )
+        finally:
+            report = telemetry.shutdown()
+        if report.failed:
+            notes.append(
+                f"{plan.target.name}: {report.failed} span(s) not exported to {report.endpoint}: "
+                f"{report.first_failure}"
+            )
+    return notes
+
+
+def _results(
+    store: ResultStore,
+    grading_id: int,
+    targets: Sequence[TargetConfig],
+    identity: dict,
+    attached: dict,
+) -> list[TargetResult]:
+    out = []
+    for target in targets:
+        questions = store.load_scores(grading_id=grading_id, target=target.name)
+        tid = identity["targets"].get(target.name, {})
+        out.append(
+            TargetResult(
+                target=target.name,
+                mode=target.mode,
+                dataset=str(tid.get("dataset", {}).get("path", target.dataset)),
+                questions=questions,
+                verdict=evaluate_gate(questions, target.gate),
+                graders=summarise_graders(questions),
+                advisories=_advisories(target.mode, attached.get(target.name, []), questions),
+            )
+        )
+    return out
+
+
+def _plan(
+    target: TargetConfig, questions: list[Any], dataset: Any, attached: list, services: Any
+) -> TargetPlan:
+    return TargetPlan(
+        target=target,
+        questions=questions,
+        attached=attached,
+        services=services,
+        dataset_name=dataset.name,
+        ordinals={str(q.id): i for i, q in enumerate(questions)},
+        factory=target.load_factory(),
+        environment_factory=target.load_environment_factory(),
+    )
+
+
+def start_run(
+    config: Config,
+    selection: Selection = Selection(),
+    *,
+    use_cache: bool = True,
+    on_start: Callable[[Path, int], None] | None = None,
+    on_done: Callable[[QuestionScore], None] | None = None,
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Run the selected targets' questions in a new run directory and score them.
+
+    Everything that can be invalid (targets, datasets, graders, rubric refs, agent factories) is
+    checked before the run directory is created. `on_start(run_dir, total)` is called once the
+    run directory exists; `on_done(question)` after each question is committed.
+    """
+    targets = config.select_targets(selection.targets)
+    run_id = run_id or new_run_id()
+    run_dir = config.runs_dir / run_id
+    services = _services(config, run_dir, use_cache)
+    prepared = []
+    for target in targets:
+        dataset, questions = _select(target, selection)
+        attached = attach_graders(
+            target.graders, grading_module=target.grading_module, services=services
+        )
+        _check_rubrics(questions, services)
+        prepared.append((target, dataset, questions, attached))
+    total = sum(len(p[2]) for p in prepared)
+    if total == 0:
+        raise NothingToRunError("the selection matched no question", hint=_describe(selection))
+    plans = [_plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs]
+    run_dir.mkdir(parents=True, exist_ok=False)
+    identity: dict[str, Any] = {
+        "run_id": run_id,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config_path": str(config.path.resolve()),
+        "selection": selection.as_dict(),
+        "judge": _judge_identity(services),
+        "packages": package_versions(),
+        "git_commit": git_commit(config.base_dir),
+        "targets": {},
+    }
+    for target, dataset, _questions, attached in prepared:
+        copy = (
+            copy_grading_module(target.grading_module, run_dir, target.name)
+            if target.grading_module
+            else None
+        )
+        identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+    write_identity(run_dir, identity)
+    notes = [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
+    with ResultStore.in_run_dir(run_dir) as store:
+        store.set_meta("run_id", run_id)
+        grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
+        if on_start is not None:
+            on_start(run_dir, total)
+        notes += asyncio.run(
+            _arun_plans(
+                plans,
+                config=config,
+                run_dir=run_dir,
+                store=store,
+                grading_id=grading_id,
+                on_done=on_done,
+            )
+        )
+        attached_by_target = {t.name: at for t, _, _, at in prepared}
+        results = _results(store, grading_id, targets, identity, attached_by_target)
+    return RunOutcome(run_id, run_dir, results, identity, grading_id, notes)
+
+
+def _describe(selection: Selection) -> str:
+    parts = [f"--split {selection.split}"] if selection.split else []
+    parts += [f"--bundle {b}" for b in selection.bundles] + [f"--tag {t}" for t in selection.tags]
+    return "filters: " + " ".join(parts) if parts else "the datasets hold no enabled question"
+
+
+def _grader_specs(identity: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"target": name, **spec} for name, t in identity["targets"].items() for spec in t["graders"]
+    ]
+
+
+def _open_run(config: Config, run: str | Path) -> tuple[Path, dict[str, Any]]:
+    run_dir = Path(run)
+    if not (run_dir / "identity.json").is_file():
+        run_dir = config.runs_dir / str(run)
+    if not (run_dir / "identity.json").is_file():
+        raise InputError(f"no run {str(run)!r}: no identity.json in {run_dir}", key="RUN")
+    return run_dir, read_identity(run_dir)
+
+
+def _stored_attachments(
+    identity: dict, run_dir: Path, services: Any
+) -> dict[str, list[AttachedGrader]]:
+    return {
+        name: attach_from_specs(t["graders"], run_dir=run_dir, services=services)
+        for name, t in identity["targets"].items()
+    }
+
+
+def resume_run(
+    config: Config,
+    run: str | Path,
+    *,
+    use_cache: bool = True,
+    on_start: Callable[[Path, int], None] | None = None,
+    on_done: Callable[[QuestionScore], None] | None = None,
+) -> RunOutcome:
+    """Finish an interrupted run: ask only the questions it has no committed row for, with
+    the graders the run stored, then score the whole run."""
+    run_dir, identity = _open_run(config, run)
+    selection = Selection.from_dict(identity.get("selection") or {})
+    targets = [config.select_targets([name])[0] for name in identity["targets"]]
+    services = _services(config, run_dir, use_cache)
+    attached = _stored_attachments(identity, run_dir, services)
+    notes: list[str] = []
+    with ResultStore.in_run_dir(run_dir) as store:
+        grading_id = min(g["grading_id"] for g in store.gradings())
+        plans = []
+        for target in targets:
+            dataset, questions = _select(target, selection)
+            stored_sha = identity["targets"][target.name]["dataset"]["sha256"]
+            if dataset.sha256 != stored_sha:
+                notes.append(f"{target.name}: the dataset changed since the run started")
+            done = store.finished_ids(target.name)
+            missing = [q for q in questions if str(q.id) not in done]
+            plan = _plan(target, missing, dataset, attached[target.name], services)
+            plan.ordinals = {str(q.id): i for i, q in enumerate(questions)}
+            plans.append(plan)
+            notes.append(f"{target.name}: resumed {len(missing)} of {len(questions)} question(s)")
+        if on_start is not None:
+            on_start(run_dir, sum(len(p.questions) for p in plans))
+        notes += asyncio.run(
+            _arun_plans(
+                [p for p in plans if p.questions],
+                config=config,
+                run_dir=run_dir,
+                store=store,
+                grading_id=grading_id,
+                on_done=on_done,
+            )
+        )
+        results = _results(store, grading_id, targets, identity, attached)
+    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+
+
+def regrade_run(
+    config: Config,
+    run: str | Path,
+    *,
+    current: bool = False,
+    use_cache: bool = True,
+    on_done: Callable[[QuestionScore], None] | None = None,
+) -> RunOutcome:
+    """Re-score a run's stored answers and records without re-running the agent: with the
+    graders stored in the run (default), or with `current` the graders the config names now,
+    matched by question id. Writes a new grading; judge answers come from the cache."""
+    from harness.regrade import aregrade
+
+    run_dir, identity = _open_run(config, run)
+    services = _services(config, run_dir, use_cache)
+    names = list(identity["targets"])
+    targets: list[TargetConfig] = []
+    attached: dict[str, list[AttachedGrader]] = {}
+    if current:
+        for name in names:
+            if name not in config.targets:
+                raise ConfigError(
+                    f"target {name!r} of the run is not in the config any more", key="/targets"
+                )
+            target = config.targets[name]
+            targets.append(target)
+            attached[name] = attach_graders(
+                target.graders, grading_module=target.grading_module, services=services
+            )
+    else:
+        attached = _stored_attachments(identity, run_dir, services)
+        targets = [_stored_target(config, name, identity) for name in names]
+    with ResultStore.in_run_dir(run_dir) as store:
+        specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
+        grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
+        notes = asyncio.run(
+            aregrade(
+                store=store,
+                run_dir=run_dir,
+                targets=targets,
+                attached=attached,
+                services=services,
+                grading_id=grading_id,
+                current_rows=current,
+                on_done=on_done,
+            )
+        )
+        results = _results(store, grading_id, targets, identity, attached)
+    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+
+
+def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:
+    """The target as the run stored it (gate and limits from the run's own config), falling
+    back to the current config for what the snapshot cannot rebuild."""
+    raw = identity["targets"][name]["config"]
+    current = config.targets.get(name)
+    return TargetConfig(
+        name=name,
+        mode=identity["targets"][name]["mode"],
+        factory=raw.get("agent") or raw.get("chat_model") or "",
+        dataset=Path(identity["targets"][name]["dataset"]["path"]),
+        response_char_limit=int(
+            raw.get("response_char_limit", current.response_char_limit if current else 4000)
+        ),
+        graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
+        gate=parse_gate(raw.get("gate")),
+    )

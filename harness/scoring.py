@@ -1,0 +1,470 @@
+"""Scoring: grader results folded into question scores, question scores into gate verdicts.
+
+The arithmetic of seed 000 ("Score scales", skips and errors) and seed 003 ("How scores
+combine"):
+
+- composite (0–5): mean of the non-null grader scores after each is mapped onto 0–5 by its
+  declared scale; skips are excluded silently.
+- objective (0–1): weighted mean (weight default 1) of the scored graders, each normalised to
+  0–1 by its declared scale; a must-pass grader that fails makes the question's objective 0.
+- pass rule: a binary grader (declared `binary`, or a 0–1 code grader that returned a bool)
+  passes iff its score is its max; a scalar grader passes iff score >= threshold (default 0).
+- an agent error or timeout scores 0, fails every gate and is counted, never skipped; a grader
+  error marks the question degraded. Both count against the error budget (`max_errored`).
+- exit-code precedence: 4 invalid input, 5 nothing to run, 3 incomplete, 2 gate failed, 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ExitCode
+from harness.records import GradeResult, map_to_composite
+
+__all__ = [
+    "GateConfig",
+    "GateVerdict",
+    "GraderScore",
+    "GraderSummary",
+    "QuestionScore",
+    "aggregate_samples",
+    "combine_exit_codes",
+    "evaluate_gate",
+    "passes",
+    "score_question",
+    "summarise_graders",
+]
+
+# Highest first: the code a combined outcome reports (DESIGN.md exit codes).
+_PRECEDENCE: tuple[int, ...] = (
+    ExitCode.INVALID_INPUT,
+    ExitCode.NOTHING_TO_RUN,
+    ExitCode.INCOMPLETE,
+    ExitCode.GATE_FAILED,
+    ExitCode.INTERNAL,
+    ExitCode.OK,
+)
+
+
+def combine_exit_codes(codes: Iterable[int]) -> int:
+    """The one exit code for several outcomes: 4 > 5 > 3 > 2 > 1 > 0."""
+    codes = list(codes)
+    for code in _PRECEDENCE:
+        if code in codes:
+            return int(code)
+    return int(ExitCode.OK) if not codes else int(max(codes))
+
+
+def passes(
+    score: float, *, min_score: float, max_score: float, binary: bool, threshold: float
+) -> bool:
+    """The pass rule: binary graders pass only at their max, scalar ones at the threshold."""
+    del min_score  # the scale bottom never decides a pass; kept for a uniform call shape
+    if binary:
+        return score >= max_score
+    return score >= threshold
+
+
+@dataclass(slots=True)
+class GraderScore:
+    """One attached grader's verdict on one question, its samples aggregated."""
+
+    grader_id: str
+    """Id of the grader."""
+    score: float | None
+    """Mean of the sample scores on the grader's own scale; None when skipped or errored."""
+    min_score: float
+    """Declared lower bound of the grader's scale."""
+    max_score: float
+    """Declared upper bound of the grader's scale."""
+    reason: str
+    """The grader's reason (the first error's reason when a sample errored)."""
+    error: bool = False
+    """True when any sample errored: the question is degraded."""
+    binary: bool = False
+    """Pass/fail grader: passes only at its max."""
+    weight: float = 1.0
+    """Weight in the objective."""
+    must_pass: bool = False
+    """A failing must-pass grader zeroes the question's objective and fails the gate."""
+    threshold: float = 0.0
+    """Passing bar of a scalar grader, on its own scale."""
+    sample_scores: list[float | None] = field(default_factory=list)
+    """Each sample's score (one entry when `samples` is 1)."""
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    """Rubric check outcomes from `GradeResult.details["checks"]`, when the grader gives them."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """The first sample's grader-specific details."""
+
+    @property
+    def skipped(self) -> bool:
+        """Did not apply: excluded from every mean silently."""
+        return self.score is None and not self.error
+
+    @property
+    def spread(self) -> float | None:
+        """Max minus min over scored samples; None with fewer than two scored samples."""
+        scored = [s for s in self.sample_scores if s is not None]
+        return (max(scored) - min(scored)) if len(scored) > 1 else None
+
+    @property
+    def stdev(self) -> float | None:
+        scored = [s for s in self.sample_scores if s is not None]
+        return statistics.pstdev(scored) if len(scored) > 1 else None
+
+    @property
+    def mapped(self) -> float | None:
+        """The score on the 0–5 composite scale."""
+        if self.score is None:
+            return None
+        return map_to_composite(self.score, self.min_score, self.max_score)
+
+    @property
+    def normalised(self) -> float | None:
+        """The score on 0–1, for the objective."""
+        if self.score is None:
+            return None
+        span = self.max_score - self.min_score
+        return (self.score - self.min_score) / span if span else 0.0
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False by the pass rule; None when skipped or errored."""
+        if self.score is None:
+            return None
+        return passes(
+            self.score,
+            min_score=self.min_score,
+            max_score=self.max_score,
+            binary=self.binary,
+            threshold=self.threshold,
+        )
+
+
+def aggregate_samples(
+    results: Sequence[GradeResult],
+    *,
+    weight: float = 1.0,
+    must_pass: bool = False,
+    threshold: float = 0.0,
+    binary: bool = False,
+) -> GraderScore:
+    """Fold the N samples of one grader on one question into one GraderScore.
+
+    Any errored sample makes the whole grader errored (a noisy judge that failed once did not
+    answer); skipped samples are ignored; the score is the mean of the scored samples.
+    A result carrying `details["binary"] = True` (a 0–1 code grader that returned a bool)
+    is binary whatever the class declared.
+    """
+    if not results:
+        raise ValueError("aggregate_samples needs at least one result")
+    first = results[0]
+    binary = binary or any(r.details.get("binary") is True for r in results)
+    errored = [r for r in results if r.error]
+    scored = [r for r in results if r.score is not None]
+    checks: list[dict[str, Any]] = []
+    for r in scored or results:
+        if isinstance(r.details.get("checks"), list):
+            checks = [dict(c) for c in r.details["checks"]]
+            break
+    common = {
+        "grader_id": first.grader_id,
+        "min_score": first.min_score,
+        "max_score": first.max_score,
+        "binary": binary,
+        "weight": weight,
+        "must_pass": must_pass,
+        "threshold": threshold,
+        "sample_scores": [r.score for r in results],
+        "checks": checks,
+        "details": dict(first.details),
+    }
+    if errored:
+        return GraderScore(score=None, reason=errored[0].reason, error=True, **common)
+    if not scored:
+        return GraderScore(score=None, reason=first.reason, **common)
+    mean = sum(r.score for r in scored) / len(scored)  # type: ignore[misc]
+    reason = scored[0].reason
+    if len(results) > 1:
+        spread = max(r.score for r in scored) - min(r.score for r in scored)  # type: ignore[type-var]
+        reason = f"{reason} (mean of {len(scored)} samples, spread {spread:g})"
+    return GraderScore(score=mean, reason=reason, **common)
+
+
+@dataclass(slots=True)
+class QuestionScore:
+    """One question's verdict: its graders, composite, objective and degraded flag."""
+
+    question_id: str
+    """The question's id."""
+    target: str = ""
+    """The target it ran against."""
+    split: str | None = None
+    bundle: str | None = None
+    tags: list[str] = field(default_factory=list)
+    graders: list[GraderScore] = field(default_factory=list)
+    """Each attached grader's aggregated verdict, in attachment order."""
+    error: str | None = None
+    """Why the agent run failed (exception, timeout, capture failure); None when it ran."""
+    error_type: str | None = None
+    trace_id: str | None = None
+    """Hex trace id of the question's trace, to open it in a backend."""
+    composite: float | None = None
+    """0–5; 0 for an errored agent; None when every grader skipped."""
+    objective: float | None = None
+    """0–1; 0 for an errored agent or a failed must-pass grader; None when nothing scored."""
+
+    @property
+    def errored(self) -> bool:
+        """The agent itself failed (exception, timeout, capture failure)."""
+        return self.error is not None
+
+    @property
+    def degraded(self) -> bool:
+        """Excluded from the gate's mean and counted against the error budget."""
+        return self.errored or any(g.error for g in self.graders)
+
+    @property
+    def must_pass_failures(self) -> list[str]:
+        """Must-pass graders that scored and failed (an errored agent is counted as errored)."""
+        return [g.grader_id for g in self.graders if g.must_pass and g.passed is False]
+
+    @property
+    def unmet(self) -> list[GraderScore]:
+        """Graders that scored and did not pass (one JUnit failure each)."""
+        return [g for g in self.graders if g.passed is False]
+
+    def checks(self) -> list[dict[str, Any]]:
+        return [c for g in self.graders if not g.error for c in g.checks]
+
+    @property
+    def required_check_failures(self) -> list[str]:
+        return [
+            _check_name(c)
+            for c in self.checks()
+            if c.get("required", True) and c.get("status") == "fail"
+        ]
+
+    @property
+    def required_check_reviews(self) -> list[str]:
+        return [
+            _check_name(c)
+            for c in self.checks()
+            if c.get("required", True) and c.get("status") == "review"
+        ]
+
+    @property
+    def critical_failures(self) -> list[str]:
+        """Failed checks of severity critical (counted separately so they cannot hide)."""
+        return [
+            _check_name(c)
+            for c in self.checks()
+            if c.get("severity") == "critical" and c.get("status") == "fail"
+        ]
+
+
+def _check_name(check: dict[str, Any]) -> str:
+    name = str(check.get("id", "?"))
+    return f"{name}@{check['version']}" if check.get("version") else name
+
+
+def score_question(question: QuestionScore) -> QuestionScore:
+    """Fill in `composite` and `objective` from the question's graders (in place; returned)."""
+    if question.errored:
+        question.composite = 0.0
+        question.objective = 0.0
+        return question
+    mapped = [g.mapped for g in question.graders if g.mapped is not None]
+    question.composite = sum(mapped) / len(mapped) if mapped else None
+    weighted = [(g.normalised, g.weight) for g in question.graders if g.normalised is not None]
+    total_weight = sum(w for _, w in weighted)
+    if question.must_pass_failures:
+        question.objective = 0.0
+    elif weighted and total_weight > 0:
+        question.objective = sum(n * w for n, w in weighted) / total_weight  # type: ignore[operator]
+    elif weighted:
+        question.objective = sum(n for n, _ in weighted) / len(weighted)  # type: ignore[misc]
+    else:
+        question.objective = None
+    return question
+
+
+@dataclass(frozen=True, slots=True)
+class GateConfig:
+    """A target's gate (config `gate:`)."""
+
+    min_mean_composite: float | None = None
+    """Minimum mean composite (0–5) over non-degraded questions; None: no bar."""
+    max_errored: int = 0
+    """Error budget: degraded or errored questions allowed before the run is incomplete (3)."""
+    zero_critical_failures: bool = True
+    """Any failed critical rubric check fails the gate."""
+    allow_review: bool = False
+    """A required rubric check left in Review does not block the gate."""
+
+
+@dataclass(slots=True)
+class GateVerdict:
+    """The verdict of one target's gate over its questions."""
+
+    passed: bool
+    """Every gate condition held (ignores the error budget; see `incomplete`)."""
+    incomplete: bool
+    """More degraded/errored questions than the error budget allows (exit 3)."""
+    exit_code: int
+    """3 when incomplete, else 2 when the gate failed, else 0."""
+    reasons: list[str]
+    """Each failed condition in words."""
+    questions: int
+    """Questions scored in this verdict."""
+    errored: int
+    """Questions whose agent failed (exception, timeout, capture failure)."""
+    degraded: int
+    """Questions excluded from the gate: errored agent or a grader error."""
+    mean_composite: float | None
+    """Mean composite over non-degraded questions that have one."""
+    mean_objective: float | None
+    """Mean objective over non-degraded questions that have one."""
+    must_pass_failures: int
+    critical_failures: int
+    required_check_failures: int
+    reviews: int
+    max_errored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def evaluate_gate(questions: Sequence[QuestionScore], gate: GateConfig) -> GateVerdict:
+    """Decide a target's gate. Errored agents fail every gate and are counted; questions with a
+    grader error are excluded from the mean but their scored must-pass and rubric failures
+    still count (a verdict that was reached is evidence)."""
+    reasons: list[str] = []
+    degraded = [q for q in questions if q.degraded]
+    errored = [q for q in questions if q.errored]
+    clean = [q for q in questions if not q.degraded]
+    ran = [q for q in questions if not q.errored]
+
+    must_pass = [(q.question_id, g) for q in ran for g in q.must_pass_failures]
+    if must_pass:
+        names = ", ".join(f"{qid}: {g}" for qid, g in must_pass[:5])
+        more = f" and {len(must_pass) - 5} more" if len(must_pass) > 5 else ""
+        reasons.append(f"{len(must_pass)} must-pass failure(s) ({names}{more})")
+    critical = [(q.question_id, c) for q in ran for c in q.critical_failures]
+    if critical and gate.zero_critical_failures:
+        reasons.append(f"{len(critical)} critical rubric check failure(s)")
+    required = [(q.question_id, c) for q in ran for c in q.required_check_failures]
+    if required:
+        reasons.append(f"{len(required)} required rubric check failure(s)")
+    reviews = [(q.question_id, c) for q in ran for c in q.required_check_reviews]
+    if reviews and not gate.allow_review:
+        reasons.append(
+            f"{len(reviews)} required rubric check(s) left in Review (allow_review: false)"
+        )
+    mean_composite = _mean([q.composite for q in clean if q.composite is not None])
+    mean_objective = _mean([q.objective for q in clean if q.objective is not None])
+    if gate.min_mean_composite is not None:
+        if mean_composite is None:
+            reasons.append(
+                "no non-degraded question has a composite to hold against min_mean_composite"
+            )
+        elif mean_composite < gate.min_mean_composite:
+            reasons.append(
+                f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
+            )
+    incomplete = len(degraded) > gate.max_errored
+    if incomplete:
+        reasons.insert(
+            0,
+            f"evaluation incomplete: {len(degraded)} degraded/errored question(s) "
+            f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}",
+        )
+    passed = not [r for r in reasons if not r.startswith("evaluation incomplete")]
+    if incomplete:
+        code = ExitCode.INCOMPLETE
+    elif not passed:
+        code = ExitCode.GATE_FAILED
+    else:
+        code = ExitCode.OK
+    return GateVerdict(
+        passed=passed,
+        incomplete=incomplete,
+        exit_code=int(code),
+        reasons=reasons,
+        questions=len(questions),
+        errored=len(errored),
+        degraded=len(degraded),
+        mean_composite=mean_composite,
+        mean_objective=mean_objective,
+        must_pass_failures=len(must_pass),
+        critical_failures=len(critical),
+        required_check_failures=len(required),
+        reviews=len(reviews),
+        max_errored=gate.max_errored,
+    )
+
+
+@dataclass(slots=True)
+class GraderSummary:
+    """One grader over a target's questions, on the grader's own scale."""
+
+    grader_id: str
+    min_score: float
+    max_score: float
+    binary: bool
+    mean: float | None
+    """Mean score over the questions it scored, on its own scale."""
+    scored: int
+    skipped: int
+    errored: int
+    passed: int
+    failed: int
+
+    @property
+    def display(self) -> str:
+        """ "0.75 / 1" or "3.2 / 5": the grader's own answer against its own denominator."""
+        if self.mean is None:
+            return "-"
+        return f"{_fmt(self.mean)} / {_fmt(self.max_score)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        data["display"] = self.display
+        return data
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]:
+    """Per grader summaries across questions (agent-errored questions have no grader verdicts)."""
+    order: dict[str, list[GraderScore]] = {}
+    for q in questions:
+        for g in q.graders:
+            order.setdefault(g.grader_id, []).append(g)
+    out = []
+    for grader_id, scores in order.items():
+        scored = [g.score for g in scores if g.score is not None]
+        out.append(
+            GraderSummary(
+                grader_id=grader_id,
+                min_score=scores[0].min_score,
+                max_score=scores[0].max_score,
+                binary=any(g.binary for g in scores),
+                mean=_mean(scored),  # type: ignore[arg-type]
+                scored=len(scored),
+                skipped=sum(1 for g in scores if g.skipped),
+                errored=sum(1 for g in scores if g.error),
+                passed=sum(1 for g in scores if g.passed is True),
+                failed=sum(1 for g in scores if g.passed is False),
+            )
+        )
+    return out

@@ -1,0 +1,179 @@
+"""A small project on disk for runner, CLI and re-grade tests: an agent file (a LangGraph graph
+on the scripted model), a dataset and a config, written into a temporary directory.
+
+The agent answers by the question's text:
+- "weather in Paris?"  looks the city up, then answers (tool_usage passes)
+- "weather in Rome?"   answers without looking anything up (tool_usage fails)
+- "crash please"       the model raises (agent error)
+- "be slow"            calls a tool that sleeps far beyond the timeout
+- "echo system"        answers with the system message it was given
+- "remember it"        writes to the question's environment (state_grader passes)
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+AGENT = '''
+import asyncio
+
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from agents.scripted import ScriptedChatModel, call, say
+from harness.environment import SQLiteEnvironment
+
+CLOSED = []
+BUILT = []
+
+
+def _crash(messages):
+    raise RuntimeError("model exploded")
+
+
+def _echo_system(messages):
+    return say("system=" + str(messages[0].content))
+
+
+SCRIPT = {
+    "weather in Paris?": [call(("lookup", {"city": "Paris", "api_token": "s3cr3t-arg-value"})),
+                          say("It is sunny in Paris.")],
+    "weather in Rome?": [say("It is sunny in Rome.")],
+    "crash please": [_crash],
+    "be slow": [call(("stall", {})), say("done")],
+    "echo system": [_echo_system],
+    "remember it": [call(("remember", {"key": "color", "value": "blue"})), say("Remembered.")],
+}
+
+
+@tool
+def lookup(city: str, api_token: str = "") -> str:
+    """Look up the weather of a city."""
+    return f"sunny in {city}"
+
+
+@tool
+async def stall() -> str:
+    """Wait a long time."""
+    await asyncio.sleep(30)
+    return "late"
+
+
+class TrackedEnvironment(SQLiteEnvironment):
+    def close(self):
+        CLOSED.append(id(self))
+        super().close()
+
+
+def make_environment():
+    return TrackedEnvironment()
+
+
+def build_graph(environment=None):
+    BUILT.append(environment)
+    tools = [lookup, stall]
+    if environment is not None:
+        @tool
+        def remember(key: str, value: str) -> str:
+            """Remember a value."""
+            environment.write(key, value)
+            return "ok"
+        tools.append(remember)
+    model = ScriptedChatModel(script=SCRIPT, latency_s=LATENCY).bind_tools(tools)
+
+    async def agent(state):
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(name="helper")
+
+
+def build_chat_model():
+    return ScriptedChatModel(script={"weather in Paris?": [say("It is sunny in Paris.")]})
+'''
+
+GRADING_MODULE = """
+from graders.code import grader
+
+
+@grader(name="says_sunny")
+def says_sunny(output):
+    return "sunny" in output
+"""
+
+QUESTIONS: dict[str, dict[str, Any]] = {
+    "paris": {
+        "id": "paris",
+        "input": "weather in Paris?",
+        "expected": {"keyword": "sunny"},
+        "expected_tools": [{"tool": "lookup", "should_run": True, "args": {"city": "Paris"}}],
+    },
+    "rome": {
+        "id": "rome",
+        "input": "weather in Rome?",
+        "expected": {"keyword": "sunny"},
+        "expected_tools": [{"tool": "lookup", "should_run": True}],
+    },
+    "crash": {"id": "crash", "input": "crash please"},
+    "slow": {"id": "slow", "input": "be slow"},
+    "echo": {
+        "id": "echo",
+        "input": [
+            {"role": "system", "content": "stored system prompt"},
+            {"role": "user", "content": "echo system"},
+        ],
+    },
+    "remember": {
+        "id": "remember",
+        "input": "remember it",
+        "metadata": {"state": {"assertions": [{"kind": "key", "key": "color", "equals": "blue"}]}},
+    },
+}
+
+
+def write_project(
+    root: Path,
+    *,
+    questions: list[str] = ("paris", "rome"),
+    target: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    latency_s: float = 0.0,
+    grading_module: bool = False,
+    extra_questions: list[dict[str, Any]] = (),
+) -> Path:
+    """Write agent.py, data/questions.yaml and tracegrade.yaml under `root`; return the
+    config path. `target` entries override the default target `t`; `config` top-level keys."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "agent.py").write_text(
+        textwrap.dedent(AGENT).replace("LATENCY", repr(latency_s)), encoding="utf-8"
+    )
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    rows = [QUESTIONS[q] for q in questions] + list(extra_questions)
+    (data / "questions.yaml").write_text(yaml.safe_dump({"questions": rows}), encoding="utf-8")
+    if grading_module:
+        (data / "graders.py").write_text(textwrap.dedent(GRADING_MODULE), encoding="utf-8")
+    t: dict[str, Any] = {
+        "agent": "agent.py:build_graph",
+        "dataset": "data/questions.yaml",
+        "timeout_s": 2,
+        "concurrency": 4,
+        "graders": ["tool_usage_grader", {"id": "contains", "match_on": ["expected", "keyword"]}],
+    }
+    t.update(target or {})
+    t = {k: v for k, v in t.items() if v is not None}
+    cfg: dict[str, Any] = {"version": 1, "runs_dir": "runs", "targets": {"t": t}}
+    cfg.update(config or {})
+    path = root / "tracegrade.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    return path

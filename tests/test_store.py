@@ -1,0 +1,90 @@
+"""The results store: one committed row per question, loaded back, append-only, no tool args."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from harness.scoring import GraderScore, QuestionScore, score_question
+from harness.store import QuestionRun, ResultStore
+
+
+def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:
+    graders = (
+        []
+        if error
+        else [
+            GraderScore(
+                grader_id="g",
+                score=value,
+                min_score=0.0,
+                max_score=5.0,
+                reason="ok",
+                must_pass=True,
+                threshold=3.0,
+                sample_scores=[value],
+                checks=[{"id": "c", "status": "pass", "required": True}],
+            ),
+        ]
+    )
+    return score_question(QuestionScore(question_id=qid, target="t", graders=graders, error=error))
+
+
+def _run(qid: str, **kw) -> QuestionRun:
+    return QuestionRun(target="t", question_id=qid, response=f"answer {qid}", row={"id": qid}, **kw)
+
+
+def test_round_trip_of_runs_and_scores(tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        gid = store.new_grading(mode="run", graders=[{"id": "g"}])
+        store.commit_question(
+            _run("b", ordinal=1, tags=["x"], has_record=True, tool_call_count=2),
+            _score("b"),
+            grading_id=gid,
+        )
+        store.commit_question(_run("a", ordinal=0), _score("a", error="boom"), grading_id=gid)
+    with ResultStore(tmp_path / "r.sqlite") as store:  # reopened: everything was committed
+        runs = store.load_runs()
+        assert [r.question_id for r in runs] == ["a", "b"]  # selection order
+        assert runs[1].tags == ["x"] and runs[1].tool_call_count == 2
+        scores = {s.question_id: s for s in store.load_scores()}
+        assert scores["b"].composite == 4.0 and scores["b"].graders[0].must_pass
+        assert scores["b"].graders[0].checks[0]["status"] == "pass"
+        assert scores["a"].errored and scores["a"].composite == 0.0
+        assert store.finished_ids("t") == {"a", "b"}
+
+
+def test_a_regrade_adds_rows_and_keeps_the_old_grading(tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        first = store.new_grading(mode="run")
+        store.commit_question(_run("a"), _score("a", 4.0), grading_id=first)
+        second = store.new_grading(mode="stored")
+        store.commit_score("t", _score("a", 1.0), grading_id=second)
+        assert store.load_scores(grading_id=first)[0].composite == 4.0
+        assert store.load_scores()[0].composite == 1.0  # the latest by default
+        assert store.latest_grading_id() == second
+
+
+def test_commit_is_append_only(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with ResultStore(path) as store:
+        gid = store.new_grading(mode="run")
+        store.commit_question(_run("a"), _score("a"), grading_id=gid)
+        with sqlite3.connect(path) as other:  # a second reader sees the committed row at once
+            first_rowid = other.execute(
+                "SELECT rowid FROM questions WHERE question_id='a'"
+            ).fetchone()
+        for i in range(50):
+            store.commit_question(_run(f"q{i}"), _score(f"q{i}"), grading_id=gid)
+        with sqlite3.connect(path) as other:
+            assert (
+                other.execute("SELECT rowid FROM questions WHERE question_id='a'").fetchone()
+                == first_rowid
+            )
+            assert other.execute("SELECT COUNT(*) FROM questions").fetchone()[0] == 51
+
+
+def test_schema_has_no_column_for_tool_arguments(tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        columns = [r[1] for r in store._db.execute("PRAGMA table_info(questions)")]
+    assert "has_record" in columns and "tool_call_count" in columns
+    assert not [c for c in columns if "argument" in c or c in ("args", "tool_calls")]
