@@ -50,6 +50,9 @@ __all__ = [
     "RunOutcome",
     "Selection",
     "TargetResult",
+    "aregrade_run",
+    "aresume_run",
+    "astart_run",
     "new_run_id",
     "regrade_run",
     "resume_run",
@@ -292,7 +295,7 @@ def _plan(
     )
 
 
-def start_run(
+async def astart_run(
     config: Config,
     selection: Selection = Selection(),
     *,
@@ -348,15 +351,13 @@ def start_run(
         grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
         if on_start is not None:
             on_start(run_dir, total)
-        notes += asyncio.run(
-            _arun_plans(
-                plans,
-                config=config,
-                run_dir=run_dir,
-                store=store,
-                grading_id=grading_id,
-                on_done=on_done,
-            )
+        notes += await _arun_plans(
+            plans,
+            config=config,
+            run_dir=run_dir,
+            store=store,
+            grading_id=grading_id,
+            on_done=on_done,
         )
         attached_by_target = {t.name: at for t, _, _, at in prepared}
         results = _results(store, grading_id, targets, identity, attached_by_target)
@@ -393,7 +394,7 @@ def _stored_attachments(
     }
 
 
-def resume_run(
+async def aresume_run(
     config: Config,
     run: str | Path,
     *,
@@ -425,21 +426,19 @@ def resume_run(
             notes.append(f"{target.name}: resumed {len(missing)} of {len(questions)} question(s)")
         if on_start is not None:
             on_start(run_dir, sum(len(p.questions) for p in plans))
-        notes += asyncio.run(
-            _arun_plans(
-                [p for p in plans if p.questions],
-                config=config,
-                run_dir=run_dir,
-                store=store,
-                grading_id=grading_id,
-                on_done=on_done,
-            )
+        notes += await _arun_plans(
+            [p for p in plans if p.questions],
+            config=config,
+            run_dir=run_dir,
+            store=store,
+            grading_id=grading_id,
+            on_done=on_done,
         )
         results = _results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
 
 
-def regrade_run(
+async def aregrade_run(
     config: Config,
     run: str | Path,
     *,
@@ -474,20 +473,41 @@ def regrade_run(
     with ResultStore.in_run_dir(run_dir) as store:
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
-        notes = asyncio.run(
-            aregrade(
-                store=store,
-                run_dir=run_dir,
-                targets=targets,
-                attached=attached,
-                services=services,
-                grading_id=grading_id,
-                current_rows=current,
-                on_done=on_done,
-            )
+        notes = await aregrade(
+            store=store,
+            run_dir=run_dir,
+            targets=targets,
+            attached=attached,
+            services=services,
+            grading_id=grading_id,
+            current_rows=current,
+            on_done=on_done,
         )
         results = _results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+
+
+def _without_loop(name: str, make: Callable[[], Any]) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    raise RuntimeError(f"{name}() called inside a running event loop: await a{name}() instead")
+
+
+def start_run(config: Config, selection: Selection = Selection(), **options: Any) -> RunOutcome:
+    """`astart_run` for callers without an event loop (the CLI)."""
+    return _without_loop("start_run", lambda: astart_run(config, selection, **options))
+
+
+def resume_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
+    """`aresume_run` for callers without an event loop (the CLI)."""
+    return _without_loop("resume_run", lambda: aresume_run(config, run, **options))
+
+
+def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
+    """`aregrade_run` for callers without an event loop (the CLI)."""
+    return _without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
 
 
 def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:

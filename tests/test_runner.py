@@ -164,3 +164,16 @@ def test_nothing_selected_is_exit_5(tmp_path):
     with pytest.raises(NothingToRunError):
         start_run(config, Selection(tags=("nope",)))
     assert not (tmp_path / "runs").exists()
+
+
+async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
+    # A notebook or an async service already has a loop: astart_run must be awaitable there
+    # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
+    from harness.runs import astart_run
+
+    config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
+    outcome = await astart_run(config)
+    qs = _by_id(outcome)
+    assert qs["paris"].composite == 5.0 and qs["crash"].errored
+    with pytest.raises(RuntimeError, match="await astart_run"):
+        start_run(config)
