@@ -19,7 +19,9 @@ from graders.code import (
 )
 from graders.context import DEFAULT_RESPONSE_CHAR_LIMIT, build_context
 from graders.format import FormatGrader
+from graders.judges import LlmJudge
 from graders.registry import CatalogRow, GraderRegistry, load_registry
+from graders.rubrics import Check, Rubric, RubricStore, criteria_text, validate_rubric_file
 from graders.state import StateGrader
 from graders.tool_usage import FALLBACK_MARKER, ToolUsageGrader
 
@@ -29,22 +31,28 @@ __all__ = [
     "Advisory",
     "Attachment",
     "CatalogRow",
+    "Check",
     "Contains",
     "ExactMatch",
     "FormatGrader",
     "Grader",
     "GraderRegistry",
     "GraderServices",
+    "LlmJudge",
+    "Rubric",
+    "RubricStore",
     "Similarity",
     "StateGrader",
     "ToolUsageGrader",
     "advisories",
     "attachment_of",
     "build_context",
+    "criteria_text",
     "find_grading_module",
     "grader",
     "levenshtein",
     "load_grading_module",
     "load_registry",
     "text_only",
+    "validate_rubric_file",
 ]

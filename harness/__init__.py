@@ -1,0 +1,81 @@
+"""tracegrade's library: a flat public facade over small modules (DESIGN.md floors).
+
+`import harness` stays cheap: each name is imported from its module on first use, so the CLI
+and the graders (which import `harness.records`) do not pay for LangGraph or the runner unless
+they use them. Everything listed in `__all__` is public API; module paths are not.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    # errors and exit codes
+    "CaptureError": "harness.errors",
+    "ConfigError": "harness.errors",
+    "DatasetError": "harness.errors",
+    "EvaluationError": "harness.errors",
+    "ExitCode": "harness.errors",
+    "InputError": "harness.errors",
+    "JudgeError": "harness.errors",
+    "NothingToRunError": "harness.errors",
+    "PluginError": "harness.errors",
+    "ProviderError": "harness.errors",
+    "RubricError": "harness.errors",
+    "TracegradeError": "harness.errors",
+    # the record and results
+    "GradeResult": "harness.records",
+    "Outcome": "harness.records",
+    "RunRecord": "harness.records",
+    "ToolCall": "harness.records",
+    "ToolRecord": "harness.records",
+    "map_to_composite": "harness.records",
+    # datasets
+    "Dataset": "harness.dataset",
+    "Question": "harness.dataset",
+    "load_dataset": "harness.dataset",
+    "select_questions": "harness.dataset",
+    # capture and telemetry
+    "ExportReport": "harness.telemetry",
+    "Recorder": "harness.capture",
+    "RunTelemetry": "harness.telemetry",
+    "read_records": "harness.tracefile",
+    # environments
+    "Environment": "harness.environment",
+    "SQLiteEnvironment": "harness.environment",
+    # judging
+    "JudgeCache": "harness.judging",
+    "JudgeProvider": "harness.judging",
+    "JudgeReply": "harness.judging",
+    "JudgeRequest": "harness.judging",
+    "LangChainProvider": "harness.judging",
+    "OpenAICompatibleProvider": "harness.judging",
+    "build_provider": "harness.judging",
+    # config and runs
+    "Config": "harness.config",
+    "RunOutcome": "harness.runs",
+    "Selection": "harness.runs",
+    "aregrade_run": "harness.runs",
+    "aresume_run": "harness.runs",
+    "astart_run": "harness.runs",
+    "load_config": "harness.config",
+    "regrade_run": "harness.runs",
+    "resume_run": "harness.runs",
+    "start_run": "harness.runs",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
