@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,7 +176,8 @@ def find_config(path: str | Path | None = None) -> Path:
 
 def _resolve(base: Path, value: str) -> Path:
     p = Path(value).expanduser()
-    return p if p.is_absolute() else (base / p)
+    # normpath, not resolve: `examples/../runs` reads as `runs`, symlinks stay as written
+    return Path(os.path.normpath(p if p.is_absolute() else base / p))
 
 
 def _ref_file(ref: str) -> str | None:
