@@ -1,7 +1,7 @@
 """`tracegrade validate PATH...`: check dataset, config and rubric files against their schemas.
 
 Each file's kind is read from its content: a mapping with `targets` is a config, one with
-`checks` (or `kind` and `criterion`) is a rubric, anything else a dataset. Every problem of every
+`checks` (or a single check's `id` and `kind`) is a rubric, anything else a dataset. Every problem of every
 file is printed; the exit code is 0 when all files are valid, 4 otherwise.
 """
 
@@ -34,7 +34,7 @@ summing to 1.0, unique question ids, duplicate keys). Every problem is printed w
 line, question id and JSON pointer, and a typo of a known key gets a "did you mean" hint.
 
 The kind of each file is read from its content: a mapping with `targets` is a config, one with
-`checks` (or `kind` and `criterion`) is a rubric, anything else is a dataset.
+`checks` (or a single check's `id` and `kind`) is a rubric, anything else is a dataset.
 """
 
 EPILOG = """\
