@@ -444,18 +444,6 @@ class Recorder(BaseCallbackHandler):
         name = f"{sc.SPAN_EXECUTE_TOOL} {tool.name}"
         return self._start(name, parent, tool_attributes(tool), start_ns=start_ns)
 
-    def _finish_tool(
-        self,
-        tool: ToolState,
-        outcome: Outcome,
-        error_type: str | None,
-        result: Any,
-        *,
-        message: str = "",
-        end_ns: int | None = None,
-    ) -> None:
-        finish_tool(tool, outcome, error_type, result, message=message, end_ns=end_ns)
-
     def on_tool_end(self, output, *, run_id, **kwargs) -> None:
         try:
             with self._lock:
@@ -463,7 +451,7 @@ class Recorder(BaseCallbackHandler):
                 if run is None or run.tool is None or run.tool.outcome is not None:
                     return
                 outcome, error_type = outcome_of_output(output)
-                self._finish_tool(run.tool, outcome, error_type, plain(output))
+                finish_tool(run.tool, outcome, error_type, plain(output))
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_tool_end", exc)
 
@@ -474,7 +462,7 @@ class Recorder(BaseCallbackHandler):
                 if run is None or run.tool is None or run.tool.outcome is not None:
                     return
                 outcome, error_type = outcome_of_error(error)
-                self._finish_tool(run.tool, outcome, error_type, None, message=str(error))
+                finish_tool(run.tool, outcome, error_type, None, message=str(error))
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_tool_error", exc)
 
@@ -512,7 +500,7 @@ class Recorder(BaseCallbackHandler):
             parent = agent.span if agent is not None else self._question
             tool.span = self._tool_span(tool, parent, start_ns=tool.start_ns)
             self._tools.append(tool)
-            self._finish_tool(
+            finish_tool(
                 tool,
                 Outcome.NOT_EXECUTED,
                 "UnknownTool",
@@ -525,7 +513,7 @@ class Recorder(BaseCallbackHandler):
         """End every span still open as cancelled (abandoned stream, cancelled task)."""
         for run in list(self._runs.values()):
             if run.tool is not None and run.tool.outcome is None:
-                self._finish_tool(
+                finish_tool(
                     run.tool,
                     Outcome.CANCELLED,
                     "cancelled",
@@ -539,6 +527,6 @@ class Recorder(BaseCallbackHandler):
         self._runs.clear()
         for tool in self._tools:
             if tool.outcome is None:
-                self._finish_tool(
+                finish_tool(
                     tool, Outcome.CANCELLED, "cancelled", None, message=f"still running at {where}"
                 )

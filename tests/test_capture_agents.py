@@ -6,9 +6,6 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import (
@@ -22,14 +19,6 @@ from agents.testing_graphs import (
 )
 from harness.capture import Recorder
 from harness.records import Outcome, ToolRecord
-
-
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider.get_tracer("test"), exporter
 
 
 def recorder(tracer, name) -> Recorder:

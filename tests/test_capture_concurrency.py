@@ -7,22 +7,11 @@ import asyncio
 
 import pytest
 from langchain_core.tools import tool
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent, stall
 from harness.capture import Recorder
 from harness.records import Outcome
-
-
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider.get_tracer("test"), exporter
 
 
 def recorder(tracer, qid="q") -> Recorder:

@@ -3,23 +3,10 @@ record incomplete instead of letting "tool X was not called" pass."""
 
 from __future__ import annotations
 
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import boom, fetch, flaky, lookup, react_agent, set_flag
 from harness.capture import Recorder
 from harness.records import Outcome, ToolRecord
-
-
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider.get_tracer("test"), exporter
 
 
 def recorder(tracer, name="desk") -> Recorder:

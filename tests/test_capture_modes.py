@@ -5,9 +5,6 @@ astream in every mode, astream_events; parallel calls in one model message; sync
 from __future__ import annotations
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent
@@ -15,14 +12,6 @@ from harness.capture import Recorder
 from harness.records import Outcome
 
 STREAM_MODES = ["values", "updates", "messages", "debug", "custom", "checkpoints", "tasks"]
-
-
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider.get_tracer("test"), exporter
 
 
 def script():

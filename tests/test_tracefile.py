@@ -144,7 +144,7 @@ def test_incomplete_record_reads_back_incomplete(tmp_path, monkeypatch):
             ScriptedChatModel(script=[call(("lookup", {"q": "a"})), say("ok")]), [lookup]
         )
         rec = Recorder(tracer=tel.tracer, question_id="q", dataset="d", target="t", agent_name="a")
-        monkeypatch.setattr(rec, "_finish_tool", lambda *a, **k: 1 / 0)
+        monkeypatch.setattr("harness.capture.finish_tool", lambda *a, **k: 1 / 0)
         with rec.question_span():
             graph.invoke({"messages": [("user", "hi")]}, {"callbacks": [rec]})
         live = rec.seal()
