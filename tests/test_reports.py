@@ -151,6 +151,11 @@ def test_junit_report():
     props = {p.get("name"): p.get("value") for p in cases["book"].iter("property")}
     assert props["trace_id"] == "a" * 32
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "2", "2")
+    suite = root.find("testsuite").find("properties")
+    suite_props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    # the gate's figures sit on the suite, critical failures counted apart from the average
+    assert suite_props["gate"] == "failed" and suite_props["exit_code"] == "2"
+    assert suite_props["critical_failures"] == "0" and suite_props["must_pass_failures"] == "1"
 
 
 def test_markdown_report():

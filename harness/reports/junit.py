@@ -60,12 +60,29 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
     return failures, errors
 
 
+def _suite_properties(suite: ET.Element, verdict) -> None:
+    """The gate's figures, critical failures counted apart so no average can hide them."""
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("gate", "passed" if verdict.passed and not verdict.incomplete else "failed"),
+        ("exit_code", verdict.exit_code),
+        ("critical_failures", verdict.critical_failures),
+        ("must_pass_failures", verdict.must_pass_failures),
+        ("reviews", verdict.reviews),
+        ("degraded", verdict.degraded),
+        ("mean_composite", fmt(verdict.mean_composite)),
+    ):
+        if value is not None:
+            ET.SubElement(props, "property", name=name, value=str(value))
+
+
 def render_junit(outcome) -> str:
     """The XML document (`outcome` is a `harness.runs.RunOutcome`)."""
     root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
     total_f = total_e = total_t = 0
     for t in outcome.targets:
         suite = ET.SubElement(root, "testsuite", name=t.target)
+        _suite_properties(suite, t.verdict)
         failures = errors = 0
         for q in t.questions:
             f, e = _testcase(suite, t.target, q)
