@@ -21,8 +21,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from agents.scripted import ScriptedChatModel, call, say
-from agents.tool_loop import build_tool_loop, demo_latency, last_tool_result, tool_from
+from agents import tool_loop
+from agents.scripted import call, say
+from agents.tool_loop import build_tool_loop, last_tool_result, tool_from
 from harness.environment import SQLiteEnvironment
 
 __all__ = [
@@ -258,13 +259,7 @@ def scripted_model(
     script: Literal["good", "regressed"] = "good", *, latency_s: float | None = None
 ):
     """The offline model for the agent and its sub-agent."""
-    if script not in SCRIPTS:
-        raise ValueError(f"unknown script {script!r}; choose one of {sorted(SCRIPTS)}")
-    return ScriptedChatModel(
-        script=SCRIPTS[script],
-        latency_s=demo_latency(latency_s),
-        model_name=f"scripted-content-{script}",
-    )
+    return tool_loop.scripted_model(SCRIPTS, script, latency_s=latency_s, name="scripted-content")
 
 
 def build_graph(

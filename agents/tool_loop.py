@@ -22,11 +22,14 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from agents.scripted import ScriptedChatModel
+
 __all__ = [
     "LATENCY_ENV",
     "build_tool_loop",
     "demo_latency",
     "last_tool_result",
+    "scripted_model",
     "tool_from",
 ]
 
@@ -52,6 +55,18 @@ def demo_latency(latency_s: float | None = None) -> float:
 
 _schemas: dict[tuple[str, str], tuple[Any, str]] = {}
 """(module, qualified name) -> (argument schema, description), built once per tool function."""
+
+
+def scripted_model(
+    scripts: dict[str, dict[str, list]], script: str, *, latency_s: float | None, name: str
+) -> ScriptedChatModel:
+    """The offline model replaying `scripts[script]`; latency from the argument or
+    $TRACEGRADE_DEMO_LATENCY."""
+    if script not in scripts:
+        raise ValueError(f"unknown script {script!r}; choose one of {sorted(scripts)}")
+    return ScriptedChatModel(
+        script=scripts[script], latency_s=demo_latency(latency_s), model_name=f"{name}-{script}"
+    )
 
 
 def tool_from(
