@@ -66,3 +66,40 @@ def test_plain_text_without_secrets_is_untouched(text):
 
 def test_truncate():
     assert truncate("abc", 2) == "ab" and truncate("abc", 3) == "abc"
+
+
+_SECRETS = [
+    "Bearer abcdefghijklmnop123",
+    "bearer ABCDEFGH12345678==",
+    "sk-proj-ABCDEFGHIJKLMNOPQRSTUV",
+    "sk-ant-abcdefghijklmnop_QRS",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmN",
+    "ghp_" + "a" * 36,
+    "xoxb-1234567890-abcdef",
+    "AKIAIOSFODNN7EXAMPLE",
+    "AIza" + "B" * 35,
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow sk-x\n-----END RSA PRIVATE KEY-----",
+]
+
+
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.sampled_from(_SECRETS),
+            st.text(alphabet='abc XYZ.,:;\n"{}[]', max_size=12),
+        ),
+        max_size=8,
+    )
+)
+def test_every_secret_in_mixed_text_is_redacted_in_one_pass(pieces):
+    # Secrets separated by a space (the patterns anchor on word boundaries), in any order and
+    # number, beside JSON-ish punctuation: none survives, and the plain words around them do.
+    text = " ".join(pieces)
+    out = redact_text(text)
+    for secret in _SECRETS:
+        if secret in pieces:
+            assert secret not in out
+    plain = [p for p in pieces if p not in _SECRETS]
+    assert out.count(REDACTED) == len(pieces) - len(plain)
+    for word in plain:
+        assert word in out
