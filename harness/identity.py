@@ -8,12 +8,15 @@ judge identity and pinned knobs, package versions and the git commit if any.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import inspect
 import json
 import platform
 import shutil
 import subprocess
+import weakref
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -42,11 +45,29 @@ def sha256_file(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+_code_hashes: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+"""Class or function -> its code hash: `inspect.getsource` re-reads and tokenizes the module,
+which cost more per run than a short run's agent time. Keyed weakly by the object, so a
+reloaded module (new objects) is hashed afresh."""
+
+
 def grader_code_hash(grader: Any) -> str | None:
     """sha256 of the grader's class source (a `@grader` function's source when it wraps one),
     or of its module file; None when neither can be read."""
     cls = grader if isinstance(grader, type) else type(grader)
     fn = getattr(grader, "fn", None) or getattr(grader, "func", None)
+    key = fn if fn is not None else cls
+    try:
+        return _code_hashes[key]
+    except (KeyError, TypeError):
+        pass
+    digest = _code_hash(fn, cls)
+    with contextlib.suppress(TypeError):  # not weak-referenceable: hashed every time
+        _code_hashes[key] = digest
+    return digest
+
+
+def _code_hash(fn: Any, cls: type) -> str | None:
     for obj in (fn, cls):
         if obj is None:
             continue
@@ -72,6 +93,12 @@ def copy_grading_module(path: Path, run_dir: Path, target: str) -> str:
 
 
 def package_versions() -> dict[str, str]:
+    """Versions of Python and the packages that decide a run's behaviour (`PACKAGES`)."""
+    return dict(_package_versions())
+
+
+@functools.cache  # installed packages do not change under a running process
+def _package_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for name in PACKAGES:
         try:

@@ -107,6 +107,10 @@ class QuestionRun:
     """Number of calls in the record; None when no record exists."""
 
 
+_dumps = json.JSONEncoder(default=str).encode
+"""`json.dumps(..., default=str)` without building an encoder per call (ten per question)."""
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -181,15 +185,15 @@ class ResultStore:
                     run.split,
                     run.bundle,
                     json.dumps(run.tags),
-                    json.dumps(run.row, default=str),
+                    _dumps(run.row),
                     run.input,
-                    json.dumps(run.messages, default=str),
+                    _dumps(run.messages),
                     run.response,
                     run.error,
                     run.error_type,
                     run.trace_id,
                     run.latency_s,
-                    json.dumps(run.usage, default=str),
+                    _dumps(run.usage),
                     int(run.has_record),
                     run.tool_call_count,
                     _now(),
@@ -233,7 +237,7 @@ class ResultStore:
                     int(g.must_pass),
                     g.threshold,
                     json.dumps(g.sample_scores),
-                    json.dumps(g.checks, default=str),
+                    _dumps(g.checks),
                 ),
             )
         self._db.execute(
