@@ -251,9 +251,11 @@ async def arun_target(
     tracer: Any,
     on_done: Callable[[QuestionScore], None] | None = None,
     record_class: Any = None,
-) -> list[QuestionScore]:
+) -> int:
     """Run every question of `plan` with `concurrency` workers, committing each question as it
-    finishes. Cancelling the task loses only the questions in flight."""
+    finishes; returns how many were committed. Cancelling the task loses only the questions in
+    flight. Scores are not kept in memory (the store has them; `on_done` sees each one), so
+    memory stays flat in the number of questions."""
     if record_class is None:
         from harness.capture import Recorder as record_class
     shared = None
@@ -261,18 +263,19 @@ async def arun_target(
         shared = _chat_model(plan.factory)
     elif plan.environment_factory is None:
         shared = _build_graph(plan, None)
-    results: dict[str, QuestionScore] = {}
+    committed = 0
     pending = iter(plan.questions)
 
     async def worker() -> None:
         # A fixed pool of `concurrency` workers sharing one iterator: no coroutine per pending
         # question, so memory stays flat in the number of questions.
+        nonlocal committed
         for question in pending:
             stored, score = await _run_one(
                 plan, question, tracer=tracer, shared=shared, record_class=record_class
             )
             store.commit_question(stored, score, grading_id=grading_id)
-            results[stored.question_id] = score
+            committed += 1
             if on_done is not None:
                 on_done(score)
 
@@ -285,4 +288,4 @@ async def arun_target(
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         raise
-    return [results[str(q.id)] for q in plan.questions if str(q.id) in results]
+    return committed

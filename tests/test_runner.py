@@ -131,7 +131,7 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     with ResultStore(tmp_path / "r.sqlite") as store:
         gid = store.new_grading(mode="run")
-        (score,) = asyncio.run(
+        committed = asyncio.run(
             arun_target(
                 plan,
                 store=store,
@@ -140,6 +140,8 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
                 record_class=BrokenRecorder,
             )
         )
+        (score,) = store.load_scores(grading_id=gid, target="t")
+    assert committed == 1
     assert score.errored and score.error_type == "CaptureError"
     assert "on_tool_start: boom" in score.error
     assert score.graders == []  # never graded on an incomplete record
