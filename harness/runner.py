@@ -159,13 +159,19 @@ async def _run_one(
             agent_name=str(agent_name),
         )
         state: Any = None
+        # A deadline on this task rather than wait_for's extra task per question; and it tells
+        # the run's own timeout apart from a TimeoutError the agent raised itself.
+        deadline = asyncio.timeout(target.timeout_s)
         try:
-            run.response, final, state = await asyncio.wait_for(
-                _invoke(plan, runnable, messages, recorder), timeout=target.timeout_s
-            )
+            async with deadline:
+                run.response, final, state = await _invoke(plan, runnable, messages, recorder)
             run.messages = to_role_dicts(final)
-        except TimeoutError:
-            run.error, run.error_type = f"timed out after {target.timeout_s:g}s", "TimeoutError"
+        except TimeoutError as exc:
+            if deadline.expired():
+                run.error = f"timed out after {target.timeout_s:g}s"
+            else:
+                run.error = f"TimeoutError: {exc}"
+            run.error_type = "TimeoutError"
         except Exception as exc:  # isolation point: the agent crashed; the question errors
             log.debug("agent raised on question %s", question.id, exc_info=True)
             run.error, run.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__

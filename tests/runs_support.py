@@ -5,6 +5,7 @@ The agent answers by the question's text:
 - "weather in Paris?"  looks the city up, then answers (tool_usage passes)
 - "weather in Rome?"   answers without looking anything up (tool_usage fails)
 - "crash please"       the model raises (agent error)
+- "upstream timeout"   the model raises its own TimeoutError (an agent error, not the deadline)
 - "be slow"            calls a tool that sleeps far beyond the timeout
 - "echo system"        answers with the system message it was given
 - "remember it"        writes to the question's environment (state_grader passes)
@@ -36,6 +37,10 @@ def _crash(messages):
     raise RuntimeError("model exploded")
 
 
+def _upstream_timeout(messages):
+    raise TimeoutError("upstream model took too long")
+
+
 def _echo_system(messages):
     return say("system=" + str(messages[0].content))
 
@@ -45,6 +50,7 @@ SCRIPT = {
                           say("It is sunny in Paris.")],
     "weather in Rome?": [say("It is sunny in Rome.")],
     "crash please": [_crash],
+    "upstream timeout": [_upstream_timeout],
     "be slow": [call(("stall", {})), say("done")],
     "echo system": [_echo_system],
     "remember it": [call(("remember", {"key": "color", "value": "blue"})), say("Remembered.")],
@@ -126,6 +132,7 @@ QUESTIONS: dict[str, dict[str, Any]] = {
     },
     "crash": {"id": "crash", "input": "crash please"},
     "slow": {"id": "slow", "input": "be slow"},
+    "upstream": {"id": "upstream", "input": "upstream timeout"},
     "echo": {
         "id": "echo",
         "input": [

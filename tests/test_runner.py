@@ -39,6 +39,16 @@ def test_agent_error_and_timeout_are_counted_errored_and_the_run_goes_on(tmp_pat
     assert outcome.exit_code == 3  # beyond the default error budget of 0
 
 
+def test_a_timeout_the_agent_raises_itself_is_not_reported_as_the_run_deadline(tmp_path):
+    config = load_config(
+        write_project(tmp_path, questions=["upstream", "paris"], target={"timeout_s": 30})
+    )
+    qs = _by_id(start_run(config))
+    assert qs["upstream"].errored and qs["upstream"].error_type == "TimeoutError"
+    assert qs["upstream"].error == "TimeoutError: upstream model took too long"
+    assert qs["paris"].composite == 5.0  # the run went on
+
+
 def test_error_budget_allows_errored_questions(tmp_path):
     config = load_config(
         write_project(tmp_path, questions=["paris", "crash"], target={"gate": {"max_errored": 1}})
