@@ -274,4 +274,17 @@ async def agrade_question(
             score.sample_scores = [float(s) if s is not None else None for s in own]
         return score
 
-    return list(await asyncio.gather(*(one_grader(a) for a in attached)))
+    # Graders with only a sync `grade` never suspend: awaited in place, they skip a task and a
+    # loop turn each. The rest (judges) run concurrently.
+    scores: list[GraderScore | None] = [None] * len(attached)
+    waiting = []
+    for index, a in enumerate(attached):
+        if type(a.grader).agrade is Grader.agrade:
+            scores[index] = await one_grader(a)
+        else:
+            waiting.append(index)
+    if waiting:
+        done = await asyncio.gather(*(one_grader(attached[i]) for i in waiting))
+        for index, score in zip(waiting, done, strict=True):
+            scores[index] = score
+    return [s for s in scores if s is not None]
