@@ -216,9 +216,9 @@ class ResultStore:
             raise
 
     def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
-        for position, g in enumerate(score.graders):
-            self._db.execute(
-                "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        self._db.executemany(
+            "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
                 (
                     grading_id,
                     target,
@@ -238,8 +238,10 @@ class ResultStore:
                     g.threshold,
                     json.dumps(g.sample_scores),
                     _dumps(g.checks),
-                ),
-            )
+                )
+                for position, g in enumerate(score.graders)
+            ],
+        )
         self._db.execute(
             "INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?)",
             (
