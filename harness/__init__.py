@@ -56,11 +56,11 @@ _EXPORTS: dict[str, str] = {
     "Config": "harness.config",
     "RunOutcome": "harness.runs",
     "Selection": "harness.runs",
-    "aregrade_run": "harness.runs",
+    "aregrade_run": "harness.regrade",
     "aresume_run": "harness.runs",
     "astart_run": "harness.runs",
     "load_config": "harness.config",
-    "regrade_run": "harness.runs",
+    "regrade_run": "harness.regrade",
     "resume_run": "harness.runs",
     "start_run": "harness.runs",
 }

@@ -16,13 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from graders.context import build_context
-from harness.config import TargetConfig
-from harness.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.config import Config, TargetConfig, parse_gate, parse_grader_spec
+from harness.errors import ConfigError
+from harness.grading import AttachedGrader, agrade_question, attach_graders, criteria_with_rubric
 from harness.records import RunRecord, ToolRecord
+from harness.runs import (
+    RunOutcome,
+    _open_run,
+    _results,
+    _services,
+    _stored_attachments,
+    _without_loop,
+)
 from harness.scoring import GraderScore, QuestionScore, score_question
 from harness.store import QuestionRun, ResultStore
 
-__all__ = ["aregrade", "reads_environment"]
+__all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
 log = logging.getLogger(__name__)
 
@@ -177,3 +186,73 @@ async def aregrade(
             if on_done is not None:
                 on_done(score)
     return notes
+
+
+async def aregrade_run(
+    config: Config,
+    run: str | Path,
+    *,
+    current: bool = False,
+    use_cache: bool = True,
+    on_done: Callable[[QuestionScore], None] | None = None,
+) -> RunOutcome:
+    """Re-score a run's stored answers and records without re-running the agent: with the
+    graders stored in the run (default), or with `current` the graders the config names now,
+    matched by question id. Writes a new grading; judge answers come from the cache."""
+    run_dir, identity = _open_run(config, run)
+    services = _services(config, run_dir, use_cache)
+    names = list(identity["targets"])
+    targets: list[TargetConfig] = []
+    attached: dict[str, list[AttachedGrader]] = {}
+    if current:
+        for name in names:
+            if name not in config.targets:
+                raise ConfigError(
+                    f"target {name!r} of the run is not in the config any more", key="/targets"
+                )
+            target = config.targets[name]
+            targets.append(target)
+            attached[name] = attach_graders(
+                target.graders, grading_module=target.grading_module, services=services
+            )
+    else:
+        attached = _stored_attachments(identity, run_dir, services)
+        targets = [_stored_target(config, name, identity) for name in names]
+    with ResultStore.in_run_dir(run_dir) as store:
+        specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
+        grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
+        notes = await aregrade(
+            store=store,
+            run_dir=run_dir,
+            targets=targets,
+            attached=attached,
+            services=services,
+            grading_id=grading_id,
+            current_rows=current,
+            on_done=on_done,
+        )
+        results = _results(store, grading_id, targets, identity, attached)
+    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+
+
+def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
+    """`aregrade_run` for callers without an event loop (the CLI)."""
+    return _without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
+
+
+def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:
+    """The target as the run stored it (gate and limits from the run's own config), falling
+    back to the current config for what the snapshot cannot rebuild."""
+    raw = identity["targets"][name]["config"]
+    current = config.targets.get(name)
+    return TargetConfig(
+        name=name,
+        mode=identity["targets"][name]["mode"],
+        factory=raw.get("agent") or raw.get("chat_model") or "",
+        dataset=Path(identity["targets"][name]["dataset"]["path"]),
+        response_char_limit=int(
+            raw.get("response_char_limit", current.response_char_limit if current else 4000)
+        ),
+        graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
+        gate=parse_gate(raw.get("gate")),
+    )

@@ -1,4 +1,5 @@
-"""Runs: starting, resuming and re-grading them, and the run directory they live in.
+"""Runs: starting and resuming them, and the run directory they live in (re-grading one is
+`harness.regrade`).
 
 ```
 runs/<run id>/
@@ -23,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.config import Config, TargetConfig, parse_gate, parse_grader_spec
-from harness.errors import ConfigError, InputError, NothingToRunError
+from harness.config import Config, TargetConfig
+from harness.errors import InputError, NothingToRunError
 from harness.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
 from harness.identity import (
     copy_grading_module,
@@ -50,11 +51,9 @@ __all__ = [
     "RunOutcome",
     "Selection",
     "TargetResult",
-    "aregrade_run",
     "aresume_run",
     "astart_run",
     "new_run_id",
-    "regrade_run",
     "resume_run",
     "start_run",
     "trace_file_of",
@@ -438,55 +437,6 @@ async def aresume_run(
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
 
 
-async def aregrade_run(
-    config: Config,
-    run: str | Path,
-    *,
-    current: bool = False,
-    use_cache: bool = True,
-    on_done: Callable[[QuestionScore], None] | None = None,
-) -> RunOutcome:
-    """Re-score a run's stored answers and records without re-running the agent: with the
-    graders stored in the run (default), or with `current` the graders the config names now,
-    matched by question id. Writes a new grading; judge answers come from the cache."""
-    from harness.regrade import aregrade
-
-    run_dir, identity = _open_run(config, run)
-    services = _services(config, run_dir, use_cache)
-    names = list(identity["targets"])
-    targets: list[TargetConfig] = []
-    attached: dict[str, list[AttachedGrader]] = {}
-    if current:
-        for name in names:
-            if name not in config.targets:
-                raise ConfigError(
-                    f"target {name!r} of the run is not in the config any more", key="/targets"
-                )
-            target = config.targets[name]
-            targets.append(target)
-            attached[name] = attach_graders(
-                target.graders, grading_module=target.grading_module, services=services
-            )
-    else:
-        attached = _stored_attachments(identity, run_dir, services)
-        targets = [_stored_target(config, name, identity) for name in names]
-    with ResultStore.in_run_dir(run_dir) as store:
-        specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
-        grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
-        notes = await aregrade(
-            store=store,
-            run_dir=run_dir,
-            targets=targets,
-            attached=attached,
-            services=services,
-            grading_id=grading_id,
-            current_rows=current,
-            on_done=on_done,
-        )
-        results = _results(store, grading_id, targets, identity, attached)
-    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
-
-
 def _without_loop(name: str, make: Callable[[], Any]) -> Any:
     try:
         asyncio.get_running_loop()
@@ -503,26 +453,3 @@ def start_run(config: Config, selection: Selection = Selection(), **options: Any
 def resume_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
     """`aresume_run` for callers without an event loop (the CLI)."""
     return _without_loop("resume_run", lambda: aresume_run(config, run, **options))
-
-
-def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
-    """`aregrade_run` for callers without an event loop (the CLI)."""
-    return _without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
-
-
-def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:
-    """The target as the run stored it (gate and limits from the run's own config), falling
-    back to the current config for what the snapshot cannot rebuild."""
-    raw = identity["targets"][name]["config"]
-    current = config.targets.get(name)
-    return TargetConfig(
-        name=name,
-        mode=identity["targets"][name]["mode"],
-        factory=raw.get("agent") or raw.get("chat_model") or "",
-        dataset=Path(identity["targets"][name]["dataset"]["path"]),
-        response_char_limit=int(
-            raw.get("response_char_limit", current.response_char_limit if current else 4000)
-        ),
-        graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
-        gate=parse_gate(raw.get("gate")),
-    )

@@ -8,7 +8,8 @@ import textwrap
 
 from harness.cli import main
 from harness.config import load_config
-from harness.runs import regrade_run, start_run
+from harness.regrade import regrade_run
+from harness.runs import start_run
 from harness.store import ResultStore
 from tests import openai_server as loopback
 from tests.openai_server import score, server_error

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.config import load_config
-    from harness.runs import regrade_run
+    from harness.regrade import regrade_run
 
     config = load_config(args.config)
     outcome = regrade_run(config, args.run_dir, current=args.current, use_cache=not args.no_cache)
