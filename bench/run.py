@@ -23,8 +23,10 @@ import argparse
 import asyncio
 import gc
 import os
+import statistics
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -78,19 +80,23 @@ def write_project(root: Path, questions: int, concurrency: int) -> Path:
     return path
 
 
-def harness_run(path: Path) -> tuple[float, int]:
+def harness_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
+    """`tracegrade run` as the library runs it: (seconds on `clock`, questions run). Loading
+    and validating the dataset file is inside the clock."""
     config = load_config(path)
-    started = time.perf_counter()
+    started = clock()
     outcome = start_run(config, Selection())
-    wall = time.perf_counter() - started
+    wall = clock() - started
     errored = sum(t.verdict.errored for t in outcome.targets)
     if errored:
         raise SystemExit(f"benchmark run errored on {errored} question(s)")
     return wall, len(outcome.targets[0].questions)
 
 
-def raw_run(path: Path) -> tuple[float, int]:
-    """The same agent without tracegrade: (wall seconds, model calls made)."""
+def raw_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
+    """The same agent without tracegrade: (seconds on `clock`, model calls made). Its questions
+    are loaded before the clock starts: a plain loop has its inputs in memory already, so
+    validating the dataset file is counted as tracegrade's work, not the agent's."""
     from harness.runner import messages_for_agent
 
     config = load_config(path)
@@ -115,9 +121,9 @@ def raw_run(path: Path) -> tuple[float, int]:
 
         return sum(await asyncio.gather(*(one(q) for q in questions)))
 
-    started = time.perf_counter()
+    started = clock()
     calls = asyncio.run(main())
-    return time.perf_counter() - started, calls
+    return clock() - started, calls
 
 
 def peak_heap(path: Path) -> float:
@@ -143,17 +149,44 @@ def main() -> None:
         default=100,
         help="questions at concurrency 1 (the serial run is slow; give --questions for all)",
     )
+    parser.add_argument(
+        "--overhead-questions",
+        type=int,
+        default=300,
+        help="questions interleaved with the raw agent for the overhead (serial, latency 0)",
+    )
+    parser.add_argument(
+        "--pairs", type=int, default=7, help="one-question runs for the per-run setup (x2)"
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=["throughput", "overhead", "memory"],
+        default=["throughput", "overhead", "memory"],
+        help="which measurements to run (default: all three)",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="tracegrade-bench-"))
     os.environ["TRACEGRADE_DEMO_LATENCY"] = str(args.latency)
 
     print(f"support desk agent, {args.latency * 1000:g} ms per model call, run dirs under {root}")
+    if "throughput" in args.parts:
+        throughput(args, root)
+    if "overhead" in args.parts:
+        overhead(args, root)
+    if "memory" in args.parts:
+        memory(args, root)
+
+
+def throughput(args: argparse.Namespace, root: Path) -> None:
     header = f"{'conc':>4} {'questions':>9} {'ideal s':>8} {'harness s':>9} {'% ideal':>7} {'raw s':>7} {'% ideal':>7} {'harness/raw':>11}"
     print(header)
     for concurrency in args.concurrency:
         n = min(args.questions, args.serial_questions) if concurrency == 1 else args.questions
         path = write_project(root / f"c{concurrency}", n, concurrency)
+        gc.collect()
         raw_wall, calls = raw_run(path)
+        gc.collect()
         wall, done = harness_run(path)
         ideal = calls * args.latency / concurrency
         print(
@@ -161,29 +194,113 @@ def main() -> None:
             f"{raw_wall:>7.2f} {100 * ideal / raw_wall:>6.1f}% {wall / raw_wall:>11.3f}"
         )
 
-    # Overhead: serial, no model latency, so the difference is tracegrade's own work.
-    os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
-    n = min(args.questions, max(args.serial_questions, 200))
-    path = write_project(root / "overhead", n, 1)
-    raw_run(path)  # warm imports and caches
-    harness_run(path)
-    # Alternate the two, best of three each: one-off noise (the other core busy, a GC pause)
-    # would otherwise swamp a difference of a few ms per question.
-    raws, walls = [], []
-    for _ in range(3):
-        raws.append(raw_run(path)[0])
-        walls.append(harness_run(path)[0])
-    raw_wall, wall = min(raws), min(walls)
-    started = time.perf_counter()
-    load_dataset(load_config(path).targets["support_desk"].dataset)
-    load_s = time.perf_counter() - started
-    per = 1000 / n
-    print(
-        f"\noverhead (concurrency 1, latency 0, {n} questions): raw agent {raw_wall * per:.2f} ms/question, "
-        f"harness {wall * per:.2f} ms/question -> tracegrade's own {(wall - raw_wall) * per:.2f} ms/question "
-        f"(of which loading and validating the dataset file {load_s * per:.2f} ms/question)"
+
+def _thread_cpu(name_prefix: str) -> float:
+    """CPU seconds used so far by the live threads whose name starts with `name_prefix`."""
+    return sum(
+        time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        for t in threading.enumerate()
+        if t.name.startswith(name_prefix) and t.ident is not None
     )
 
+
+def overhead(args: argparse.Namespace, root: Path) -> None:
+    """tracegrade's own CPU per question, serial and with no model latency.
+
+    This machine is shared and its speed drifts by tens of percent within seconds, more than
+    the figure measured, so whole runs side by side cannot resolve it. Instead one process
+    interleaves the two, question by question (order swapped each time): the raw agent (build
+    the graph on a fresh environment, `ainvoke`) and the runner's own per-question path (the
+    same agent under the recorder, grading, the SQLite commit: what `start_run` does for each
+    question), each timed on the main thread's CPU clock. Drift hits both alike; the mean of
+    the paired differences is the per-question cost. Added to it, measured apart: the trace
+    file writer's thread CPU, loading and validating the dataset file, and the per-run setup.
+    """
+    from harness.capture import Recorder
+    from harness.grading import attach_graders
+    from harness.runner import _run_one, messages_for_agent
+    from harness.runs import _plan, _select, _services
+    from harness.store import ResultStore
+    from harness.telemetry import RunTelemetry
+
+    os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
+    n = args.overhead_questions
+    path = write_project(root / "overhead", n, 1)
+    config = load_config(path)
+    target = config.targets["support_desk"]
+    run_dir = root / "overhead" / "interleaved"
+    services = _services(config, run_dir, True)
+    dataset, questions = _select(target, Selection())
+    attached = attach_graders(target.graders, grading_module=None, services=services)
+    plan = _plan(target, questions, dataset, attached, services)
+    factory, make_env = plan.factory, plan.environment_factory
+
+    async def raw_one(question) -> None:
+        env = make_env()
+        try:
+            graph = factory(environment=env)
+            messages = messages_for_agent(question.input_messages(), target.system_prompt)
+            await graph.ainvoke({"messages": messages})
+        finally:
+            env.close()
+
+    async def interleave(store: ResultStore, grading_id: int, tracer) -> tuple[list, list]:
+        async def ours(question) -> None:
+            stored, score = await _run_one(
+                plan, question, tracer=tracer, shared=None, record_class=Recorder
+            )
+            store.commit_question(stored, score, grading_id=grading_id)
+
+        raws, harness = [], []
+        for i, question in enumerate(questions):
+            for fn, out in ((raw_one, raws), (ours, harness))[:: 1 if i % 2 else -1]:
+                started = time.thread_time()
+                await fn(question)
+                out.append(time.thread_time() - started)
+        return raws, harness
+
+    telemetry = RunTelemetry(trace_file=run_dir / "traces.jsonl")
+    with ResultStore.in_run_dir(run_dir) as store:
+        grading_id = store.new_grading(mode="run")
+        asyncio.run(interleave(store, grading_id, telemetry.tracer))  # warm-up pass
+        writer_before = _thread_cpu("OtelBatch")
+        gc.collect()
+        raws, harness = asyncio.run(interleave(store, grading_id, telemetry.tracer))
+        telemetry.flush()
+        writer = (_thread_cpu("OtelBatch") - writer_before) / n
+    telemetry.shutdown()
+    diffs = [h - r for h, r in zip(harness, raws, strict=True)]
+    main_thread = statistics.fmean(diffs)
+    spread = statistics.stdev(diffs) / len(diffs) ** 0.5
+
+    started = time.process_time()
+    load_dataset(target.dataset)
+    loading = (time.process_time() - started) / n
+
+    single = write_project(root / "setup", 1, 1)
+    setups = []
+    for _ in range(2 * args.pairs):  # a one-question run, raw and harness: the per-run setup
+        gc.collect()
+        raw_s = raw_run(single, time.process_time)[0]
+        gc.collect()
+        setups.append(harness_run(single, time.process_time)[0] - raw_s)
+    setup = statistics.median(setups)
+    per_question = main_thread + writer + loading
+    print(
+        f"\noverhead (concurrency 1, latency 0, {n} questions interleaved with the raw agent, "
+        f"CPU time):\n"
+        f"  raw agent {statistics.fmean(raws) * 1000:.2f} ms/question, tracegrade's per-question "
+        f"path {statistics.fmean(harness) * 1000:.2f} ms/question (main thread)\n"
+        f"  tracegrade's own: {main_thread * 1000:.2f} ms capture, grading and commit "
+        f"(+/- {spread * 1000:.2f}) + {writer * 1000:.2f} ms trace file writer thread + "
+        f"{loading * 1000:.2f} ms loading and validating the dataset file = "
+        f"{per_question * 1000:.2f} ms/question\n"
+        f"  plus {setup * 1000:.0f} ms per run (config, run directory, identity, store, "
+        f"telemetry): {(per_question + setup / 1000) * 1000:.2f} ms/question at 1,000 questions"
+    )
+
+
+def memory(args: argparse.Namespace, root: Path) -> None:
     small = max(1, args.questions // 4)
     heaps = []
     for count in (small, args.questions):
