@@ -9,12 +9,14 @@ real model. For each concurrency (1, 10, 50) it prints, side by side:
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
   semaphore, one environment per question, no callbacks, no grading).
 
-Then the harness's own overhead per question (serial, latency 0: everything but the agent's
-model latency, minus the raw agent's own CPU) and the peak Python heap (tracemalloc) of a run of
-`--questions / 4` vs `--questions` questions, to show memory is flat in the number of questions.
+Then tracegrade's own CPU per question (serial, latency 0), the raw agent and the runner's
+per-question path interleaved question by question so this shared machine's drift cancels (see
+`overhead`), and the peak Python heap (tracemalloc) of a run of `--questions / 4` vs
+`--questions` questions, to show memory is flat in the number of questions.
 
     .venv/bin/python bench/run.py                 # 1,000 questions, 50 ms per model call
     .venv/bin/python bench/run.py --questions 200 --latency 0.02 --serial-questions 50   # quick
+    .venv/bin/python bench/run.py --parts overhead                                       # one part
 """
 
 from __future__ import annotations
