@@ -29,6 +29,7 @@ from harness.errors import DatasetError, InputError
 from harness.sourcefile import (
     Document,
     Problem,
+    conforms,
     escape_pointer_token,
     load_document,
     problem_at,
@@ -304,10 +305,14 @@ def _read(path: Path, *, error_cls: type[InputError]) -> tuple[Document, Dataset
     doc = load_document(path, error_cls=error_cls)
     if doc.format == "jsonl":
         doc = doc.wrapped("questions")
-    raise_problems(validate_document(doc, "dataset"), error_cls)
+    if not conforms(doc, "dataset"):
+        raise_problems(validate_document(doc, "dataset"), error_cls)
     try:
         dataset = Dataset.model_validate(doc.data)
     except ValidationError as exc:
+        # The models enforce the schema's `x-` checks (unique ids, ratios summing to 1), which
+        # the fast path skips: the schema's own wording first, then the models'.
+        raise_problems(validate_document(doc, "dataset"), error_cls)
         raise_problems(_pydantic_problems(doc, exc), error_cls)
         raise  # unreachable: a ValidationError always has errors
     return doc, dataset
