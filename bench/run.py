@@ -152,6 +152,9 @@ def main() -> None:
         help="questions at concurrency 1 (the serial run is slow; give --questions for all)",
     )
     parser.add_argument(
+        "--repeats", type=int, default=3, help="alternating runs per concurrency (medians)"
+    )
+    parser.add_argument(
         "--overhead-questions",
         type=int,
         default=300,
@@ -181,19 +184,30 @@ def main() -> None:
 
 
 def throughput(args: argparse.Namespace, root: Path) -> None:
+    """Wall time of whole runs, harness and raw agent alternating (order swapped each repeat,
+    so drift of this shared machine falls on both): medians of `--repeats` runs each, and the
+    median of the per-pair ratios."""
+    print(f"medians of {args.repeats} alternating runs each")
     header = f"{'conc':>4} {'questions':>9} {'ideal s':>8} {'harness s':>9} {'% ideal':>7} {'raw s':>7} {'% ideal':>7} {'harness/raw':>11}"
     print(header)
     for concurrency in args.concurrency:
         n = min(args.questions, args.serial_questions) if concurrency == 1 else args.questions
         path = write_project(root / f"c{concurrency}", n, concurrency)
-        gc.collect()
-        raw_wall, calls = raw_run(path)
-        gc.collect()
-        wall, done = harness_run(path)
+        raws, walls, ratios = [], [], []
+        for i in range(args.repeats):
+            got = {}
+            for fn in (raw_run, harness_run) if i % 2 == 0 else (harness_run, raw_run):
+                gc.collect()
+                got[fn] = fn(path)
+            (raw_wall, calls), (wall, done) = got[raw_run], got[harness_run]
+            raws.append(raw_wall)
+            walls.append(wall)
+            ratios.append(wall / raw_wall)
+        raw_wall, wall = statistics.median(raws), statistics.median(walls)
         ideal = calls * args.latency / concurrency
         print(
             f"{concurrency:>4} {done:>9} {ideal:>8.2f} {wall:>9.2f} {100 * ideal / wall:>6.1f}% "
-            f"{raw_wall:>7.2f} {100 * ideal / raw_wall:>6.1f}% {wall / raw_wall:>11.3f}"
+            f"{raw_wall:>7.2f} {100 * ideal / raw_wall:>6.1f}% {statistics.median(ratios):>11.3f}"
         )
 
 
