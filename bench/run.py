@@ -95,12 +95,25 @@ def harness_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
     return wall, len(outcome.targets[0].questions)
 
 
+async def raw_question(target, factory, make_env, question) -> int:
+    """One question through the agent as a plain loop would: a fresh environment, the graph
+    built on it, `ainvoke` with no callbacks. Returns the model calls it made."""
+    from harness.runner import messages_for_agent
+
+    env = make_env()
+    try:
+        graph = factory(environment=env)
+        messages = messages_for_agent(question.input_messages(), target.system_prompt)
+        state = await graph.ainvoke({"messages": messages})
+        return sum(1 for m in state["messages"] if m.type == "ai")
+    finally:
+        env.close()
+
+
 def raw_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
     """The same agent without tracegrade: (seconds on `clock`, model calls made). Its questions
     are loaded before the clock starts: a plain loop has its inputs in memory already, so
     validating the dataset file is counted as tracegrade's work, not the agent's."""
-    from harness.runner import messages_for_agent
-
     config = load_config(path)
     target = config.targets["support_desk"]
     factory = target.load_factory()
@@ -112,14 +125,7 @@ def raw_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
 
         async def one(question) -> int:
             async with semaphore:
-                env = make_env()
-                try:
-                    graph = factory(environment=env)
-                    messages = messages_for_agent(question.input_messages(), target.system_prompt)
-                    state = await graph.ainvoke({"messages": messages})
-                    return sum(1 for m in state["messages"] if m.type == "ai")
-                finally:
-                    env.close()
+                return await raw_question(target, factory, make_env, question)
 
         return sum(await asyncio.gather(*(one(q) for q in questions)))
 
@@ -232,9 +238,10 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     the paired differences is the per-question cost. Added to it, measured apart: the trace
     file writer's thread CPU, loading and validating the dataset file, and the per-run setup.
     """
+    from harness import sourcefile
     from harness.capture import Recorder
     from harness.grading import attach_graders
-    from harness.runner import _run_one, messages_for_agent
+    from harness.runner import _run_one
     from harness.runs import _plan, _select, _services
     from harness.store import ResultStore
     from harness.telemetry import RunTelemetry
@@ -253,8 +260,6 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
 
     # Loading the dataset, as a run does it first thing (small heap): once with the compiled
     # schema cleared (each process compiles it once: a per-run cost), then warm.
-    from harness import sourcefile
-
     sourcefile._compiled.cache_clear()
     gc.collect()
     started = time.process_time()
@@ -267,13 +272,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     compile_once = max(0.0, cold - loading * n)
 
     async def raw_one(question) -> None:
-        env = make_env()
-        try:
-            graph = factory(environment=env)
-            messages = messages_for_agent(question.input_messages(), target.system_prompt)
-            await graph.ainvoke({"messages": messages})
-        finally:
-            env.close()
+        await raw_question(target, factory, make_env, question)
 
     async def interleave(store: ResultStore, grading_id: int, tracer) -> tuple[list, list]:
         async def ours(question) -> None:
