@@ -38,8 +38,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.config import load_config  # noqa: E402
-from harness.dataset import load_dataset  # noqa: E402
+from harness.inputs.config import load_config  # noqa: E402
+from harness.inputs.dataset import load_dataset  # noqa: E402
 from harness.runs import Selection, start_run  # noqa: E402
 
 SOURCE = REPO / "examples" / "datasets" / "support_desk.yaml"
@@ -238,9 +238,9 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     the paired differences is the per-question cost. Added to it, measured apart: the trace
     file writer's thread CPU, loading and validating the dataset file, and the per-run setup.
     """
-    from harness import sourcefile
     from harness.capture import Recorder
     from harness.grading import attach_graders
+    from harness.inputs import sourcefile
     from harness.runner import _run_one
     from harness.runs import _plan, _select, _services
     from harness.store import ResultStore

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from graders.context import build_context
-from harness.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from harness.errors import ConfigError
 from harness.grading import AttachedGrader, agrade_question, attach_graders, criteria_with_rubric
+from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from harness.records import RunRecord, ToolRecord
 from harness.runs import (
     RunOutcome,
@@ -51,7 +51,7 @@ def _input_messages(row: Mapping[str, Any], stored: QuestionRun) -> list[dict[st
 
 
 def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
-    from harness.dataset import load_dataset
+    from harness.inputs.dataset import load_dataset
 
     dataset = load_dataset(target.dataset)
     return {str(q.id): q.row() for q in dataset.questions}

@@ -22,9 +22,9 @@ from typing import Any
 
 from graders.base import GraderServices
 from graders.context import build_context
-from harness.config import TargetConfig
 from harness.errors import ConfigError
 from harness.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.inputs.config import TargetConfig
 from harness.records import RunRecord, ToolRecord
 from harness.scoring import QuestionScore, score_question
 from harness.store import QuestionRun, ResultStore
@@ -40,7 +40,7 @@ class TargetPlan:
 
     target: TargetConfig
     questions: list[Any]
-    """`harness.dataset.Question`s still to run, in selection order."""
+    """`harness.inputs.dataset.Question`s still to run, in selection order."""
     attached: list[AttachedGrader]
     services: GraderServices
     dataset_name: str = ""

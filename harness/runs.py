@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.config import Config, TargetConfig
 from harness.errors import InputError, NothingToRunError
 from harness.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
 from harness.identity import (
@@ -35,6 +34,7 @@ from harness.identity import (
     sha256_file,
     write_identity,
 )
+from harness.inputs.config import Config, TargetConfig
 from harness.records import GradeResult
 from harness.runner import TargetPlan, arun_target
 from harness.scoring import (
@@ -156,7 +156,7 @@ def _advisories(
 
 
 def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
-    from harness.dataset import load_dataset, select_questions
+    from harness.inputs.dataset import load_dataset, select_questions
 
     dataset = load_dataset(target.dataset)
     questions = select_questions(

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config import load_config, load_object, validate_config_file
 from harness.errors import ConfigError
-from harness.sourcefile import load_document, validate_document
+from harness.inputs.config import load_config, load_object, validate_config_file
+from harness.inputs.sourcefile import load_document, validate_document
 from tests.runs_support import write_project
 
 CORPUS = Path(__file__).resolve().parents[1] / "schema" / "examples" / "config"

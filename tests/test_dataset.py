@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.dataset import (
+from harness.errors import DatasetError, ExitCode, InputError
+from harness.inputs.dataset import (
     Dataset,
     Question,
     load_dataset,
     select_questions,
     validate_dataset_file,
 )
-from harness.errors import DatasetError, ExitCode, InputError
-from harness.sourcefile import load_schema
+from harness.inputs.sourcefile import load_schema
 
 QUESTIONS = [
     {"id": "q1", "input": "What is LangGraph?", "bundle": "basics", "tags": ["smoke"]},
@@ -219,7 +219,9 @@ question = st.fixed_dictionaries(
 @settings(max_examples=150, deadline=None)
 @given(row=question)
 def test_valid_questions_round_trip_and_agree_with_the_schema(row: dict) -> None:
-    from harness.sourcefile import _validator  # the same validator `tracegrade validate` uses
+    from harness.inputs.sourcefile import (
+        _validator,  # the same validator `tracegrade validate` uses
+    )
 
     assert list(_validator("dataset").iter_errors({"questions": [row]})) == []
     assert Question.model_validate(row).row() == row
@@ -232,9 +234,9 @@ def test_schema_and_models_name_the_same_question_keys() -> None:
 
 def test_model_errors_are_located_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Should the schema ever let through what the models reject, the error still names the line.
-    import harness.dataset
+    import harness.inputs.dataset
 
-    monkeypatch.setattr(harness.dataset, "validate_document", lambda doc, name: [])
+    monkeypatch.setattr(harness.inputs.dataset, "validate_document", lambda doc, name: [])
     path = tmp_path / "d.yaml"
     path.write_text(
         "questions:\n  - id: q1\n    input: x\n    expected_tools:\n"

@@ -21,8 +21,8 @@ from langchain_core.messages import HumanMessage
 
 from graders.code import load_grading_module
 from graders.registry import load_registry
-from harness.config import load_config
-from harness.dataset import load_dataset
+from harness.inputs.config import load_config
+from harness.inputs.dataset import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

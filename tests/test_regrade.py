@@ -7,7 +7,7 @@ import json
 import textwrap
 
 from harness.cli import main
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.regrade import regrade_run
 from harness.runs import start_run
 from harness.store import ResultStore

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graders.rubrics import Rubric, validate_rubric_file
-from harness.sourcefile import load_document, load_schema
+from harness.inputs.sourcefile import load_document, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID = sorted((ROOT / "schema/examples/rubrics/valid").iterdir())

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.records import ToolRecord
 from harness.runs import Selection, start_run
 from harness.store import ResultStore
@@ -126,8 +126,8 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
-    from harness.dataset import load_dataset
     from harness.grading import attach_graders
+    from harness.inputs.dataset import load_dataset
     from harness.runner import arun_target
     from harness.runs import _plan, _services
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import load_config
+from harness.inputs.config import load_config
 from harness.runs import resume_run, start_run
 from harness.store import ResultStore
 from tests.runs_support import QUESTIONS, write_project

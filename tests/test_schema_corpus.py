@@ -11,9 +11,9 @@ import pydantic
 import pytest
 from jsonschema import Draft202012Validator
 
-from harness.dataset import Dataset, load_dataset, validate_dataset_file
 from harness.errors import DatasetError
-from harness.sourcefile import _validator, load_document, load_schema
+from harness.inputs.dataset import Dataset, load_dataset, validate_dataset_file
+from harness.inputs.sourcefile import _validator, load_document, load_schema
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "schema" / "examples"
 VALID = sorted((EXAMPLES / "valid").glob("dataset-*.yaml"))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import ConfigError, DatasetError, ExitCode
-from harness.sourcefile import (
+from harness.inputs.sourcefile import (
     Problem,
     load_document,
     load_schema,

@@ -14,8 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from harness.dataset import Dataset, validate_dataset_file
-from harness.sourcefile import Document, conforms, load_document, load_schema, validate_document
+from harness.inputs.dataset import Dataset, validate_dataset_file
+from harness.inputs.sourcefile import (
+    Document,
+    conforms,
+    load_document,
+    load_schema,
+    validate_document,
+)
 
 SCHEMA = load_schema("dataset")
 DEFS = SCHEMA["$defs"]

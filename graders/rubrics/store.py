@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from graders.rubrics.model import Rubric
 from harness.errors import RubricError
-from harness.sourcefile import (
+from harness.inputs.sourcefile import (
     Document,
     Problem,
     load_document,

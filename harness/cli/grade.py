@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.config import load_config
+    from harness.inputs.config import load_config
     from harness.regrade import regrade_run
 
     config = load_config(args.config)

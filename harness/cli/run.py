@@ -83,7 +83,7 @@ def write_reports(args: argparse.Namespace, outcome: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.config import load_config
+    from harness.inputs.config import load_config
     from harness.progress import Progress
     from harness.runs import Selection, resume_run, start_run
 

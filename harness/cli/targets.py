@@ -67,7 +67,7 @@ def describe_targets(config: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.config import load_config
+    from harness.inputs.config import load_config
 
     print(describe_targets(load_config(args.config)), end="")
     return 0

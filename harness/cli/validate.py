@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ExitCode, InputError
-from harness.sourcefile import Problem, load_document
+from harness.inputs.sourcefile import Problem, load_document
 
 __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_file"]
 
 # kind -> "module:function", each `(path: Path) -> list[Problem]`, imported on first use so a
 # kind whose module is not there yet fails only for files of that kind.
 VALIDATORS: dict[str, str] = {
-    "dataset": "harness.dataset:validate_dataset_file",
-    "config": "harness.config:validate_config_file",
+    "dataset": "harness.inputs.dataset:validate_dataset_file",
+    "config": "harness.inputs.config:validate_config_file",
     "rubric": "graders.rubrics:validate_rubric_file",
 }
 
@@ -107,7 +107,7 @@ def validate_file(path: Path) -> tuple[str, list[Problem]]:
 def _summary(kind: str, path: Path) -> str:
     if kind != "dataset":
         return f"ok: {path} ({kind})"
-    from harness.dataset import load_dataset  # the dataset floor; only for the count
+    from harness.inputs.dataset import load_dataset  # the dataset floor; only for the count
 
     count = len(load_dataset(path).questions)
     return f"ok: {path} ({count} question{'s' if count != 1 else ''})"

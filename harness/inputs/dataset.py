@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from harness.errors import DatasetError, InputError
-from harness.sourcefile import (
+from harness.inputs.sourcefile import (
     Document,
     Problem,
     conforms,
@@ -36,7 +36,7 @@ from harness.sourcefile import (
     raise_problems,
     validate_document,
 )
-from harness.splits import SPLIT_NAMES, assign_split
+from harness.inputs.splits import SPLIT_NAMES, assign_split
 
 __all__ = [
     "Dataset",
@@ -206,7 +206,7 @@ class Ratios(BaseModel):
 
 
 class Splits(BaseModel):
-    """The dataset-level rule bucketing unlabeled questions (see harness/splits.py)."""
+    """The dataset-level rule bucketing unlabeled questions (see harness/inputs/splits.py)."""
 
     model_config = _STRICT
 

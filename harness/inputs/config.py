@@ -1,6 +1,6 @@
 """The run config file (`tracegrade.yaml`): loading, validation and object references.
 
-Validated against `schema/config.schema.json` through `harness.sourcefile`, then checked for
+Validated against `schema/config.schema.json` through `harness.inputs.sourcefile`, then checked for
 what a schema cannot say (files that must exist, exactly one of `agent`/`chat_model`), every
 problem naming file, line and key. Relative paths resolve against the config file's directory.
 
@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.scoring import GateConfig
-from harness.sourcefile import (
+from harness.inputs.sourcefile import (
     Document,
     Problem,
     load_document,
@@ -31,6 +30,7 @@ from harness.sourcefile import (
     raise_problems,
     validate_document,
 )
+from harness.scoring import GateConfig
 
 __all__ = [
     "DEFAULT_CONFIG",

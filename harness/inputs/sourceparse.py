@@ -1,5 +1,5 @@
 """Parsing source files (YAML, JSON, JSONL) with a map from JSON pointer to line, and the
-`Problem` and `Document` types. Public through `harness.sourcefile`; import from there.
+`Problem` and `Document` types. Public through `harness.inputs.sourcefile`; import from there.
 
 A syntax error raises the caller's error class with its line: never an empty document.
 """

@@ -34,7 +34,7 @@ import jsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
 from harness.errors import InputError
-from harness.sourceparse import (
+from harness.inputs.sourceparse import (
     Document,
     Problem,
     escape_pointer_token,
@@ -56,7 +56,7 @@ __all__ = [
     "validate_document",
 ]
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 
 
 # ------------------------------------------------------------------------------- validation
