@@ -238,13 +238,13 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     the paired differences is the per-question cost. Added to it, measured apart: the trace
     file writer's thread CPU, loading and validating the dataset file, and the per-run setup.
     """
-    from harness.capture import Recorder
+    from harness.capture.recorder import Recorder
+    from harness.capture.telemetry import RunTelemetry
     from harness.grading import attach_graders
     from harness.inputs import sourcefile
     from harness.runner import _run_one
     from harness.runs import _plan, _select, _services
     from harness.store import ResultStore
-    from harness.telemetry import RunTelemetry
 
     os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
     n = args.overhead_questions

@@ -37,10 +37,10 @@ _EXPORTS: dict[str, str] = {
     "load_dataset": "harness.inputs.dataset",
     "select_questions": "harness.inputs.dataset",
     # capture and telemetry
-    "ExportReport": "harness.telemetry",
-    "Recorder": "harness.capture",
-    "RunTelemetry": "harness.telemetry",
-    "read_records": "harness.tracefile",
+    "ExportReport": "harness.capture.telemetry",
+    "Recorder": "harness.capture.recorder",
+    "RunTelemetry": "harness.capture.telemetry",
+    "read_records": "harness.capture.tracefile",
     # environments
     "Environment": "harness.environment",
     "SQLiteEnvironment": "harness.environment",

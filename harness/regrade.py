@@ -152,8 +152,8 @@ async def aregrade(
     on_done: Callable[[QuestionScore], None] | None = None,
 ) -> list[str]:
     """Re-score every stored question of `targets` under `grading_id`; returns notes."""
+    from harness.capture.tracefile import read_records
     from harness.runs import trace_file_of
-    from harness.tracefile import read_records
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())

@@ -263,7 +263,7 @@ async def arun_target(
     flight. Scores are not kept in memory (the store has them; `on_done` sees each one), so
     memory stays flat in the number of questions."""
     if record_class is None:
-        from harness.capture import Recorder as record_class
+        from harness.capture.recorder import Recorder as record_class
     shared = None
     if plan.target.mode == "chat":
         shared = _chat_model(plan.factory)

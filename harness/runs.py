@@ -228,7 +228,7 @@ async def _arun_plans(
     grading_id: int,
     on_done: Callable[[QuestionScore], None] | None,
 ) -> list[str]:
-    from harness.telemetry import RunTelemetry
+    from harness.capture.telemetry import RunTelemetry
 
     notes = []
     for plan in plans:

@@ -17,7 +17,7 @@ from agents.testing_graphs import (
     supervisor_with_subgraph,
     threaded_tool,
 )
-from harness.capture import Recorder
+from harness.capture.recorder import Recorder
 from harness.records import Outcome, ToolRecord
 
 

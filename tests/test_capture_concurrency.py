@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent, stall
-from harness.capture import Recorder
+from harness.capture.recorder import Recorder
 from harness.records import Outcome
 
 

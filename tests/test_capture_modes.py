@@ -8,7 +8,7 @@ import pytest
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent
-from harness.capture import Recorder
+from harness.capture.recorder import Recorder
 from harness.records import Outcome
 
 STREAM_MODES = ["values", "updates", "messages", "debug", "custom", "checkpoints", "tasks"]

@@ -13,11 +13,11 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from harness.capture import Recorder
-from harness.capture_reconcile import finalize_calls
+from harness.capture.reconcile import finalize_calls
+from harness.capture.recorder import Recorder
+from harness.capture.tracefile import TraceFileExporter, read_records
 from harness.records import Outcome, ToolCall
 from harness.redaction import is_secret_name, redact_text
-from harness.tracefile import TraceFileExporter, read_records
 
 safe_text = st.text(max_size=30).filter(lambda s: redact_text(s) == s)
 safe_key = st.text(max_size=10).filter(lambda k: not is_secret_name(k) and redact_text(k) == k)

@@ -117,7 +117,7 @@ def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):
 
 
 def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
-    from harness.capture import Recorder
+    from harness.capture.recorder import Recorder
 
     class BrokenRecorder(Recorder):
         def seal(self, final_state=None):

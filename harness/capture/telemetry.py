@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Tracer
 
 from harness import semconv as sc
-from harness.tracefile import TraceFileExporter, redacted_attributes
+from harness.capture.tracefile import TraceFileExporter, redacted_attributes
 
 __all__ = ["ExportReport", "RedactingExporter", "RunTelemetry"]
 

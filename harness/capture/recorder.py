@@ -28,7 +28,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from harness import semconv as sc
-from harness.capture_reconcile import (
+from harness.capture.reconcile import (
     finalize_calls,
     messages_in,
     outcome_of_error,
@@ -36,8 +36,8 @@ from harness.capture_reconcile import (
     plain,
     requested_calls,
 )
-from harness.capture_spans import LiteSpan, SpanSink
-from harness.capture_state import (
+from harness.capture.spans import LiteSpan, SpanSink
+from harness.capture.state import (
     AgentState,
     RunState,
     ToolState,

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from harness import semconv as sc
-from harness.capture_reconcile import finalize_calls
+from harness.capture.reconcile import finalize_calls
 from harness.errors import CaptureError
 from harness.records import Outcome, ToolCall, ToolRecord
 from harness.redaction import SECRET_NAME_FRAGMENTS, redact_arguments, redact_text, truncate

@@ -11,7 +11,7 @@ from typing import Any
 from opentelemetry.trace import Status, StatusCode
 
 from harness import semconv as sc
-from harness.capture_reconcile import encode_result
+from harness.capture.reconcile import encode_result
 from harness.records import Outcome, ToolCall
 
 __all__ = ["AgentState", "RunState", "ToolState", "finish_tool", "freeze", "tool_attributes"]
