@@ -3,7 +3,7 @@
 The scripted model sleeps `--latency` seconds per model call (default 50 ms), standing in for a
 real model. For each concurrency (1, 10, 50) it prints, side by side:
 
-- the harness: `harness.runs.start_run` (capture, grading, one SQLite commit per question, the
+- the harness: `harness.runs.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
   local trace file), wall time, throughput as a share of the ideal
   (model calls x latency / concurrency), and its ratio to
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from harness.inputs.config import load_config  # noqa: E402
 from harness.inputs.dataset import load_dataset  # noqa: E402
-from harness.runs import Selection, start_run  # noqa: E402
+from harness.runs.lifecycle import Selection, start_run  # noqa: E402
 
 SOURCE = REPO / "examples" / "datasets" / "support_desk.yaml"
 GRADERS = [
@@ -98,7 +98,7 @@ def harness_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
 async def raw_question(target, factory, make_env, question) -> int:
     """One question through the agent as a plain loop would: a fresh environment, the graph
     built on it, `ainvoke` with no callbacks. Returns the model calls it made."""
-    from harness.runner import messages_for_agent
+    from harness.runs.runner import messages_for_agent
 
     env = make_env()
     try:
@@ -240,11 +240,11 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     """
     from harness.capture.recorder import Recorder
     from harness.capture.telemetry import RunTelemetry
-    from harness.grading import attach_graders
     from harness.inputs import sourcefile
-    from harness.runner import _run_one
-    from harness.runs import _plan, _select, _services
-    from harness.store import ResultStore
+    from harness.runs.grading import attach_graders
+    from harness.runs.lifecycle import _plan, _select, _services
+    from harness.runs.runner import _run_one
+    from harness.runs.store import ResultStore
 
     os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
     n = args.overhead_questions

@@ -54,15 +54,15 @@ _EXPORTS: dict[str, str] = {
     "build_provider": "harness.judging",
     # config and runs
     "Config": "harness.inputs.config",
-    "RunOutcome": "harness.runs",
-    "Selection": "harness.runs",
-    "aregrade_run": "harness.regrade",
-    "aresume_run": "harness.runs",
-    "astart_run": "harness.runs",
+    "RunOutcome": "harness.runs.lifecycle",
+    "Selection": "harness.runs.lifecycle",
+    "aregrade_run": "harness.runs.regrade",
+    "aresume_run": "harness.runs.lifecycle",
+    "astart_run": "harness.runs.lifecycle",
     "load_config": "harness.inputs.config",
-    "regrade_run": "harness.regrade",
-    "resume_run": "harness.runs",
-    "start_run": "harness.runs",
+    "regrade_run": "harness.runs.regrade",
+    "resume_run": "harness.runs.lifecycle",
+    "start_run": "harness.runs.lifecycle",
 }
 
 __all__ = sorted(_EXPORTS)

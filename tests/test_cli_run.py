@@ -127,7 +127,7 @@ class _Tty:
 def test_progress_draws_on_a_tty_and_is_quiet_otherwise():
     from types import SimpleNamespace
 
-    from harness.progress import Progress
+    from harness.reports.progress import Progress
 
     tty = _Tty()
     progress = Progress(stream=tty, interval_s=0)

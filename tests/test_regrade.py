@@ -8,9 +8,9 @@ import textwrap
 
 from harness.cli import main
 from harness.inputs.config import load_config
-from harness.regrade import regrade_run
-from harness.runs import start_run
-from harness.store import ResultStore
+from harness.runs.lifecycle import start_run
+from harness.runs.regrade import regrade_run
+from harness.runs.store import ResultStore
 from tests import openai_server as loopback
 from tests.openai_server import score, server_error
 from tests.runs_support import write_project

@@ -10,8 +10,8 @@ import pytest
 
 from harness.inputs.config import load_config
 from harness.records import ToolRecord
-from harness.runs import Selection, start_run
-from harness.store import ResultStore
+from harness.runs.lifecycle import Selection, start_run
+from harness.runs.store import ResultStore
 from tests.runs_support import write_project
 
 
@@ -126,10 +126,10 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
-    from harness.grading import attach_graders
     from harness.inputs.dataset import load_dataset
-    from harness.runner import arun_target
-    from harness.runs import _plan, _services
+    from harness.runs.grading import attach_graders
+    from harness.runs.lifecycle import _plan, _services
+    from harness.runs.runner import arun_target
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
@@ -181,7 +181,7 @@ def test_nothing_selected_is_exit_5(tmp_path):
 async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
     # A notebook or an async service already has a loop: astart_run must be awaitable there
     # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
-    from harness.runs import astart_run
+    from harness.runs.lifecycle import astart_run
 
     config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
     outcome = await astart_run(config)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.inputs.config import load_config
-from harness.runs import resume_run, start_run
-from harness.store import ResultStore
+from harness.runs.lifecycle import resume_run, start_run
+from harness.runs.store import ResultStore
 from tests.runs_support import QUESTIONS, write_project
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.records import GradeResult
-from harness.scoring import (
+from harness.runs.scoring import (
     GateConfig,
     GraderScore,
     QuestionScore,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from harness.scoring import GraderScore, QuestionScore, score_question
-from harness.store import QuestionRun, ResultStore
+from harness.runs.scoring import GraderScore, QuestionScore, score_question
+from harness.runs.store import QuestionRun, ResultStore
 
 
 def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:

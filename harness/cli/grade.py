@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.inputs.config import load_config
-    from harness.regrade import regrade_run
+    from harness.runs.regrade import regrade_run
 
     config = load_config(args.config)
     outcome = regrade_run(config, args.run_dir, current=args.current, use_cache=not args.no_cache)

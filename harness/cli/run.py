@@ -84,8 +84,8 @@ def write_reports(args: argparse.Namespace, outcome: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.inputs.config import load_config
-    from harness.progress import Progress
-    from harness.runs import Selection, resume_run, start_run
+    from harness.reports.progress import Progress
+    from harness.runs.lifecycle import Selection, resume_run, start_run
 
     config = load_config(args.config)
     progress = Progress(quiet=args.quiet)

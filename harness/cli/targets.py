@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
 
 def describe_targets(config: Any) -> str:
     from graders.advisories import TEXT_ONLY, advisories
-    from harness.grading import attach_graders, build_services
+    from harness.runs.grading import attach_graders, build_services
 
     services = build_services(
         judge=None,

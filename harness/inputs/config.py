@@ -30,7 +30,7 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
-from harness.scoring import GateConfig
+from harness.runs.scoring import GateConfig
 
 __all__ = [
     "DEFAULT_CONFIG",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.scoring import GraderScore, QuestionScore
+from harness.runs.scoring import GraderScore, QuestionScore
 
 __all__ = ["fmt", "fmt_score", "question_reasons", "worst_questions"]
 

@@ -16,7 +16,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def render_console(outcome, *, worst: int = 5) -> str:
-    """The text printed after a run or re-grade (`outcome` is a `harness.runs.RunOutcome`)."""
+    """The text printed after a run or re-grade (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
     for note in outcome.notes:
         lines.append(f"note: {note}")

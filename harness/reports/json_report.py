@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.scoring import GraderScore, QuestionScore
+from harness.runs.scoring import GraderScore, QuestionScore
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -63,7 +63,7 @@ def _question(q: QuestionScore) -> dict[str, Any]:
 
 
 def build_json_report(outcome) -> dict[str, Any]:
-    """The report as a plain mapping (`outcome` is a `harness.runs.RunOutcome`)."""
+    """The report as a plain mapping (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     names = [t.target for t in outcome.targets]
     return {
         "format": FORMAT,

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.reports.common import fmt, fmt_score
-from harness.scoring import QuestionScore
+from harness.runs.scoring import QuestionScore
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -77,7 +77,7 @@ def _suite_properties(suite: ET.Element, verdict) -> None:
 
 
 def render_junit(outcome) -> str:
-    """The XML document (`outcome` is a `harness.runs.RunOutcome`)."""
+    """The XML document (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
     total_f = total_e = total_t = 0
     for t in outcome.targets:

@@ -17,10 +17,10 @@ from typing import Any
 
 from graders.context import build_context
 from harness.errors import ConfigError
-from harness.grading import AttachedGrader, agrade_question, attach_graders, criteria_with_rubric
+from harness.runs.grading import AttachedGrader, agrade_question, attach_graders, criteria_with_rubric
 from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from harness.records import RunRecord, ToolRecord
-from harness.runs import (
+from harness.runs.lifecycle import (
     RunOutcome,
     _open_run,
     _results,
@@ -28,8 +28,8 @@ from harness.runs import (
     _stored_attachments,
     _without_loop,
 )
-from harness.scoring import GraderScore, QuestionScore, score_question
-from harness.store import QuestionRun, ResultStore
+from harness.runs.scoring import GraderScore, QuestionScore, score_question
+from harness.runs.store import QuestionRun, ResultStore
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
@@ -153,7 +153,7 @@ async def aregrade(
 ) -> list[str]:
     """Re-score every stored question of `targets` under `grading_id`; returns notes."""
     from harness.capture.tracefile import read_records
-    from harness.runs import trace_file_of
+    from harness.runs.lifecycle import trace_file_of
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.scoring import GraderScore, QuestionScore, score_question
+from harness.runs.scoring import GraderScore, QuestionScore, score_question
 
 __all__ = ["STORE_FILE", "QuestionRun", "ResultStore"]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from graders.base import Attachment, Grader, GraderServices
 from harness.errors import ConfigError, RubricError
-from harness.identity import grader_code_hash
+from harness.runs.identity import grader_code_hash
 from harness.records import GradeResult
-from harness.scoring import GraderScore, aggregate_samples
+from harness.runs.scoring import GraderScore, aggregate_samples
 
 __all__ = [
     "AttachedGrader",

@@ -23,11 +23,11 @@ from typing import Any
 from graders.base import GraderServices
 from graders.context import build_context
 from harness.errors import ConfigError
-from harness.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.runs.grading import AttachedGrader, agrade_question, criteria_with_rubric
 from harness.inputs.config import TargetConfig
 from harness.records import RunRecord, ToolRecord
-from harness.scoring import QuestionScore, score_question
-from harness.store import QuestionRun, ResultStore
+from harness.runs.scoring import QuestionScore, score_question
+from harness.runs.store import QuestionRun, ResultStore
 
 __all__ = ["TargetPlan", "arun_target", "last_ai_text", "messages_for_agent", "to_role_dicts"]
 

@@ -1,10 +1,10 @@
 """Runs: starting and resuming them, and the run directory they live in (re-grading one is
-`harness.regrade`).
+`harness.runs.regrade`).
 
 ```
 runs/<run id>/
-  identity.json            what produced the scores (harness.identity)
-  results.sqlite           one committed row per finished question (harness.store)
+  identity.json            what produced the scores (harness.runs.identity)
+  results.sqlite           one committed row per finished question (harness.runs.store)
   traces/<target>.jsonl    the run's local trace file per target (records for re-grading)
   graders/<target>/...     copies of the user grading modules the run used
 ```
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, NothingToRunError
-from harness.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
-from harness.identity import (
+from harness.runs.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
+from harness.runs.identity import (
     copy_grading_module,
     git_commit,
     package_versions,
@@ -36,8 +36,8 @@ from harness.identity import (
 )
 from harness.inputs.config import Config, TargetConfig
 from harness.records import GradeResult
-from harness.runner import TargetPlan, arun_target
-from harness.scoring import (
+from harness.runs.runner import TargetPlan, arun_target
+from harness.runs.scoring import (
     GateVerdict,
     GraderSummary,
     QuestionScore,
@@ -45,7 +45,7 @@ from harness.scoring import (
     evaluate_gate,
     summarise_graders,
 )
-from harness.store import ResultStore
+from harness.runs.store import ResultStore
 
 __all__ = [
     "RunOutcome",
@@ -171,7 +171,7 @@ def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]
 
 def _check_rubrics(questions: Sequence[Any], services: Any) -> None:
     """Resolve every `rubric_ref` before anything runs: a dangling one is invalid input."""
-    from harness.grading import criteria_with_rubric
+    from harness.runs.grading import criteria_with_rubric
 
     for question in questions:
         criteria_with_rubric(question.row(), services.rubrics)
