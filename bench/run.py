@@ -242,7 +242,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     from harness.capture.telemetry import RunTelemetry
     from harness.inputs import sourcefile
     from harness.runs.grading import attach_graders
-    from harness.runs.lifecycle import _plan, _select, _services
+    from harness.runs.lifecycle import _plan, _select, run_services
     from harness.runs.runner import _run_one
     from harness.runs.store import ResultStore
 
@@ -252,7 +252,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     config = load_config(path)
     target = config.targets["support_desk"]
     run_dir = root / "overhead" / "interleaved"
-    services = _services(config, run_dir, True)
+    services = run_services(config, run_dir, True)
     dataset, questions = _select(target, Selection())
     attached = attach_graders(target.graders, grading_module=None, services=services)
     plan = _plan(target, questions, dataset, attached, services)

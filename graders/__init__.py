@@ -12,14 +12,13 @@ from graders.code import (
     ExactMatch,
     Similarity,
     attachment_of,
-    find_grading_module,
     grader,
     levenshtein,
-    load_grading_module,
 )
 from graders.context import DEFAULT_RESPONSE_CHAR_LIMIT, build_context
 from graders.format import FormatGrader
 from graders.judges import LlmJudge
+from graders.modules import find_grading_module, load_grading_module
 from graders.registry import CatalogRow, GraderRegistry, load_registry
 from graders.rubrics import Check, Rubric, RubricStore, criteria_text, validate_rubric_file
 from graders.state import StateGrader

@@ -11,7 +11,6 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -29,10 +28,8 @@ __all__ = [
     "Similarity",
     "attachment_of",
     "deep_equal",
-    "find_grading_module",
     "grader",
     "levenshtein",
-    "load_grading_module",
 ]
 
 log = logging.getLogger(__name__)
@@ -389,23 +386,6 @@ def grader(
     if function is not None:
         return build(function)
     return build
-
-
-# -- grading modules (the loader lives in graders.modules) ---------------------------------
-def load_grading_module(
-    path: str | Path, *, services: GraderServices | None = None
-) -> list[Attachment]:
-    """Import a user grading module by file path; see `graders.modules.load_grading_module`."""
-    from graders import modules
-
-    return modules.load_grading_module(path, services=services)
-
-
-def find_grading_module(dataset_path: str | Path) -> Path | None:
-    """`graders.py` beside the dataset file, when there is one."""
-    from graders import modules
-
-    return modules.find_grading_module(dataset_path)
 
 
 GRADERS: list[type[Grader]] = [ExactMatch, Contains, Similarity]

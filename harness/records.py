@@ -7,8 +7,8 @@ live here so graders never re-derive them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -20,6 +20,7 @@ __all__ = [
     "RunRecord",
     "ToolCall",
     "ToolRecord",
+    "finalize_calls",
     "map_to_composite",
     "scale_label",
 ]
@@ -245,3 +246,20 @@ def scale_label(min_score: float, max_score: float) -> str:
     if (min_score, max_score) == (0.0, 1.0):
         return "(binary, 0-1)"
     return f"({fmt(min_score)}-{fmt(max_score)})"
+
+
+def finalize_calls(calls: Iterable[ToolCall]) -> list[ToolCall]:
+    """Calls in start order, a re-run of the same (agent, call id) replacing the earlier run
+    (last outcome wins), renumbered 0..n-1."""
+    ordered = sorted(calls, key=lambda c: (c.seq, c.start_ns))
+    kept: dict[Any, ToolCall] = {}
+    for index, c in enumerate(ordered):
+        key = (c.agent, c.call_id) if c.call_id else index
+        if key in kept:
+            # The re-run takes the first run's place in start order: it answers the same request.
+            first = kept[key]
+            kept[key] = replace(c, seq=first.seq)
+        else:
+            kept[key] = c
+    final = sorted(kept.values(), key=lambda c: c.seq)
+    return [c if c.seq == i else replace(c, seq=i) for i, c in enumerate(final)]

@@ -18,7 +18,8 @@ from graders import (
     load_grading_module,
     load_registry,
 )
-from graders.code import FunctionGrader, find_grading_module
+from graders.code import FunctionGrader
+from graders.modules import find_grading_module
 from harness.errors import InputError
 from harness.judging.provider import JudgeReply
 from harness.records import GradeResult, RunRecord, ToolRecord

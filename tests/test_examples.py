@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graders.code import load_grading_module
+from graders.modules import load_grading_module
 from graders.registry import load_registry
 from harness.inputs.config import load_config
 from harness.inputs.dataset import load_dataset

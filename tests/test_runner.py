@@ -128,12 +128,12 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     from harness.inputs.dataset import load_dataset
     from harness.runs.grading import attach_graders
-    from harness.runs.lifecycle import _plan, _services
+    from harness.runs.lifecycle import _plan, run_services
     from harness.runs.runner import arun_target
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
-    services = _services(config, tmp_path / "run", True)
+    services = run_services(config, tmp_path / "run", True)
     dataset = load_dataset(target.dataset)
     attached = attach_graders(target.graders, grading_module=None, services=services)
     plan = _plan(target, list(dataset.questions), dataset, attached, services)

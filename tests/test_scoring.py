@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.inputs.config import GateConfig
 from harness.records import GradeResult
 from harness.runs.scoring import (
-    GateConfig,
     GraderScore,
     QuestionScore,
     aggregate_samples,

@@ -1,8 +1,6 @@
 """Pure helpers of the capture layer, shared by the live recorder and the trace-file reader so
 both build the same record from the same facts.
 
-- `finalize_calls`: de-duplicate re-runs of one call id (interrupt/resume, retries: the last
-  outcome wins) and number the calls in start order.
 - `outcome_of_output` / `outcome_of_error`: an outcome from what the tool returned or raised,
   decided by types and statuses, never by message text.
 - `plain`: a JSON-shaped copy of a tool result, so the in-process record and the record read
@@ -14,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -22,11 +19,10 @@ from langgraph.errors import GraphInterrupt, ParentCommand
 from langgraph.types import Command
 
 from harness import semconv
-from harness.records import Outcome, ToolCall
+from harness.records import Outcome
 
 __all__ = [
     "encode_result",
-    "finalize_calls",
     "messages_in",
     "outcome_of_error",
     "outcome_of_output",
@@ -35,23 +31,6 @@ __all__ = [
 ]
 
 _CANCELLED_TYPES = (asyncio.CancelledError, GeneratorExit, KeyboardInterrupt)
-
-
-def finalize_calls(calls: Iterable[ToolCall]) -> list[ToolCall]:
-    """Calls in start order, a re-run of the same (agent, call id) replacing the earlier run
-    (last outcome wins), renumbered 0..n-1."""
-    ordered = sorted(calls, key=lambda c: (c.seq, c.start_ns))
-    kept: dict[Any, ToolCall] = {}
-    for index, c in enumerate(ordered):
-        key = (c.agent, c.call_id) if c.call_id else index
-        if key in kept:
-            # The re-run takes the first run's place in start order: it answers the same request.
-            first = kept[key]
-            kept[key] = replace(c, seq=first.seq)
-        else:
-            kept[key] = c
-    final = sorted(kept.values(), key=lambda c: c.seq)
-    return [c if c.seq == i else replace(c, seq=i) for i, c in enumerate(final)]
 
 
 def outcome_of_output(output: Any) -> tuple[Outcome, str | None]:

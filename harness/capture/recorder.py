@@ -29,7 +29,6 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from harness import semconv as sc
 from harness.capture.reconcile import (
-    finalize_calls,
     messages_in,
     outcome_of_error,
     outcome_of_output,
@@ -45,7 +44,7 @@ from harness.capture.state import (
     freeze,
     tool_attributes,
 )
-from harness.records import Outcome, ToolRecord
+from harness.records import Outcome, ToolRecord, finalize_calls
 
 __all__ = ["Recorder"]
 

@@ -20,9 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from harness import semconv as sc
-from harness.capture.reconcile import finalize_calls
 from harness.errors import CaptureError
-from harness.records import Outcome, ToolCall, ToolRecord
+from harness.records import Outcome, ToolCall, ToolRecord, finalize_calls
 from harness.redaction import SECRET_NAME_FRAGMENTS, redact_arguments, redact_text, truncate
 
 __all__ = [

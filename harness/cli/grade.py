@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import EPILOG
-from harness.cli.run import add_report_flags, write_reports
+from harness.reports.flags import add_report_flags, write_reports
 
 __all__ = ["register", "run"]
 

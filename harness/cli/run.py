@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import EPILOG
+from harness.reports.flags import add_report_flags, write_reports
 
-__all__ = ["add_report_flags", "register", "run", "write_reports"]
+__all__ = ["register", "run"]
 
 DESCRIPTION = """\
 Run each selected target's agent over its dataset (bounded concurrency, a per-question timeout),
@@ -17,16 +18,6 @@ record every tool call as an OpenTelemetry span, grade each answer, commit each 
 question to runs/<run id>/results.sqlite, print the report and exit per the gate.
 An interrupted run keeps every finished question: `--resume RUN_ID` asks only what is missing.
 """
-
-
-def add_report_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the JSON results report")
-    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
-    parser.add_argument("--markdown", type=Path, metavar="FILE", help="write a Markdown summary")
-    parser.add_argument("--quiet", action="store_true", help="no progress line")
-    parser.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the judge cache"
-    )
 
 
 def register(subparsers: Any) -> None:
@@ -64,22 +55,6 @@ def register(subparsers: Any) -> None:
     )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
-
-
-def write_reports(args: argparse.Namespace, outcome: Any) -> None:
-    """Print the console report and write the report files the flags ask for."""
-    from harness.reports.console import render_console
-    from harness.reports.json_report import write_json_report
-    from harness.reports.junit import write_junit
-    from harness.reports.markdown import write_markdown
-
-    sys.stdout.write(render_console(outcome))
-    if args.json:
-        write_json_report(outcome, args.json)
-    if args.junit:
-        write_junit(outcome, args.junit)
-    if args.markdown:
-        write_markdown(outcome, args.markdown)
 
 
 def run(args: argparse.Namespace) -> int:

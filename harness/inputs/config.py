@@ -30,11 +30,11 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
-from harness.runs.scoring import GateConfig
 
 __all__ = [
     "DEFAULT_CONFIG",
     "Config",
+    "GateConfig",
     "GraderSpec",
     "TargetConfig",
     "TelemetryConfig",
@@ -49,6 +49,20 @@ __all__ = [
 DEFAULT_CONFIG = "tracegrade.yaml"
 DEFAULTS: dict[str, Any] = {"response_char_limit": 4000, "concurrency": 8, "timeout_s": 60.0}
 _SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
+
+
+@dataclass(frozen=True, slots=True)
+class GateConfig:
+    """A target's gate (config `gate:`)."""
+
+    min_mean_composite: float | None = None
+    """Minimum mean composite (0–5) over non-degraded questions; None: no bar."""
+    max_errored: int = 0
+    """Error budget: degraded or errored questions allowed before the run is incomplete (3)."""
+    zero_critical_failures: bool = True
+    """Any failed critical rubric check fails the gate."""
+    allow_review: bool = False
+    """A required rubric check left in Review does not block the gate."""
 
 
 @dataclass(frozen=True, slots=True)

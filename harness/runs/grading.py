@@ -139,7 +139,7 @@ def _registry_attachment(
 def _module_attachments(
     path: Path, services: GraderServices, *, module_label: str
 ) -> list[AttachedGrader]:
-    from graders.code import load_grading_module
+    from graders.modules import load_grading_module
 
     out = []
     for att in load_grading_module(path, services=services):

@@ -54,8 +54,13 @@ __all__ = [
     "aresume_run",
     "astart_run",
     "new_run_id",
+    "open_run",
     "resume_run",
+    "run_services",
+    "run_without_loop",
     "start_run",
+    "stored_attachments",
+    "stored_results",
     "trace_file_of",
 ]
 
@@ -201,7 +206,7 @@ def _target_identity(
     }
 
 
-def _services(config: Config, run_dir: Path, use_cache: bool) -> Any:
+def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
     return build_services(
         judge=config.judge,
         base_dir=config.base_dir,
@@ -254,7 +259,7 @@ async def _arun_plans(
     return notes
 
 
-def _results(
+def stored_results(
     store: ResultStore,
     grading_id: int,
     targets: Sequence[TargetConfig],
@@ -312,7 +317,7 @@ async def astart_run(
     targets = config.select_targets(selection.targets)
     run_id = run_id or new_run_id()
     run_dir = config.runs_dir / run_id
-    services = _services(config, run_dir, use_cache)
+    services = run_services(config, run_dir, use_cache)
     prepared = []
     for target in targets:
         dataset, questions = _select(target, selection)
@@ -359,7 +364,7 @@ async def astart_run(
             on_done=on_done,
         )
         attached_by_target = {t.name: at for t, _, _, at in prepared}
-        results = _results(store, grading_id, targets, identity, attached_by_target)
+        results = stored_results(store, grading_id, targets, identity, attached_by_target)
     return RunOutcome(run_id, run_dir, results, identity, grading_id, notes)
 
 
@@ -375,7 +380,7 @@ def _grader_specs(identity: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _open_run(config: Config, run: str | Path) -> tuple[Path, dict[str, Any]]:
+def open_run(config: Config, run: str | Path) -> tuple[Path, dict[str, Any]]:
     run_dir = Path(run)
     if not (run_dir / "identity.json").is_file():
         run_dir = config.runs_dir / str(run)
@@ -384,7 +389,7 @@ def _open_run(config: Config, run: str | Path) -> tuple[Path, dict[str, Any]]:
     return run_dir, read_identity(run_dir)
 
 
-def _stored_attachments(
+def stored_attachments(
     identity: dict, run_dir: Path, services: Any
 ) -> dict[str, list[AttachedGrader]]:
     return {
@@ -403,11 +408,11 @@ async def aresume_run(
 ) -> RunOutcome:
     """Finish an interrupted run: ask only the questions it has no committed row for, with
     the graders the run stored, then score the whole run."""
-    run_dir, identity = _open_run(config, run)
+    run_dir, identity = open_run(config, run)
     selection = Selection.from_dict(identity.get("selection") or {})
     targets = [config.select_targets([name])[0] for name in identity["targets"]]
-    services = _services(config, run_dir, use_cache)
-    attached = _stored_attachments(identity, run_dir, services)
+    services = run_services(config, run_dir, use_cache)
+    attached = stored_attachments(identity, run_dir, services)
     notes: list[str] = []
     with ResultStore.in_run_dir(run_dir) as store:
         grading_id = min(g["grading_id"] for g in store.gradings())
@@ -433,11 +438,11 @@ async def aresume_run(
             grading_id=grading_id,
             on_done=on_done,
         )
-        results = _results(store, grading_id, targets, identity, attached)
+        results = stored_results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
 
 
-def _without_loop(name: str, make: Callable[[], Any]) -> Any:
+def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -447,9 +452,9 @@ def _without_loop(name: str, make: Callable[[], Any]) -> Any:
 
 def start_run(config: Config, selection: Selection = Selection(), **options: Any) -> RunOutcome:
     """`astart_run` for callers without an event loop (the CLI)."""
-    return _without_loop("start_run", lambda: astart_run(config, selection, **options))
+    return run_without_loop("start_run", lambda: astart_run(config, selection, **options))
 
 
 def resume_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
     """`aresume_run` for callers without an event loop (the CLI)."""
-    return _without_loop("resume_run", lambda: aresume_run(config, run, **options))
+    return run_without_loop("resume_run", lambda: aresume_run(config, run, **options))

@@ -22,11 +22,11 @@ from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader
 from harness.records import RunRecord, ToolRecord
 from harness.runs.lifecycle import (
     RunOutcome,
-    _open_run,
-    _results,
-    _services,
-    _stored_attachments,
-    _without_loop,
+    open_run,
+    stored_results,
+    run_services,
+    stored_attachments,
+    run_without_loop,
 )
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 from harness.runs.store import QuestionRun, ResultStore
@@ -199,8 +199,8 @@ async def aregrade_run(
     """Re-score a run's stored answers and records without re-running the agent: with the
     graders stored in the run (default), or with `current` the graders the config names now,
     matched by question id. Writes a new grading; judge answers come from the cache."""
-    run_dir, identity = _open_run(config, run)
-    services = _services(config, run_dir, use_cache)
+    run_dir, identity = open_run(config, run)
+    services = run_services(config, run_dir, use_cache)
     names = list(identity["targets"])
     targets: list[TargetConfig] = []
     attached: dict[str, list[AttachedGrader]] = {}
@@ -216,7 +216,7 @@ async def aregrade_run(
                 target.graders, grading_module=target.grading_module, services=services
             )
     else:
-        attached = _stored_attachments(identity, run_dir, services)
+        attached = stored_attachments(identity, run_dir, services)
         targets = [_stored_target(config, name, identity) for name in names]
     with ResultStore.in_run_dir(run_dir) as store:
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
@@ -231,13 +231,13 @@ async def aregrade_run(
             current_rows=current,
             on_done=on_done,
         )
-        results = _results(store, grading_id, targets, identity, attached)
+        results = stored_results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
 
 
 def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
     """`aregrade_run` for callers without an event loop (the CLI)."""
-    return _without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
+    return run_without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
 
 
 def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:

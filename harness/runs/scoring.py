@@ -23,9 +23,9 @@ from typing import Any
 
 from harness.errors import ExitCode
 from harness.records import GradeResult, map_to_composite
+from harness.inputs.config import GateConfig
 
 __all__ = [
-    "GateConfig",
     "GateVerdict",
     "GraderScore",
     "GraderSummary",
@@ -290,20 +290,6 @@ def score_question(question: QuestionScore) -> QuestionScore:
     else:
         question.objective = None
     return question
-
-
-@dataclass(frozen=True, slots=True)
-class GateConfig:
-    """A target's gate (config `gate:`)."""
-
-    min_mean_composite: float | None = None
-    """Minimum mean composite (0–5) over non-degraded questions; None: no bar."""
-    max_errored: int = 0
-    """Error budget: degraded or errored questions allowed before the run is incomplete (3)."""
-    zero_critical_failures: bool = True
-    """Any failed critical rubric check fails the gate."""
-    allow_review: bool = False
-    """A required rubric check left in Review does not block the gate."""
 
 
 @dataclass(slots=True)
