@@ -31,6 +31,16 @@ exit codes:
 """
 
 
+def _version() -> str:
+    """The installed distribution's version (an uninstalled checkout says so)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tracegrade")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on usage errors; usage errors are invalid input (4) here."""
 
@@ -51,7 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log debug detail (and full tracebacks)"
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"tracegrade {_version()}", help="print the version"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"harness.cli.{name}")

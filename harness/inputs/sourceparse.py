@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -116,49 +117,103 @@ _Loader.yaml_implicit_resolvers = {
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _parse_error(path: Path, error_cls: type[InputError], message: str, line: int | None) -> None:
-    problem = Problem(str(path), line, "", message)
-    raise error_cls(message, file=str(path), line=line, problems=[problem])
+def _parse_error(
+    path: Path, error_cls: type[InputError], message: str, line: int | None, pointer: str = ""
+) -> NoReturn:
+    problem = Problem(str(path), line, pointer, message)
+    raise error_cls(message, file=str(path), line=line, key=pointer or None, problems=[problem])
+
+
+# Hostile input stays bounded. An alias names a node already written, so a few lines of YAML
+# can stand for billions of values ("billion laughs"); every consumer (the line map, the
+# schema, the models) walks the expanded document. Expansion is measured on the node graph
+# before anything walks it, in time linear in the nodes written.
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and lists a source file may have (JSON, JSONL and YAML alike;
+aliases count at the depth they are used)."""
+ALIAS_EXPANSION_MIN = 100_000
+"""Nodes aliases may add to any YAML document (each use of an alias counts every node under
+what it names, merges `<<:` included)."""
+ALIAS_EXPANSION_RATIO = 10
+"""Beyond `ALIAS_EXPANSION_MIN`, aliases may expand a document to this many times the nodes it
+writes."""
+
+
+class _Bounded(Exception):
+    """A document past a bound: message, line, pointer."""
+
+    def __init__(self, message: str, line: int | None, pointer: str) -> None:
+        super().__init__(message)
+        self.message, self.line, self.pointer = message, line, pointer
 
 
 def _yaml_lines(path: Path, root: yaml.Node) -> tuple[dict[str, int], list[Problem]]:
+    """The pointer -> line map and duplicate keys, walking each written node once. Raises
+    `_Bounded` for a recursive alias, nesting past `MAX_DEPTH`, or aliases expanding past the
+    budget."""
     lines: dict[str, int] = {"": root.start_mark.line + 1}
     problems: list[Problem] = []
-    on_path: set[int] = set()  # guards recursive aliases
+    # id(node) -> (expanded size, expanded height); a node on the current path has no entry yet
+    done: dict[int, tuple[int, int]] = {}
+    on_path: set[int] = set()
+    widest: list[tuple[int, str, int]] = []  # (size, pointer, line) of the largest alias use
 
-    def walk(node: yaml.Node, pointer: str) -> None:
-        if id(node) in on_path:
-            return
-        on_path.add(id(node))
+    def walk(node: yaml.Node, pointer: str, line: int, depth: int, record: bool) -> tuple[int, int]:
+        key = id(node)
+        if key in on_path:
+            raise _Bounded("recursive YAML alias: a value contains itself", line, pointer)
+        if key in done:  # an alias: counted, not walked again
+            size, height = done[key]
+            if depth + height > MAX_DEPTH:
+                raise _Bounded(f"nested deeper than {MAX_DEPTH} levels", line, pointer)
+            if not widest or size > widest[0][0]:
+                widest[:] = [(size, pointer, line)]
+            return size, height
+        if depth > MAX_DEPTH:
+            raise _Bounded(f"nested deeper than {MAX_DEPTH} levels", line, pointer)
+        on_path.add(key)
+        size, height = 1, 0
         if isinstance(node, yaml.MappingNode):
             seen: dict[str, int] = {}
             for key_node, value_node in node.value:
-                if key_node.tag == _MERGE_TAG:
+                key_line = key_node.start_mark.line + 1
+                if key_node.tag == _MERGE_TAG:  # merged pairs count, their lines are elsewhere
+                    s, h = walk(value_node, pointer, key_line, depth + 1, False)
+                    size, height = size + s, max(height, h)
                     continue
-                key = str(key_node.value)
-                line = key_node.start_mark.line + 1
-                child = f"{pointer}/{escape_pointer_token(key)}"
-                if key in seen:
-                    problems.append(
-                        Problem(
-                            str(path),
-                            line,
-                            child,
-                            f"duplicate key {key!r} (first at line {seen[key]})",
-                        )
-                    )
-                else:
-                    seen[key] = line
-                    lines[child] = line
-                walk(value_node, child)
+                name = str(key_node.value)
+                child = f"{pointer}/{escape_pointer_token(name)}"
+                if record and name in seen:
+                    message = f"duplicate key {name!r} (first at line {seen[name]})"
+                    problems.append(Problem(str(path), key_line, child, message))
+                elif record:
+                    seen[name] = key_line
+                    lines[child] = key_line
+                s, h = walk(value_node, child, key_line, depth + 1, record)
+                size, height = size + 1 + s, max(height, h + 1)
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
                 child = f"{pointer}/{index}"
-                lines[child] = item.start_mark.line + 1
-                walk(item, child)
-        on_path.discard(id(node))
+                item_line = item.start_mark.line + 1
+                if record:
+                    lines[child] = item_line
+                s, h = walk(item, child, item_line, depth + 1, record)
+                size, height = size + s, max(height, h + 1)
+        on_path.discard(key)
+        done[key] = (size, height)
+        return size, height
 
-    walk(root, "")
+    expanded, _ = walk(root, "", lines[""], 0, True)
+    written = len(done)
+    allowed = max(ALIAS_EXPANSION_MIN, ALIAS_EXPANSION_RATIO * written)
+    if expanded - written > ALIAS_EXPANSION_MIN and expanded > allowed:
+        _, pointer, line = widest[0]
+        raise _Bounded(
+            f"YAML aliases expand {written:,} written nodes to {expanded:,}: more than the "
+            f"{allowed:,} allowed (an alias bomb?)",
+            line,
+            pointer,
+        )
     return lines, problems
 
 
@@ -170,6 +225,8 @@ def _load_yaml(path: Path, text: str, error_cls: type[InputError]) -> Document:
             return Document(path, None, {"": 1}, "yaml")
         lines, problems = _yaml_lines(path, root)
         data = loader.construct_document(root)
+    except _Bounded as exc:
+        _parse_error(path, error_cls, exc.message, exc.line, exc.pointer)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -205,9 +262,11 @@ class _JsonLines:
             i += 1
         return i
 
-    def value(self, i: int, pointer: str) -> int:
+    def value(self, i: int, pointer: str, depth: int = 0) -> int:
         i = self.skip(i)
         ch = self.text[i]
+        if ch in "{[" and depth >= MAX_DEPTH:
+            raise _Bounded(f"nested deeper than {MAX_DEPTH} levels", self.line_at(i), pointer)
         if ch == "{":
             i = self.skip(i + 1)
             seen: dict[str, int] = {}
@@ -221,7 +280,7 @@ class _JsonLines:
                 else:
                     seen[key] = self.lines[child] = line
                 i = self.skip(self.skip(i) + 1)  # past ':'
-                i = self.skip(self.value(i, child))
+                i = self.skip(self.value(i, child, depth + 1))
                 if self.text[i] == ",":
                     i = self.skip(i + 1)
             return i + 1
@@ -231,7 +290,7 @@ class _JsonLines:
             while self.text[i] != "]":
                 child = f"{pointer}/{index}"
                 self.lines[child] = self.line_at(i)
-                i = self.skip(self.value(i, child))
+                i = self.skip(self.value(i, child, depth + 1))
                 if self.text[i] == ",":
                     i = self.skip(i + 1)
                 index += 1
@@ -240,15 +299,52 @@ class _JsonLines:
         return end
 
 
-def _load_json(path: Path, text: str, error_cls: type[InputError]) -> Document:
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]|\n')
+
+
+def _too_deep_line(text: str, base_line: int = 0) -> int | None:
+    """The line where `text` (JSON) first nests past `MAX_DEPTH`, without recursion."""
+    depth, line = 0, base_line + 1
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token == "\n":
+            line += 1
+        elif token in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif token in "]}":
+            depth -= 1
+        else:
+            line += token.count("\n")
+    return None
+
+
+def _json_loads(path: Path, text: str, error_cls: type[InputError], base_line: int = 0) -> Any:
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        _parse_error(path, error_cls, f"JSON syntax error: {exc.msg}", exc.lineno)
+        _parse_error(path, error_cls, f"JSON syntax error: {exc.msg}", exc.lineno + base_line)
+    except RecursionError:  # the C decoder nests on the stack; past it, name the line
+        message = f"nested deeper than {MAX_DEPTH} levels"
+        _parse_error(path, error_cls, message, _too_deep_line(text, base_line))
+
+
+def _map_json(
+    path: Path, text: str, error_cls: type[InputError], mapper: _JsonLines, i: int, pointer: str
+) -> None:
+    try:
+        mapper.value(i, pointer)
+    except _Bounded as exc:
+        _parse_error(path, error_cls, exc.message, exc.line, exc.pointer)
+
+
+def _load_json(path: Path, text: str, error_cls: type[InputError]) -> Document:
+    data = _json_loads(path, text, error_cls)
     mapper = _JsonLines(path, text)
     start = mapper.skip(0)
     mapper.lines[""] = mapper.line_at(start)
-    mapper.value(start, "")
+    _map_json(path, text, error_cls, mapper, start, "")
     return Document(path, data, mapper.lines, "json", mapper.problems)
 
 
@@ -259,12 +355,9 @@ def _load_jsonl(path: Path, text: str, error_cls: type[InputError]) -> Document:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            _parse_error(path, error_cls, f"JSON syntax error: {exc.msg}", number)
+        row = _json_loads(path, raw, error_cls, base_line=number - 1)
         mapper = _JsonLines(path, raw, base_line=number - 1)
-        mapper.value(0, f"/{len(rows)}")
+        _map_json(path, raw, error_cls, mapper, 0, f"/{len(rows)}")
         lines[f"/{len(rows)}"] = number
         lines.update(mapper.lines)
         problems.extend(mapper.problems)
@@ -287,11 +380,19 @@ def load_document(path: str | Path, *, error_cls: type[InputError] = DatasetErro
             None,
         )
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM is not content
+        raw = path.read_bytes()
     except FileNotFoundError:
         _parse_error(path, error_cls, "file not found", None)
-    except (OSError, UnicodeDecodeError) as exc:
-        _parse_error(path, error_cls, f"cannot read file: {exc}", None)
+    except IsADirectoryError:
+        _parse_error(path, error_cls, "is a directory, not a file", None)
+    except OSError as exc:
+        _parse_error(path, error_cls, f"cannot read file: {exc.strerror or exc}", None)
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM is not content
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} ({exc.reason})"
+        _parse_error(path, error_cls, message, line)
     if suffix == ".json":
         return _load_json(path, text, error_cls)
     if suffix == ".jsonl":
