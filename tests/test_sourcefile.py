@@ -4,6 +4,7 @@ name file, line, question id, pointer and the closest known key."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from harness.inputs.sourcefile import (
     load_document,
     load_schema,
     raise_problems,
+    schema_dir,
     validate_document,
 )
 
@@ -189,6 +191,22 @@ def test_load_schema_reads_the_repository_schema() -> None:
     on_disk = json.loads((Path(__file__).parents[1] / "schema/dataset.schema.json").read_text())
     assert schema == on_disk
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_every_repository_schema_ships_in_the_package() -> None:
+    # An installed wheel reads the schemas from the package (importlib.resources), not from a
+    # checkout: each of schema/*.schema.json must be there, unchanged, and declared as package
+    # data so the wheel carries it.
+    repo = Path(__file__).parents[1] / "schema"
+    names = sorted(p.name for p in repo.glob("*.schema.json"))
+    assert names == ["config.schema.json", "dataset.schema.json", "rubric.schema.json"]
+    packaged = sorted(p.name for p in schema_dir().iterdir() if p.name.endswith(".schema.json"))
+    assert packaged == names
+    for name in names:
+        assert (schema_dir() / name).read_text() == (repo / name).read_text()
+    pyproject = tomllib.loads((repo.parent / "pyproject.toml").read_text())
+    package_data = pyproject["tool"]["setuptools"]["package-data"]["harness"]
+    assert "schemas/*.schema.json" in package_data and "py.typed" in package_data
 
 
 json_values = st.recursive(

@@ -3,7 +3,9 @@ re-exported here), JSON Schema validation, and problems that name file, line, qu
 JSON pointer.
 
 Every source is validated; nothing here returns an empty document on a parse error. The schemas
-live in `<repo>/schema/<name>.schema.json` (Draft 2020-12). Two annotations extend them, both
+(Draft 2020-12) are the repository's `schema/<name>.schema.json`, shipped inside the package as
+`harness/schemas/` and read with `importlib.resources`, so an installed wheel validates exactly
+as a checkout does. Two annotations extend them, both
 ignored by other validators so the schemas stay portable:
 
 - `errorMessage` (as in ajv-errors): a string, or a mapping of keyword -> string, that replaces
@@ -26,7 +28,8 @@ import functools
 import json
 import math
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import fastjsonschema
@@ -43,7 +46,6 @@ from harness.inputs.sourceparse import (
 )
 
 __all__ = [
-    "SCHEMA_DIR",
     "Document",
     "Problem",
     "conforms",
@@ -53,10 +55,14 @@ __all__ = [
     "pointer_of",
     "problem_at",
     "raise_problems",
+    "schema_dir",
     "validate_document",
 ]
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
+
+def schema_dir() -> Traversable:
+    """The folder of the packaged schemas (`harness/schemas`, the repository's `schema/`)."""
+    return resources.files("harness") / "schemas"
 
 
 # ------------------------------------------------------------------------------- validation
@@ -64,7 +70,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 
 @functools.cache
 def _schema_text(name: str) -> str:
-    return (SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8")
+    return (schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8")
 
 
 def load_schema(name: str) -> dict:
