@@ -3,55 +3,62 @@
 Writing a grader: subclass `Grader`, set its declarations, implement `grade` (or `agrade`),
 build results with `self.result(...)`, and register it through the `tracegrade.graders` entry
 point group. Code graders: `@grader` functions and `ExactMatch`, `Contains`, `Similarity`.
+
+The facade is lazy, as `harness`'s is: each name is imported from its module on first use, so
+`import graders` (and `tracegrade --help`) does not load the judges, the rubric machinery or
+jsonschema until something asks for them. Everything in `__all__` is public API.
 """
 
-from graders.advisories import Advisory, advisories, text_only
-from graders.base import Attachment, Grader, GraderServices
-from graders.code import (
-    Contains,
-    ExactMatch,
-    Similarity,
-    attachment_of,
-    grader,
-    levenshtein,
-)
-from graders.context import DEFAULT_RESPONSE_CHAR_LIMIT, build_context
-from graders.format import FormatGrader
-from graders.judges import LlmJudge
-from graders.modules import find_grading_module, load_grading_module
-from graders.registry import CatalogRow, GraderRegistry, load_registry
-from graders.rubrics import Check, Rubric, RubricStore, criteria_text, validate_rubric_file
-from graders.state import StateGrader
-from graders.tool_usage import FALLBACK_MARKER, ToolUsageGrader
+import sys as _sys
+import types as _types
 
-__all__ = [
-    "DEFAULT_RESPONSE_CHAR_LIMIT",
-    "FALLBACK_MARKER",
-    "Advisory",
-    "Attachment",
-    "CatalogRow",
-    "Check",
-    "Contains",
-    "ExactMatch",
-    "FormatGrader",
-    "Grader",
-    "GraderRegistry",
-    "GraderServices",
-    "LlmJudge",
-    "Rubric",
-    "RubricStore",
-    "Similarity",
-    "StateGrader",
-    "ToolUsageGrader",
-    "advisories",
-    "attachment_of",
-    "build_context",
-    "criteria_text",
-    "find_grading_module",
-    "grader",
-    "levenshtein",
-    "load_grading_module",
-    "load_registry",
-    "text_only",
-    "validate_rubric_file",
-]
+from harness.lazy import lazy_facade as _lazy_facade
+
+_EXPORTS: dict[str, str] = {
+    "DEFAULT_RESPONSE_CHAR_LIMIT": "graders.context",
+    "FALLBACK_MARKER": "graders.tool_usage",
+    "Advisory": "graders.advisories",
+    "Attachment": "graders.base",
+    "CatalogRow": "graders.registry",
+    "Check": "graders.rubrics",
+    "Contains": "graders.code",
+    "ExactMatch": "graders.code",
+    "FormatGrader": "graders.format",
+    "Grader": "graders.base",
+    "GraderRegistry": "graders.registry",
+    "GraderServices": "graders.base",
+    "LlmJudge": "graders.judges",
+    "Rubric": "graders.rubrics",
+    "RubricStore": "graders.rubrics",
+    "Similarity": "graders.code",
+    "StateGrader": "graders.state",
+    "ToolUsageGrader": "graders.tool_usage",
+    "advisories": "graders.advisories",
+    "attachment_of": "graders.code",
+    "build_context": "graders.context",
+    "criteria_text": "graders.rubrics",
+    "find_grading_module": "graders.modules",
+    "grader": "graders.code",
+    "levenshtein": "graders.code",
+    "load_grading_module": "graders.modules",
+    "load_registry": "graders.registry",
+    "text_only": "graders.advisories",
+    "validate_rubric_file": "graders.rubrics",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = _lazy_facade(__name__, _EXPORTS)
+
+
+class _Facade(_types.ModuleType):
+    """The import system binds every imported submodule on its package (`graders.advisories`);
+    where a public name is also a submodule's name (the function `advisories`), the public name
+    must win, whichever is imported first."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _EXPORTS and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Facade

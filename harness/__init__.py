@@ -7,8 +7,7 @@ they use them. Everything listed in `__all__` is public API; module paths are no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from harness.lazy import lazy_facade
 
 _EXPORTS: dict[str, str] = {
     # errors and exit codes
@@ -66,16 +65,4 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_facade(__name__, _EXPORTS)

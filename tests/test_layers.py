@@ -17,6 +17,7 @@ FLOORS: dict[str, int] = {
     "harness.redaction": 1,
     "harness.semconv": 1,
     "harness.environment": 1,
+    "harness.lazy": 1,
     "harness.inputs": 2,
     "harness.capture": 2,
     "harness.judging": 2,

@@ -7,9 +7,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from graders.registry import CatalogRow, load_registry
+if TYPE_CHECKING:  # the registry loads every grader: imported on use, not for `--help`
+    from graders.registry import CatalogRow
 
 __all__ = ["format_table", "register", "run"]
 
@@ -43,6 +44,8 @@ def format_table(rows: Sequence[CatalogRow]) -> str:
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    from graders.registry import load_registry
+
     out = out if out is not None else sys.stdout
     rows = load_registry().catalog()
     if args.json:

@@ -12,10 +12,12 @@ import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, InputError
-from harness.inputs.sourcefile import Problem, load_document
+
+if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
+    from harness.inputs.sourcefile import Problem
 
 __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_file"]
 
@@ -85,6 +87,8 @@ def _validator(kind: str) -> Callable[[Path], list[Problem]]:
 
 def validate_file(path: Path) -> tuple[str, list[Problem]]:
     """The file's kind and its problems ([] when valid)."""
+    from harness.inputs.sourcefile import Problem, load_document
+
     try:
         doc = load_document(path, error_cls=InputError)
     except InputError as exc:
