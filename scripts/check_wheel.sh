@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install tracegrade the way another repository does: build the wheel, install it (and only it,
+# with its dependencies) into a fresh venv outside the checkout, then, from a directory that is not
+# the checkout, validate the example files and run the demo config on a copy of the examples and
+# reference agents. Catches what an editable install hides: files the wheel does not ship.
+#
+#   ./scripts/check_wheel.sh            # work in a fresh temporary directory, removed at the end
+#   KEEP=1 ./scripts/check_wheel.sh     # keep it (its path is printed)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tracegrade-wheel.XXXXXX")"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+echo "==> wheel check in $WORK"
+
+python3 -m venv "$WORK/venv"  # its pip builds the wheel too: the system python needs no pip
+PIP=("$WORK/venv/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" wheel --quiet --no-deps --wheel-dir "$WORK/dist" "$ROOT"
+rm -rf "$ROOT/build"  # setuptools' staging folder; the checkout stays as it was
+WHEEL="$(ls "$WORK"/dist/tracegrade-*.whl)"
+echo "built $(basename "$WHEEL")"
+"${PIP[@]}" install --quiet "$WHEEL"
+TG="$WORK/venv/bin/tracegrade"
+
+# A project of its own: the example config, datasets and reference agents, no tracegrade source.
+mkdir -p "$WORK/project" "$WORK/elsewhere"
+cp -R "$ROOT/examples" "$ROOT/agents" "$WORK/project/"
+cd "$WORK/elsewhere"
+if "$WORK/venv/bin/python" -c "import harness, sys; sys.exit(harness.__file__.startswith('$ROOT'))"; then
+  echo "ok: harness imported from the installed wheel"
+else
+  echo "wheel check: harness was imported from the checkout, not the wheel" >&2
+  exit 1
+fi
+
+P="$WORK/project/examples"
+"$TG" --help >/dev/null
+"$TG" validate "$P"/datasets/*.yaml "$P/tracegrade.yaml" "$P"/rubrics/*.yaml
+
+expect() {  # expect CODE TARGET: run TARGET of the demo config, fail unless it exits CODE
+  local want="$1" target="$2" got=0
+  "$TG" run --config "$P/tracegrade.yaml" --target "$target" --quiet \
+    --json "$WORK/$target.json" >"$WORK/$target.out" 2>&1 || got=$?
+  if [ "$got" -ne "$want" ]; then
+    cat "$WORK/$target.out" >&2
+    echo "wheel check: tracegrade run --target $target exited $got, expected $want" >&2
+    exit 1
+  fi
+  echo "ok: tracegrade run --target $target exited $got"
+}
+expect 0 support_desk
+expect 2 support_desk_regressed
+echo "wheel check: the installed wheel validates and runs the demo config from another directory"
