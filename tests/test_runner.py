@@ -100,7 +100,8 @@ def test_target_system_prompt_wins_over_a_stored_one(tmp_path):
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
     assert run.response == "system=be brief"
-    assert run.input == "system: stored system prompt\nuser: echo system"
+    # Graders (and the stored input a re-grade reads) see what the agent received.
+    assert run.input == "system: be brief\nuser: echo system"
 
 
 def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):

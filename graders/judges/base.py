@@ -5,6 +5,7 @@ A judge supplies `dimension`, `dimension_description` and `scoring_guidance`. Th
 exactly four positional `%s` slots, filled in this order: dimension description, question,
 criteria followed by the guidance, response. Stored overrides (`judge_settings["templates"]
 [id]`) are filled the same way; a template with any other slot count is rejected at load.
+A template may also name `{{ metadata.<key> }}`: the question's metadata value is put in its place.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from graders.base import Grader
 from harness.errors import ConfigError, JudgeError, ProviderError
 from harness.judging.cache import complete_cached
 from harness.judging.provider import JudgeReply, JudgeRequest
-from harness.judging.rendering import fence, render_tool_calls
+from harness.judging.rendering import escape_fences, fence, render_tool_calls
 from harness.records import GradeResult
 from harness.redaction import truncate
 
@@ -34,6 +35,7 @@ __all__ = [
     "LlmJudge",
     "count_slots",
     "parse_verdict",
+    "substitute_metadata",
     "validate_template",
 ]
 
@@ -68,6 +70,9 @@ _DEFAULT_TEMPLATE = (
 )
 
 _SLOT_RE = re.compile(r"%(.)", re.S)
+_METADATA_RE = re.compile(r"\{\{\s*metadata\.([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)\s*\}\}")
+METADATA_NOT_SET = "(not set)"
+"""What `{{ metadata.<key> }}` becomes when the question has no such key."""
 _FENCED_JSON_RE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(.*?)\n?```\Z", re.S)
 
 
@@ -128,6 +133,25 @@ def parse_verdict(text: str) -> tuple[float, str]:
     if not isinstance(reason, str):
         raise JudgeError(f"the judge's reason is {type(reason).__name__}, not a string")
     return float(score), reason
+
+
+def substitute_metadata(template: str, metadata: Any) -> str:
+    """`template` with every `{{ metadata.<key> }}` (dotted keys reach into nested mappings)
+    replaced by the question's value: a string as is, anything else as JSON, `METADATA_NOT_SET`
+    when absent. Values are fenced-escaped and their `%` doubled, so they stay data."""
+
+    def value_of(match: re.Match[str]) -> str:
+        value: Any = metadata if isinstance(metadata, Mapping) else {}
+        for part in match.group(1).split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                return METADATA_NOT_SET
+            value = value[part]
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        )
+        return escape_fences(text).replace("%", "%%")
+
+    return _METADATA_RE.sub(value_of, template)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +238,8 @@ class LlmJudge(Grader):
         third = fence("criteria", criteria)
         if self.scoring_guidance:
             third += "\nScoring guidance:\n" + self.scoring_guidance.strip()
-        return self.template % (
+        template = substitute_metadata(self.template, context.get("metadata"))
+        return template % (
             self.dimension_description,
             fence("question", input),
             third,

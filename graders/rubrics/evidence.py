@@ -1,7 +1,8 @@
 """Evidence for judge-kind checks, gathered from the grader context, and its rendering.
 
-`policy` and `context` come from the question's `metadata` (a target policy may be passed as a
-grader option), `toolEvents` from the tool-call record, `messages` from the input. Tool results
+`policy` comes from the question's `metadata.policy`, else the grader's `policy_text`/`policy_file`
+option, else the target's `policy:` file (the context's `policy` key); `context` from
+`metadata.context`; `toolEvents` from the tool-call record, `messages` from the input. Tool results
 are kept for code rules only: `render_evidence` never shows them to the judge.
 """
 
@@ -102,11 +103,12 @@ def _event(item: Any, position: int) -> ToolEvent:
 
 
 def gather_evidence(context: Mapping[str, Any], *, policy_text: str | None = None) -> Evidence:
-    """Evidence from a grader context: the question's metadata first, then grader options."""
+    """Evidence from a grader context: the question's metadata first, then grader options, then
+    the target's policy file."""
     metadata = context.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         metadata = {}
-    policy = _text(metadata.get("policy")) or policy_text
+    policy = _text(metadata.get("policy")) or policy_text or _text(context.get("policy"))
     tool_events: tuple[ToolEvent, ...] | None = None
     note = None
     if "tool_calls" in context and context["tool_calls"] is not None:

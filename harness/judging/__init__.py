@@ -9,6 +9,7 @@
       api_key_env: OPENAI_API_KEY     # optional
       knobs: [temperature, top_p]     # sampling knobs the provider accepts (default these two)
       structured_output: true         # send response_format json_schema (default true)
+      headers: {X-Tenant: eval}       # extra HTTP headers on every request (openai-compatible)
       timeout_s: 30
       max_attempts: 4
       requests_per_minute: 600

@@ -10,6 +10,7 @@ a re-grade can rebuild exactly the graders a run used.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "attach_graders",
     "build_services",
     "criteria_with_rubric",
+    "target_policy",
 ]
 
 log = logging.getLogger(__name__)
@@ -241,6 +243,28 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
     if isinstance(base, list | tuple):
         base = "\n".join(str(c) for c in base)
     return f"{base}\n\n{text}" if base else text
+
+
+def target_policy(target: Any) -> str | None:
+    """The text of the target's `policy:` file (evidence for rubric judge checks), or None.
+    Read once per file and modification time: every question of the target shares it."""
+    path = getattr(target, "policy", None)
+    if path is None:
+        return None
+    path = Path(path)
+    try:
+        return _read_policy(path, path.stat().st_mtime_ns)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the target's policy file: {exc}",
+            file=str(getattr(target, "config_file", "")) or None,
+            key=f"/targets/{getattr(target, 'name', '?')}/policy",
+        ) from None
+
+
+@functools.lru_cache(maxsize=32)
+def _read_policy(path: Path, _mtime_ns: int) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 async def _one(

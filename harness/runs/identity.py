@@ -55,7 +55,11 @@ def grader_code_hash(grader: Any) -> str | None:
     """sha256 of the grader's class source (a `@grader` function's source when it wraps one),
     or of its module file; None when neither can be read."""
     cls = grader if isinstance(grader, type) else type(grader)
-    fn = getattr(grader, "fn", None) or getattr(grader, "func", None)
+    # `@grader` stores its function as `function`; `fn`/`func` are what wrappers elsewhere use.
+    fn = next(
+        (f for name in ("function", "fn", "func") if callable(f := getattr(grader, name, None))),
+        None,
+    )
     key = fn if fn is not None else cls
     try:
         return _code_hashes[key]

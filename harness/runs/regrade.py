@@ -17,7 +17,13 @@ from typing import Any
 
 from graders.context import build_context
 from harness.errors import ConfigError
-from harness.runs.grading import AttachedGrader, agrade_question, attach_graders, criteria_with_rubric
+from harness.runs.grading import (
+    AttachedGrader,
+    agrade_question,
+    attach_graders,
+    criteria_with_rubric,
+    target_policy,
+)
 from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from harness.records import RunRecord, ToolRecord
 from harness.runs.lifecycle import (
@@ -28,6 +34,7 @@ from harness.runs.lifecycle import (
     stored_attachments,
     run_without_loop,
 )
+from harness.runs.runner import messages_for_agent
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 from harness.runs.store import QuestionRun, ResultStore
 
@@ -41,12 +48,16 @@ def reads_environment(grader: Any) -> bool:
     return bool(getattr(grader, "reads_environment", False)) or grader.id == "state_grader"
 
 
-def _input_messages(row: Mapping[str, Any], stored: QuestionRun) -> list[dict[str, Any]]:
+def _input_messages(
+    row: Mapping[str, Any], stored: QuestionRun, system_prompt: str | None
+) -> list[dict[str, Any]]:
+    """The messages graders get, as at run time: a conversation with the target's system
+    prompt in place of a stored one."""
     value = row.get("input")
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     if isinstance(value, list):
-        return [dict(m) for m in value]
+        return messages_for_agent([dict(m) for m in value], system_prompt)
     return list(stored.messages)
 
 
@@ -77,7 +88,7 @@ async def _regrade_question(
     graders: list[GraderScore] = []
     if error is None:
         fresh = [a for a in attached if not reads_environment(a.grader)]
-        messages = _input_messages(row, stored)
+        messages = _input_messages(row, stored, target.system_prompt)
         run = RunRecord(
             question_id=stored.question_id,
             response=stored.response,
@@ -94,6 +105,7 @@ async def _regrade_question(
             criteria=criteria_with_rubric(row, services.rubrics),
             tool_calls=record if stored.has_record else None,
             run_record=run,
+            policy=target_policy(target),
         )
         scored = await agrade_question(
             fresh, input=stored.input, response=stored.response, context=context

@@ -8,7 +8,8 @@ once, so an interrupted run loses at most the questions in flight.
 Per question: a fresh environment when the target declares one (the agent factory is called with
 it); otherwise one graph built once and shared. The agent gets the question's messages (the
 target's system prompt replacing a stored one); the response is the last AI message's text;
-graders get the flattened transcript as `input` and the context of `graders.context`.
+graders get the flattened transcript the agent received as `input` and the context of
+`graders.context`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from typing import Any
 from graders.base import GraderServices
 from graders.context import build_context
 from harness.errors import ConfigError
-from harness.runs.grading import AttachedGrader, agrade_question, criteria_with_rubric
+from harness.runs.grading import (
+    AttachedGrader,
+    agrade_question,
+    criteria_with_rubric,
+    target_policy,
+)
 from harness.inputs.config import TargetConfig
 from harness.records import RunRecord, ToolRecord
 from harness.runs.scoring import QuestionScore, score_question
@@ -59,6 +65,15 @@ def messages_for_agent(messages: Sequence[dict[str, Any]], system_prompt: str | 
         out = [m for m in out if m.get("role") != "system"]
         out.insert(0, {"role": "system", "content": system_prompt})
     return out
+
+
+def grader_input(question: Any, system_prompt: str | None) -> tuple[str, list[dict]]:
+    """(`input`, `messages`) for the graders: what the agent received. A conversation carries
+    the target's system prompt in place of a stored one; a plain string stays as written."""
+    if isinstance(getattr(question, "input", None), str) or system_prompt is None:
+        return question.flattened_input(), question.input_messages()
+    messages = messages_for_agent(question.input_messages(), system_prompt)
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages), messages
 
 
 def _text_of(message: Any) -> str:
@@ -142,6 +157,7 @@ async def _run_one(
     row = question.row()
     input_messages = question.input_messages()
     messages = messages_for_agent(input_messages, target.system_prompt)
+    graded_input, graded_messages = grader_input(question, target.system_prompt)
     environment = plan.environment_factory() if plan.environment_factory is not None else None
     started = time.perf_counter()
     run = RunRecord(question_id=str(question.id))
@@ -188,16 +204,17 @@ async def _run_one(
         if run.error is None:
             context = build_context(
                 row,
-                messages=input_messages,
+                messages=graded_messages,
                 response_char_limit=target.response_char_limit,
                 criteria=criteria_with_rubric(row, plan.services.rubrics),
                 tool_calls=record,
                 environment=environment,
                 run_record=run,
+                policy=target_policy(target),
             )
             graders = await agrade_question(
                 plan.attached,
-                input=question.flattened_input(),
+                input=graded_input,
                 response=run.response,
                 context=context,
             )
@@ -217,8 +234,8 @@ async def _run_one(
         bundle=_attr(question, row, "bundle"),
         tags=list(_attr(question, row, "tags") or []),
         row=row,
-        input=question.flattened_input(),
-        messages=input_messages,
+        input=graded_input,
+        messages=graded_messages,
         response=run.response,
         error=run.error,
         error_type=run.error_type,
