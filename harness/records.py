@@ -56,6 +56,9 @@ class ToolCall:
     """How the call ended."""
     error_type: str | None = None
     """Exception class name (or "ToolMessageError", "ValidationError"...) when outcome is error."""
+    error_message: str | None = None
+    """What the raised exception said (its first 200 characters, as the span status carries
+    it), when the tool raised; None otherwise."""
     result: Any = None
     """What the tool returned. Kept for code checks; never shown to an LLM judge."""
     agent: str = ""

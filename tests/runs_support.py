@@ -9,6 +9,7 @@ The agent answers by the question's text:
 - "be slow"            calls a tool that sleeps far beyond the timeout
 - "echo system"        answers with the system message it was given
 - "remember it"        writes to the question's environment (state_grader passes)
+- "cancel B100"        calls a tool that raises, then claims it cancelled
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ SCRIPT = {
     "be slow": [call(("stall", {})), say("done")],
     "echo system": [_echo_system],
     "remember it": [call(("remember", {"key": "color", "value": "blue"})), say("Remembered.")],
+    "cancel B100": [call(("cancel", {"booking_id": "B100"})), say("Booking B100 is cancelled.")],
 }
 
 
@@ -61,6 +63,12 @@ SCRIPT = {
 def lookup(city: str, api_token: str = "") -> str:
     """Look up the weather of a city."""
     return f"sunny in {city}"
+
+
+@tool
+def cancel(booking_id: str) -> str:
+    """Cancel a booking."""
+    raise ValueError(f"booking {booking_id} not found")
 
 
 @tool
@@ -82,7 +90,7 @@ def make_environment():
 
 def build_graph(environment=None):
     BUILT.append(environment)
-    tools = [lookup, stall]
+    tools = [lookup, stall, cancel]
     if environment is not None:
         @tool
         def remember(key: str, value: str) -> str:
@@ -97,7 +105,7 @@ def build_graph(environment=None):
 
     graph = StateGraph(MessagesState)
     graph.add_node("agent", agent)
-    graph.add_node("tools", ToolNode(tools))
+    graph.add_node("tools", ToolNode(tools, handle_tool_errors=True))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition)
     graph.add_edge("tools", "agent")
@@ -140,6 +148,7 @@ QUESTIONS: dict[str, dict[str, Any]] = {
             {"role": "user", "content": "echo system"},
         ],
     },
+    "cancel": {"id": "cancel", "input": "cancel B100"},
     "remember": {
         "id": "remember",
         "input": "remember it",

@@ -18,6 +18,7 @@ from harness.inputs.config import load_config
 from harness.judging import OpenAICompatibleProvider
 from harness.runs.identity import grader_code_hash
 from harness.runs.lifecycle import start_run
+from harness.runs.regrade import regrade_run
 from tests import openai_server as loopback
 from tests.openai_server import reply, score
 from tests.runs_support import write_project
@@ -123,3 +124,26 @@ def test_every_judge_block_key_is_documented():
     config_block = docs.split("```yaml", 1)[1].split("```", 1)[0]
     documented = set(yaml.safe_load(config_block)["judge"])
     assert keys - {"chat_model"} <= documented | {"templates"}
+
+
+def test_a_failed_call_reaches_the_judge_as_failed_at_run_and_regrade(tmp_path, openai_server):
+    judge = {
+        "provider": "openai-compatible",
+        "base_url": openai_server.base_url,
+        "model": "m",
+        "max_attempts": 1,
+    }
+    path = write_project(
+        tmp_path,
+        questions=["cancel"],
+        config={"judge": judge},
+        target={"graders": ["accuracy_grader"]},
+    )
+    config = load_config(path)
+    outcome = start_run(config)
+    (request,) = openai_server.requests
+    line = next(x for x in request.prompt.splitlines() if x.startswith("- cancel "))
+    assert line.endswith("-> error (ValueError): 'booking B100 not found'"), line
+    # Re-graded from the trace file: the same block, so the cached answer serves it.
+    regrade_run(config, outcome.run_dir)
+    assert len(openai_server.requests) == 1

@@ -167,7 +167,7 @@ class AccuracyGrader(_GroundTruthJudge):
         "missing facts, not as correct answers.\n"
         "A claim that the agent did something (created, changed, looked up) is a factual claim "
         "about the run: check it against the TOOL CALLS block when one is given. A claimed "
-        "action with no matching call is inaccurate."
+        "action with no matching call, or whose call did not end ok, is inaccurate."
     )
 
 
@@ -259,9 +259,10 @@ class GroundednessGrader(LlmJudge):
         "Answer 0 if any claim is invented, contradicts the source, or cannot be checked.\n"
         "A vague answer that makes no unsupported claim is still 1.\n"
         "When unsure, answer 0.\n"
-        "The TOOL CALLS block, when given, says what the agent consulted (never what it got "
-        "back): an agent that consulted nothing cannot have grounded claims about the system "
-        "or its data."
+        "The TOOL CALLS block, when given, says what the agent consulted and how each call "
+        "ended (never what a successful call returned): an agent that consulted nothing cannot "
+        "have grounded claims about the system or its data, and a claim that an action was "
+        "done is unsupported when its call did not end ok."
     )
 
     def default_template(self) -> str:

@@ -14,7 +14,19 @@ from harness import semconv as sc
 from harness.capture.reconcile import encode_result
 from harness.records import Outcome, ToolCall
 
-__all__ = ["AgentState", "RunState", "ToolState", "finish_tool", "freeze", "tool_attributes"]
+__all__ = [
+    "ERROR_MESSAGE_CHARS",
+    "AgentState",
+    "RunState",
+    "ToolState",
+    "finish_tool",
+    "freeze",
+    "tool_attributes",
+]
+
+ERROR_MESSAGE_CHARS = 200
+"""What a raised tool error's message is cut to: in the span status and on the ToolCall alike,
+so a re-grade from the trace file renders the same TOOL CALLS block as the run did."""
 
 
 class AgentState:
@@ -53,6 +65,7 @@ class ToolState:
         "call_id",
         "depth",
         "end_ns",
+        "error_message",
         "error_type",
         "index_in_turn",
         "model_turn",
@@ -104,6 +117,7 @@ def finish_tool(
     """Record how a call ended and end its span."""
     tool.outcome = outcome
     tool.error_type = error_type
+    tool.error_message = message[:ERROR_MESSAGE_CHARS] or None
     tool.result = result
     tool.end_ns = end_ns or time.time_ns()
     span = tool.span
@@ -116,7 +130,7 @@ def finish_tool(
     if outcome in (Outcome.ERROR, Outcome.NOT_EXECUTED, Outcome.CANCELLED):
         kind = error_type or outcome.value
         span.set_attribute(sc.ERROR_TYPE, kind)
-        span.set_status(Status(StatusCode.ERROR, message[:200] or kind))
+        span.set_status(Status(StatusCode.ERROR, message[:ERROR_MESSAGE_CHARS] or kind))
     span.end(end_time=tool.end_ns)
 
 
@@ -131,6 +145,7 @@ def freeze(tool: ToolState) -> ToolCall:
         arguments=tool.arguments,
         outcome=tool.outcome,
         error_type=tool.error_type,
+        error_message=getattr(tool, "error_message", None),
         result=tool.result,
         agent=tool.agent,
         depth=tool.depth,

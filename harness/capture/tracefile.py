@@ -254,6 +254,11 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
         result = json.loads(result)
     name = attrs.get(sc.GEN_AI_TOOL_NAME, span.get("name", ""))
     agent = attrs.get(sc.TG_AGENT, "")
+    error_type = attrs.get(sc.ERROR_TYPE)
+    # The status message is the error's message, or its kind when the error said nothing.
+    message = (span.get("status") or {}).get("message") or None
+    if message in (error_type, attrs.get(sc.TG_OUTCOME)):
+        message = None
     return ToolCall(
         seq=int(attrs.get(sc.TG_SEQ, 0)),
         name=name,
@@ -261,7 +266,8 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
         call_id=attrs.get(sc.GEN_AI_TOOL_CALL_ID),
         arguments=arguments,
         outcome=Outcome(attrs.get(sc.TG_OUTCOME, Outcome.CANCELLED.value)),
-        error_type=attrs.get(sc.ERROR_TYPE),
+        error_type=error_type,
+        error_message=message,
         result=result,
         agent=agent,
         depth=int(attrs.get(sc.TG_DEPTH, 0)),
