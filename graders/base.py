@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.records import GradeResult
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = ["Attachment", "Grader", "GraderServices"]
 
@@ -34,6 +35,9 @@ class GraderServices:
     """A `graders.rubrics.RubricStore`, or None when no rubric directory is configured."""
     workdir: Path | None = None
     """The run directory, for graders that look at files the agent wrote."""
+    redaction: RedactionPolicy = DEFAULT_POLICY
+    """The run's redaction policy: judge prompt builders redact what they render with it
+    (graders themselves get raw values)."""
 
 
 class Grader:

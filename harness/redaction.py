@@ -1,25 +1,47 @@
-"""Redaction and truncation shared by the OTLP exporter, the local trace file and the judge
-rendering, so one rule decides what leaves the process.
+"""The one redaction policy: what of an agent run may leave the process, land on disk or reach
+a judge in clear.
 
-Names: seed 000's eleven fragments, case-insensitive substring on the argument *name*.
-Values: patterns for secrets that arrive under innocuous names (bearer tokens, common API key
-formats, JWTs, PEM private key blocks).
+A `RedactionPolicy` replaces secrets with `(redacted)`:
+- by name: a value under a key whose name contains a secret-name fragment (seed 000's eleven,
+  case-insensitive substring, plus the config's `redaction.names`);
+- by value: text that looks like a secret wherever it appears: OpenAI/Anthropic `sk-` keys,
+  AWS `AKIA…` ids, GitHub `gh?_` and Slack `xox?-` tokens, Google `AIza…` keys, `Bearer …`
+  tokens (also glued to a word), JWTs, PEM private key blocks, `password=…`/`token: …`-style
+  pairs in free text and URLs (the key is kept, its value redacted), plus the config's
+  `redaction.patterns`.
+`redaction.allow` lists literals never redacted: an argument name exempt from the name rule
+(`max_tokens`), a value exempt from the patterns (a published test key).
+
+Every pattern runs on RE2 (`google-re2`): matching is linear in the text whatever the pattern,
+so a 10 MB string or a user pattern like `(a+)+b` cannot stall a run (Python's `re`
+backtracks). Redaction never raises: a value it cannot scan is replaced whole (fail closed).
+
+The module-level functions use the default policy (no config additions); a run builds its
+policy from the config (`RedactionPolicy.from_config`) and hands it to every exit.
 """
 
 from __future__ import annotations
 
-import re
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import re2
+
 __all__ = [
+    "DEFAULT_POLICY",
     "REDACTED",
     "SECRET_NAME_FRAGMENTS",
+    "RedactionPolicy",
+    "compile_pattern",
     "is_secret_name",
     "redact_arguments",
     "redact_text",
     "truncate",
 ]
+
+log = logging.getLogger(__name__)
 
 REDACTED = "(redacted)"
 
@@ -38,28 +60,188 @@ SECRET_NAME_FRAGMENTS: tuple[str, ...] = (
 )
 
 _VALUE_PATTERNS: tuple[str, ...] = (
-    r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z))",
-    r"(?i:\bBearer\s+[A-Za-z0-9\-._~+/]{8,}=*)",
-    r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # JWT
-    r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}",  # OpenAI / Anthropic style
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # Slack tokens
-    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
-    r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API key
+    # A PEM private key block; an unterminated one is redacted to the end of the text.
+    r"(?s:-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|\z))",
+    r"(?i:Bearer\s+[A-Za-z0-9\-._~+/]{8,}=*)",  # no word boundary: `xBearer …` too
+    r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # JWT
+    r"sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{16,}",  # OpenAI project / Anthropic keys
+    r"\bsk-[A-Za-z0-9_-]{16,}",
+    r"sk-[A-Za-z0-9]{32,}",  # a legacy OpenAI key glued to a word
+    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+    r"xox[abprs]-[A-Za-z0-9-]{10,}",  # Slack tokens
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key id
+    r"AIza[0-9A-Za-z_-]{35}",  # Google API key
 )
-# One alternation, one scan per string: the export path runs this on every span attribute.
-_SECRETS = re.compile("|".join(_VALUE_PATTERNS))
+
+# `name=value`, `name: value`, `"name": "value"` with a secret-looking name, in free text and in
+# URL query strings: group `key` is kept, the value (with an optional auth scheme) is redacted.
+_PAIR = (
+    r"(?P<key>(?i:[A-Za-z0-9_.-]*(?:{names})[A-Za-z0-9_.-]*)[\"']?[ \t]*[=:][ \t]*[\"']?)"
+    r"(?P<value>(?i:(?:bearer|basic|token|digest)[ \t]+)?[^\s&;,'\"<>()\[\]{{}}]+)"
+)
+
+
+def compile_pattern(pattern: str) -> Any:
+    """An RE2 pattern object; raises `ValueError` with RE2's reason when `pattern` does not
+    compile (RE2 has no look-around or back-references: that is what keeps it linear)."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except Exception as exc:  # re2 raises its own error type with a bytes message
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(f"not a valid RE2 pattern: {reason}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionPolicy:
+    """Which names and values are secrets. Immutable; build one per run."""
+
+    names: tuple[str, ...] = ()
+    """Extra secret-name fragments (case-insensitive substrings), beside the eleven built in."""
+    patterns: tuple[str, ...] = ()
+    """Extra value patterns (RE2 syntax), beside the built-in secret formats."""
+    allow: tuple[str, ...] = ()
+    """Literals never redacted: argument names (case-insensitive) and matched values (exact)."""
+    answers: bool = True
+    """False: the agent's answers are stored verbatim (the console says so on every run)."""
+    _fragments: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _allowed_names: frozenset[str] = field(init=False, repr=False, compare=False)
+    _allowed_values: frozenset[str] = field(init=False, repr=False, compare=False)
+    _regex: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fragments = tuple(
+            dict.fromkeys(f.lower() for f in (*SECRET_NAME_FRAGMENTS, *self.names) if f)
+        )
+        names = "|".join(re2.escape(f) for f in sorted(fragments, key=len, reverse=True))
+        alternatives = [_PAIR.format(names=names), *_VALUE_PATTERNS]
+        alternatives += [f"(?:{p})" for p in self.patterns]
+        object.__setattr__(self, "_fragments", fragments)
+        object.__setattr__(self, "_allowed_names", frozenset(a.lower() for a in self.allow))
+        object.__setattr__(self, "_allowed_values", frozenset(self.allow))
+        # One alternation, one linear scan per string.
+        object.__setattr__(self, "_regex", compile_pattern("|".join(alternatives)))
+
+    @classmethod
+    def from_config(cls, block: Mapping[str, Any] | None) -> RedactionPolicy:
+        """The policy of a config's `redaction:` block (already validated; None: defaults)."""
+        block = block or {}
+        return cls(
+            names=tuple(str(n) for n in block.get("names") or ()),
+            patterns=tuple(str(p) for p in block.get("patterns") or ()),
+            allow=tuple(str(a) for a in block.get("allow") or ()),
+            answers=bool(block.get("answers", True)),
+        )
+
+    # -- names -------------------------------------------------------------------------------
+    def is_secret_name(self, name: str) -> bool:
+        """True when `name` contains a secret-name fragment and is not allowed."""
+        try:
+            lowered = str(name).lower()
+            if lowered in self._allowed_names:
+                return False
+            return any(fragment in lowered for fragment in self._fragments)
+        except Exception:  # never raise on an exit path: treat the unreadable name as secret
+            return True
+
+    def mentions_secret_name(self, text: str) -> bool:
+        """True when a secret-name fragment occurs anywhere in `text` (a cheap pre-check
+        before parsing JSON text for secret-named keys)."""
+        try:
+            lowered = text.lower()
+            return any(fragment in lowered for fragment in self._fragments)
+        except Exception:
+            return True
+
+    # -- values ------------------------------------------------------------------------------
+    def text(self, text: str) -> str:
+        """`text` with every secret-looking value replaced by `(redacted)`."""
+        try:
+            return self._scan(text)
+        except UnicodeError:  # lone surrogates cannot reach RE2 (UTF-8): scan a clean copy
+            try:
+                return self._scan(text.encode("utf-8", "replace").decode("utf-8"))
+            except Exception:
+                return REDACTED
+        except Exception:  # fail closed: a value that cannot be scanned does not leave
+            log.warning("redaction failed on a %s value; replaced it whole", type(text).__name__)
+            return REDACTED
+
+    def _scan(self, text: str) -> str:
+        if not isinstance(text, str):
+            text = str(text)
+        if not text or self._regex.search(text) is None:  # the common case: one C-level scan
+            return text
+        return self._regex.sub(self._replace, text)
+
+    def _replace(self, match: Any) -> str:
+        key = match.group("key")
+        value = match.group("value") if key is not None else match.group(0)
+        if value in self._allowed_values:
+            return match.group(0)
+        return REDACTED if key is None else key + REDACTED
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of every secret `text()` would replace (a `key=value` pair: the value).
+        For text that arrives in pieces (a judge's logprob tokens)."""
+        try:
+            out = []
+            for match in self._regex.finditer(text):
+                if match.group("key") is not None:
+                    if match.group("value") not in self._allowed_values:
+                        out.append((match.start() + len(match.group("key")), match.end()))
+                elif match.group(0) not in self._allowed_values:
+                    out.append((match.start(), match.end()))
+            return out
+        except Exception:
+            return [(0, len(text))] if isinstance(text, str) else []
+
+    def answer(self, text: str) -> str:
+        """An agent answer as stored: redacted, unless the config keeps answers verbatim."""
+        return self.text(text) if self.answers else text
+
+    def arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of `arguments` with secret-named values replaced and string values scrubbed,
+        recursively. Shapes are kept; nothing is truncated here."""
+        try:
+            return {key: self.value(value, name=key) for key, value in arguments.items()}
+        except Exception:
+            return {"": REDACTED}
+
+    def value(self, value: Any, *, name: Any = "", by_name: bool = True) -> Any:
+        """Any JSON-like value (str, mapping, list, scalar) redacted by value and, unless
+        `by_name` is False (settings whose keys merely look like secrets), by key name."""
+        try:
+            if by_name and name and self.is_secret_name(str(name)):
+                return REDACTED
+            if isinstance(value, str):
+                return self.text(value)
+            if isinstance(value, Mapping):
+                return {k: self.value(v, name=k, by_name=by_name) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [self.value(v, by_name=by_name) for v in value]
+            if value is None or isinstance(value, (bool, int, float)):
+                return value
+            return self.text(str(value))  # anything else leaves as its redacted text
+        except Exception:
+            return REDACTED
+
+
+DEFAULT_POLICY = RedactionPolicy()
+"""The built-in names and patterns, no additions."""
 
 
 def is_secret_name(name: str) -> bool:
     """True when an argument name contains one of the eleven fragments (case-insensitive)."""
-    lowered = name.lower()
-    return any(fragment in lowered for fragment in SECRET_NAME_FRAGMENTS)
+    return DEFAULT_POLICY.is_secret_name(name)
 
 
 def redact_text(text: str) -> str:
-    """Replace every value-pattern secret inside `text` with `(redacted)`."""
-    return _SECRETS.sub(REDACTED, text)
+    """Replace every value-pattern secret inside `text` with `(redacted)` (default policy)."""
+    return DEFAULT_POLICY.text(text)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -69,17 +251,5 @@ def truncate(text: str, limit: int) -> str:
 
 def redact_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `arguments` with secret-named values replaced and string values scrubbed of
-    secret-looking patterns, recursively. Shapes are kept; nothing is truncated here."""
-    return {key: _redact_value(key, value) for key, value in arguments.items()}
-
-
-def _redact_value(name: str, value: Any) -> Any:
-    if is_secret_name(str(name)):
-        return REDACTED
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {k: _redact_value(k, v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact_value("", v) for v in value]
-    return value
+    secret-looking patterns, recursively (default policy)."""
+    return DEFAULT_POLICY.arguments(arguments)

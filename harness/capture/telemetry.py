@@ -23,13 +23,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Status, Tracer
 
 from harness import semconv as sc
 from harness.capture.tracefile import TraceFileExporter, redacted_attributes
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = ["ExportReport", "RedactingExporter", "RunTelemetry"]
 
@@ -71,8 +72,10 @@ class RedactingExporter(SpanExporter):
         label: str,
         truncate_to: int = sc.EXPORT_TRUNCATE_CHARS,
         cooldown_s: float = 30.0,
+        redaction: RedactionPolicy = DEFAULT_POLICY,
     ) -> None:
         self.inner = inner
+        self.redaction = redaction
         self.label = label
         self.truncate_to = truncate_to
         self.cooldown_s = cooldown_s
@@ -113,14 +116,26 @@ class RedactingExporter(SpanExporter):
             context=span.context,
             parent=span.parent,
             resource=span.resource,
-            attributes=redacted_attributes(span.attributes or {}, truncate_to=self.truncate_to),
-            events=span.events,
+            attributes=redacted_attributes(
+                span.attributes or {}, truncate_to=self.truncate_to, policy=self.redaction
+            ),
+            events=[self._redacted_event(e) for e in span.events],
             links=span.links,
             kind=span.kind,
-            status=span.status,
+            status=Status(span.status.status_code, self.redaction.text(span.status.description))
+            if span.status.description
+            else span.status,
             start_time=span.start_time,
             end_time=span.end_time,
             instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def _redacted_event(self, event: Event) -> Event:
+        # Exception events carry the message and stack trace: redacted like attributes.
+        return Event(
+            event.name,
+            redacted_attributes(event.attributes or {}, policy=self.redaction),
+            event.timestamp,
         )
 
     def shutdown(self) -> None:
@@ -148,6 +163,7 @@ class RunTelemetry:
         otlp_headers: Mapping[str, str] | None = None,
         export_timeout_s: float = 5.0,
         service_name: str = "tracegrade",
+        redaction: RedactionPolicy = DEFAULT_POLICY,
     ) -> None:
         self.trace_file = Path(trace_file) if trace_file is not None else None
         self._provider = TracerProvider(
@@ -162,7 +178,7 @@ class RunTelemetry:
         )
         self._file_exporter: TraceFileExporter | None = None
         if self.trace_file is not None:
-            self._file_exporter = TraceFileExporter(self.trace_file)
+            self._file_exporter = TraceFileExporter(self.trace_file, redaction=redaction)
             self._provider.add_span_processor(
                 BatchSpanProcessor(self._file_exporter, schedule_delay_millis=1000)
             )
@@ -184,7 +200,7 @@ class RunTelemetry:
                     headers=dict(otlp_headers) if otlp_headers else None, timeout=export_timeout_s
                 )
                 self.endpoint = inner._endpoint
-            self._otlp = RedactingExporter(inner, label=self.endpoint)
+            self._otlp = RedactingExporter(inner, label=self.endpoint, redaction=redaction)
             self._provider.add_span_processor(
                 BatchSpanProcessor(self._otlp, schedule_delay_millis=500)
             )

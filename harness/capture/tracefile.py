@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from harness import semconv as sc
 from harness.errors import CaptureError
 from harness.records import Outcome, ToolCall, ToolRecord, finalize_calls
-from harness.redaction import SECRET_NAME_FRAGMENTS, redact_arguments, redact_text, truncate
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = [
     "TraceFileExporter",
@@ -36,23 +36,23 @@ log = logging.getLogger(__name__)
 
 
 # -- redaction shared with the OTLP wrapper -------------------------------------------------
-def _redact_json_text(text: str) -> str:
-    lowered = text.lower()
-    if not any(fragment in lowered for fragment in SECRET_NAME_FRAGMENTS):
-        return redact_text(text)  # no secret-named key can be inside: values only
+def _redact_json_text(text: str, policy: RedactionPolicy) -> str:
+    if not policy.mentions_secret_name(text):
+        return policy.text(text)  # no secret-named key can be inside: values only
     try:
         value = json.loads(text)
     except ValueError:
-        return redact_text(text)
-    if isinstance(value, Mapping):
-        return json.dumps(redact_arguments(value), ensure_ascii=False)
-    if isinstance(value, list):
-        return json.dumps(redact_arguments({"": value})[""], ensure_ascii=False)
-    return redact_text(text)
+        return policy.text(text)
+    if isinstance(value, (Mapping, list)):
+        return json.dumps(policy.value(value), ensure_ascii=False)
+    return policy.text(text)
 
 
 def redacted_attributes(
-    attributes: Mapping[str, Any], *, truncate_to: int | None = None
+    attributes: Mapping[str, Any],
+    *,
+    truncate_to: int | None = None,
+    policy: RedactionPolicy = DEFAULT_POLICY,
 ) -> dict[str, Any]:
     """A copy of span attributes with secrets redacted (argument names and value patterns) and,
     when `truncate_to` is given, the argument/result/input/output values cut to that length."""
@@ -66,15 +66,15 @@ def redacted_attributes(
                     if key in sc.ARGUMENT_ATTRIBUTES or (
                         key in sc.TRUNCATED_ATTRIBUTES and value[:1] in ("{", "[")
                     ):
-                        cleaned = _redact_json_text(value)
+                        cleaned = _redact_json_text(value, policy)
                     else:
-                        cleaned = redact_text(value)
+                        cleaned = policy.text(value)
                     done[value] = cleaned
                 value = cleaned
             if truncate_to is not None and key in sc.TRUNCATED_ATTRIBUTES:
                 value = truncate(value, truncate_to)
         elif isinstance(value, (list, tuple)):
-            value = [redact_text(v) if isinstance(v, str) else v for v in value]
+            value = [policy.text(v) if isinstance(v, str) else v for v in value]
         out[key] = value
     return out
 
@@ -106,7 +106,7 @@ def _key_values_line(attributes: Mapping[str, Any]) -> str:
     )
 
 
-def _span_line(span: ReadableSpan, attributes: Mapping[str, Any]) -> str:
+def _span_line(span: ReadableSpan, attributes: Mapping[str, Any], policy: RedactionPolicy) -> str:
     ctx = span.context
     status = span.status
     parts = [
@@ -128,7 +128,7 @@ def _span_line(span: ReadableSpan, attributes: Mapping[str, Any]) -> str:
         str(status.status_code.value),
     ]
     if status.description:
-        parts += [',"message":', _json_str(redact_text(status.description))]
+        parts += [',"message":', _json_str(policy.text(status.description))]
     parts.append("}")
     if span.parent is not None:
         parts += [',"parentSpanId":"', format(span.parent.span_id, "016x"), '"']
@@ -139,7 +139,7 @@ def _span_line(span: ReadableSpan, attributes: Mapping[str, Any]) -> str:
             + '","name":'
             + _json_str(e.name)
             + ',"attributes":['
-            + _key_values_line(redacted_attributes(e.attributes or {}))
+            + _key_values_line(redacted_attributes(e.attributes or {}, policy=policy))
             + "]}"
             for e in span.events
         )
@@ -148,12 +148,22 @@ def _span_line(span: ReadableSpan, attributes: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def encode_spans(spans: Sequence[ReadableSpan], *, truncate_to: int | None = None) -> dict:
+def encode_spans(
+    spans: Sequence[ReadableSpan],
+    *,
+    truncate_to: int | None = None,
+    policy: RedactionPolicy = DEFAULT_POLICY,
+) -> dict:
     """One OTLP/JSON `ExportTraceServiceRequest` holding `spans`, secrets redacted."""
-    return json.loads(encode_line(spans, truncate_to=truncate_to))
+    return json.loads(encode_line(spans, truncate_to=truncate_to, policy=policy))
 
 
-def encode_line(spans: Sequence[ReadableSpan], *, truncate_to: int | None = None) -> str:
+def encode_line(
+    spans: Sequence[ReadableSpan],
+    *,
+    truncate_to: int | None = None,
+    policy: RedactionPolicy = DEFAULT_POLICY,
+) -> str:
     """`encode_spans` as one compact JSON line: the trace file's format."""
     groups: dict[tuple, tuple[Any, Any, list[str]]] = {}
     for span in spans:
@@ -161,8 +171,10 @@ def encode_line(spans: Sequence[ReadableSpan], *, truncate_to: int | None = None
         group = groups.get(key)
         if group is None:
             group = groups[key] = (span.resource, span.instrumentation_scope, [])
-        attributes = redacted_attributes(span.attributes or {}, truncate_to=truncate_to)
-        group[2].append(_span_line(span, attributes))
+        attributes = redacted_attributes(
+            span.attributes or {}, truncate_to=truncate_to, policy=policy
+        )
+        group[2].append(_span_line(span, attributes, policy))
     out = []
     for resource, scope, lines in groups.values():
         name, version = (scope.name, scope.version) if scope else ("", None)
@@ -185,8 +197,9 @@ def encode_line(spans: Sequence[ReadableSpan], *, truncate_to: int | None = None
 class TraceFileExporter(SpanExporter):
     """Appends each batch of spans to `path` as one OTLP JSON line, secrets redacted."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, redaction: RedactionPolicy = DEFAULT_POLICY) -> None:
         self.path = Path(path)
+        self.redaction = redaction
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._file = self.path.open("a", encoding="utf-8")
@@ -194,7 +207,7 @@ class TraceFileExporter(SpanExporter):
         """Spans written so far."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        line = encode_line(spans)
+        line = encode_line(spans, policy=self.redaction)
         with self._lock:
             if self._file.closed:
                 return SpanExportResult.FAILURE

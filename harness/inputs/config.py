@@ -30,6 +30,7 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
+from harness.redaction import RedactionPolicy, compile_pattern
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -158,6 +159,9 @@ class Config:
     judge: dict[str, Any] | None = None
     """The `judge:` block as authored (for `harness.judging.build_provider`)."""
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
+    """The `redaction:` block as a policy: applied to every copy stored, exported, printed or
+    sent to a judge."""
     targets: dict[str, TargetConfig] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -211,6 +215,13 @@ def _semantic_problems(doc: Document) -> list[Problem]:
     for key in ("rubrics",):
         if isinstance(data.get(key), str) and not _resolve(base, data[key]).is_dir():
             at([key], f"directory not found: {_resolve(base, data[key])}")
+    redaction = data.get("redaction")
+    patterns = redaction.get("patterns") if isinstance(redaction, dict) else None
+    for i, pattern in enumerate(patterns if isinstance(patterns, list) else []):
+        try:
+            compile_pattern(pattern)
+        except ValueError as exc:
+            at(["redaction", "patterns", i], f"pattern {pattern!r} does not compile: {exc}")
     judge = data.get("judge")
     if isinstance(judge, dict):
         if judge.get("provider") == "langchain" and not judge.get("chat_model"):
@@ -324,6 +335,7 @@ def load_config(path: str | Path | None = None) -> Config:
             otlp_headers=dict(telemetry_raw.get("otlp_headers") or {}),
             trace_file=bool(telemetry_raw.get("trace_file", True)),
         ),
+        redaction=RedactionPolicy.from_config(data.get("redaction")),
         data=data,
     )
     for name, raw in data["targets"].items():

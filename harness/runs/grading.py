@@ -21,6 +21,7 @@ from graders.base import Attachment, Grader, GraderServices
 from harness.errors import ConfigError, RubricError
 from harness.runs.identity import grader_code_hash
 from harness.records import GradeResult
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 from harness.runs.scoring import GraderScore, aggregate_samples
 
 __all__ = [
@@ -64,6 +65,7 @@ def build_services(
     rubrics: Path | None,
     use_cache: bool = True,
     workdir: Path | None = None,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
 ) -> GraderServices:
     """The services every grader gets: the judge provider (None when no `judge:` block: judges
     then error, exit 3), the judge cache shared by runs and re-grades, the rubric store."""
@@ -73,7 +75,10 @@ def build_services(
     if judge:
         from harness.judging import JudgeCache, build_provider
 
-        provider = build_provider(judge, base_dir=base_dir)
+        from harness.judging.redacting import RedactingProvider
+
+        # Wrapped once here, so every judge path sends and keeps only redacted text.
+        provider = RedactingProvider(build_provider(judge, base_dir=base_dir), redaction)
         settings["templates"] = dict(judge.get("templates") or {})
         if judge.get("judge_response_char_limit") is not None:
             settings["judge_response_char_limit"] = judge["judge_response_char_limit"]
@@ -92,6 +97,7 @@ def build_services(
         judge_cache=cache,
         rubrics=store,
         workdir=workdir,
+        redaction=redaction,
     )
 
 

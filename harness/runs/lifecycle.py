@@ -209,6 +209,7 @@ def _target_identity(
 def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
     return build_services(
         judge=config.judge,
+        redaction=config.redaction,
         base_dir=config.base_dir,
         runs_dir=config.runs_dir,
         rubrics=config.rubrics,
@@ -244,6 +245,7 @@ async def _arun_plans(
             trace_file=trace_file,
             otlp_endpoint=config.telemetry.otlp_endpoint,
             otlp_headers=config.telemetry.otlp_headers,
+            redaction=config.redaction,
         )
         try:
             await arun_target(
@@ -253,8 +255,10 @@ async def _arun_plans(
             report = telemetry.shutdown()
         if report.failed:
             notes.append(
-                f"{plan.target.name}: {report.failed} span(s) not exported to {report.endpoint}: "
-                f"{report.first_failure}"
+                config.redaction.text(
+                    f"{plan.target.name}: {report.failed} span(s) not exported to "
+                    f"{report.endpoint}: {report.first_failure}"
+                )
             )
     return notes
 
@@ -348,9 +352,12 @@ async def astart_run(
             else None
         )
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+    # The snapshot holds the target's config as authored (a policy text, a system prompt):
+    # values that look like secrets are redacted; keys are settings, kept for re-grading.
+    identity = config.redaction.value(identity, by_name=False)
     write_identity(run_dir, identity)
     notes = [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
-    with ResultStore.in_run_dir(run_dir) as store:
+    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         store.set_meta("run_id", run_id)
         grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
         if on_start is not None:
@@ -414,7 +421,7 @@ async def aresume_run(
     services = run_services(config, run_dir, use_cache)
     attached = stored_attachments(identity, run_dir, services)
     notes: list[str] = []
-    with ResultStore.in_run_dir(run_dir) as store:
+    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         grading_id = min(g["grading_id"] for g in store.gradings())
         plans = []
         for target in targets:

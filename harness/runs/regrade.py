@@ -230,7 +230,7 @@ async def aregrade_run(
     else:
         attached = stored_attachments(identity, run_dir, services)
         targets = [_stored_target(config, name, identity) for name in names]
-    with ResultStore.in_run_dir(run_dir) as store:
+    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
         notes = await aregrade(

@@ -5,7 +5,10 @@ its score row), so an interrupted run loses at most the questions in flight and 
 rewrites what it already wrote. Re-grading adds rows under a new grading id.
 
 Result rows carry no tool arguments (seed 000): the tool-call record stays in the run's trace
-file; a row only says whether a record existed and how many calls it held.
+file; a row only says whether a record existed and how many calls it held. Every text a row
+holds (the question as authored, its input and messages, the answer, errors, grader reasons and
+rubric check entries) is written through the run's redaction policy: graders saw the raw values
+in memory, the file keeps only redacted copies.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 
 __all__ = ["STORE_FILE", "QuestionRun", "ResultStore"]
@@ -111,6 +115,10 @@ _dumps = json.JSONEncoder(default=str).encode
 """`json.dumps(..., default=str)` without building an encoder per call (ten per question)."""
 
 
+def _optional(redact: RedactionPolicy, text: str | None) -> str | None:
+    return None if text is None else redact.text(text)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -118,8 +126,10 @@ def _now() -> str:
 class ResultStore:
     """The SQLite results file of one run directory."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, redaction: RedactionPolicy = DEFAULT_POLICY) -> None:
         self.path = Path(path)
+        self.redaction = redaction
+        """Applied to every text written (reading returns what was written)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -127,8 +137,10 @@ class ResultStore:
         self._db.executescript(_SCHEMA)
 
     @classmethod
-    def in_run_dir(cls, run_dir: Path | str) -> ResultStore:
-        return cls(Path(run_dir) / STORE_FILE)
+    def in_run_dir(
+        cls, run_dir: Path | str, *, redaction: RedactionPolicy = DEFAULT_POLICY
+    ) -> ResultStore:
+        return cls(Path(run_dir) / STORE_FILE, redaction=redaction)
 
     def close(self) -> None:
         self._db.close()
@@ -174,6 +186,7 @@ class ResultStore:
     def commit_question(self, run: QuestionRun, score: QuestionScore, *, grading_id: int) -> None:
         """Write one finished question (run row, grade rows, score row) in one transaction."""
         db = self._db
+        redact = self.redaction
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
@@ -185,11 +198,11 @@ class ResultStore:
                     run.split,
                     run.bundle,
                     json.dumps(run.tags),
-                    _dumps(run.row),
-                    run.input,
-                    _dumps(run.messages),
-                    run.response,
-                    run.error,
+                    _dumps(redact.value(run.row)),
+                    redact.text(run.input),
+                    _dumps(redact.value(run.messages)),
+                    redact.answer(run.response),
+                    _optional(redact, run.error),
                     run.error_type,
                     run.trace_id,
                     run.latency_s,
@@ -216,6 +229,7 @@ class ResultStore:
             raise
 
     def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
+        redact = self.redaction
         self._db.executemany(
             "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
@@ -229,7 +243,7 @@ class ResultStore:
                     g.min_score,
                     g.max_score,
                     g.mapped,
-                    g.reason,
+                    redact.text(g.reason),
                     int(g.error),
                     int(g.skipped),
                     int(g.binary),
@@ -237,7 +251,7 @@ class ResultStore:
                     int(g.must_pass),
                     g.threshold,
                     json.dumps(g.sample_scores),
-                    _dumps(g.checks),
+                    _dumps(redact.value(g.checks)),
                 )
                 for position, g in enumerate(score.graders)
             ],
@@ -251,7 +265,7 @@ class ResultStore:
                 score.composite,
                 score.objective,
                 int(score.degraded),
-                score.error,
+                _optional(redact, score.error),
                 score.error_type,
             ),
         )
