@@ -208,6 +208,8 @@ class ToolUsageGrader(Grader):
     )
     observes_actions = True
     needs = "`expected_tools` (required, else skips)"
+    # The threshold a must-pass attachment is told to set (the score is 5 x the share met).
+    threshold_hint = "threshold: 5 (5 = every expectation met)"
 
     def __init__(self, *, services: GraderServices | None = None) -> None:
         # No options: an unknown option in a config is an error, not silently ignored.

@@ -83,7 +83,7 @@ def test_empty_selection_exits_5(tmp_path, capsys):
 def test_limit_and_target_selection(tmp_path, capsys):
     path = write_project(tmp_path, questions=["paris", "rome"])
     assert main(["run", "--config", str(path), "--target", "t", "--limit", "1", "--quiet"]) == 0
-    assert "over 1 non-degraded question(s)" in capsys.readouterr().out
+    assert "over 1 question(s)" in capsys.readouterr().out
     assert main(["run", "--config", str(path), "--target", "nope"]) == 4
 
 

@@ -49,13 +49,15 @@ def test_a_timeout_the_agent_raises_itself_is_not_reported_as_the_run_deadline(t
     assert qs["paris"].composite == 5.0  # the run went on
 
 
-def test_error_budget_allows_errored_questions(tmp_path):
+def test_an_errored_question_within_the_error_budget_fails_the_gate(tmp_path):
+    # seed 003: an errored test fails every gate; the budget only keeps it from being exit 3
     config = load_config(
         write_project(tmp_path, questions=["paris", "crash"], target={"gate": {"max_errored": 1}})
     )
     outcome = start_run(config)
-    assert outcome.targets[0].verdict.errored == 1
-    assert outcome.exit_code == 0
+    verdict = outcome.targets[0].verdict
+    assert verdict.errored == 1 and verdict.mean_composite == 2.5
+    assert outcome.exit_code == 2
 
 
 def test_must_pass_failure_fails_the_gate_and_zeroes_the_objective(tmp_path):

@@ -77,11 +77,12 @@ def test_agent_error_scores_zero_is_counted_and_exits_3_beyond_budget():
     assert crashed.composite == 0.0 and crashed.objective == 0.0
     verdict = evaluate_gate([ok, crashed], GateConfig(min_mean_composite=4.0))
     assert verdict.errored == 1 and verdict.degraded == 1
-    assert verdict.mean_composite == 5.0  # the errored question is excluded from the mean
+    assert verdict.mean_composite == 2.5  # the errored question counts as 0 in the mean
     assert verdict.exit_code == 3
+    # within the budget it is still a failed gate: an errored test fails every gate
     assert (
-        evaluate_gate([ok, crashed], GateConfig(min_mean_composite=4.0, max_errored=1)).exit_code
-        == 0
+        evaluate_gate([ok, crashed], GateConfig(min_mean_composite=2.0, max_errored=1)).exit_code
+        == 2
     )
 
 

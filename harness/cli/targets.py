@@ -13,8 +13,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "targets",
         help="list the config's targets with their graders (marks 'Text only' targets)",
-        description="List each target of the config: mode, dataset, graders (with scale and how "
-        "each counts) and advisories. An agent-mode target with no grader that observes "
+        description="List each target of the config: mode, dataset, graders (with scale, pass "
+        "bar and how each counts) and advisories. An agent-mode target with no grader that observes "
         "actions is marked 'Text only'.",
     )
     parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
 def describe_targets(config: Any) -> str:
     from graders.advisories import TEXT_ONLY, advisories
     from harness.runs.grading import attach_graders, build_services
+    from harness.runs.scoring import pass_bar
 
     services = build_services(
         judge=None,
@@ -35,7 +36,10 @@ def describe_targets(config: Any) -> str:
     lines = []
     for target in config.targets.values():
         attached = attach_graders(
-            target.graders, grading_module=target.grading_module, services=services
+            target.graders,
+            grading_module=target.grading_module,
+            services=services,
+            config_file=target.config_file,
         )
         notes = [a.message for a in advisories(target.mode, [a.attachment for a in attached])]
         mark = f"  [{TEXT_ONLY}]" if any(n.startswith(TEXT_ONLY) for n in notes) else ""
@@ -50,8 +54,13 @@ def describe_targets(config: Any) -> str:
                 how.append("must pass")
             if s["weight"] != 1.0:
                 how.append(f"weight {s['weight']:g}")
-            if s["threshold"]:
-                how.append(f"threshold {s['threshold']:g}")
+            bar = pass_bar(
+                binary=s["binary"],
+                threshold=s["threshold"],
+                min_score=s["min_score"],
+                max_score=s["max_score"],
+            )
+            how.append(f"pass bar {bar}")
             if s["samples"] > 1:
                 how.append(f"{s['samples']} samples")
             flags = ["observes actions"] if s["observes_actions"] else []

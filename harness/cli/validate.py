@@ -19,13 +19,13 @@ from harness.errors import ExitCode, InputError
 if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
     from harness.inputs.sourcefile import Problem
 
-__all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_file"]
+__all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_config", "validate_file"]
 
 # kind -> "module:function", each `(path: Path) -> list[Problem]`, imported on first use so a
 # kind whose module is not there yet fails only for files of that kind.
 VALIDATORS: dict[str, str] = {
     "dataset": "harness.inputs.dataset:validate_dataset_file",
-    "config": "harness.inputs.config:validate_config_file",
+    "config": "harness.cli.validate:validate_config",
     "rubric": "graders.rubrics:validate_rubric_file",
 }
 
@@ -106,6 +106,30 @@ def validate_file(path: Path) -> tuple[str, list[Problem]]:
             Problem(str(path), exc.line, exc.key or "", exc.message, exc.question_id, exc.hint)
         ]
         return kind, list(problems)
+
+
+def validate_config(path: Path) -> list[Problem]:
+    """A config file's problems: its own (schema, files, references), then each target's
+    graders attached as `run` would (the registry knows each grader's scale), so a must-pass
+    grader whose gate can never fail is caught here, before any run."""
+    from harness.inputs.config import load_config, validate_config_file
+    from harness.runs.grading import attach_graders, build_services
+
+    problems = validate_config_file(path)
+    if problems:
+        return problems
+    config = load_config(path)
+    services = build_services(
+        judge=None, base_dir=config.base_dir, runs_dir=config.runs_dir, rubrics=None
+    )
+    for target in config.targets.values():
+        attach_graders(
+            target.graders,
+            grading_module=target.grading_module,
+            services=services,
+            config_file=target.config_file,
+        )
+    return []
 
 
 def _summary(kind: str, path: Path) -> str:

@@ -11,9 +11,11 @@ never as `agents.*`: the openai-agents package installs a top-level `agents` mod
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -57,7 +59,8 @@ class GateConfig:
     """A target's gate (config `gate:`)."""
 
     min_mean_composite: float | None = None
-    """Minimum mean composite (0–5) over non-degraded questions; None: no bar."""
+    """Minimum mean composite (0–5): errored questions count as 0, degraded ones are left out;
+    None: no bar."""
     max_errored: int = 0
     """Error budget: degraded or errored questions allowed before the run is incomplete (3)."""
     zero_critical_failures: bool = True
@@ -82,6 +85,12 @@ class GraderSpec:
     """Times the grader runs per question; scores are averaged, the spread reported."""
     options: dict[str, Any] = field(default_factory=dict)
     """Every other key of the mapping, passed to the grader's constructor."""
+    line: int | None = None
+    """Line of the entry in the config file (for error messages)."""
+    pointer: str = ""
+    """JSON pointer of the entry in the config file (for error messages)."""
+    threshold_set: bool = False
+    """True when the config wrote `threshold` (a must-pass scalar grader needs one)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -204,6 +213,18 @@ def _ref_file(ref: str) -> str | None:
     return target if target.endswith(".py") or "/" in target or "\\" in target else None
 
 
+def _non_finite(value: Any, parts: list[Any]) -> list[list[Any]]:
+    """Where a number is NaN or infinite: it compares false with everything, so a gate holding
+    one could never fail (and JSON cannot carry it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [parts]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _non_finite(v, [*parts, k])]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, [*parts, i])]
+    return []
+
+
 def _semantic_problems(doc: Document) -> list[Problem]:
     data = doc.data
     base = doc.path.parent
@@ -211,6 +232,9 @@ def _semantic_problems(doc: Document) -> list[Problem]:
 
     def at(parts: list[Any], message: str, hint: str | None = None) -> None:
         problems.append(problem_at(doc, pointer_of(parts), message, hint))
+
+    for parts in _non_finite(data, []):
+        at(parts, "must be a finite number (NaN and infinity compare false with every score)")
 
     for key in ("rubrics",):
         if isinstance(data.get(key), str) and not _resolve(base, data[key]).is_dir():
@@ -359,7 +383,15 @@ def load_config(path: str | Path | None = None) -> Config:
             ),
             concurrency=int(raw.get("concurrency", defaults["concurrency"])),
             timeout_s=float(raw.get("timeout_s", defaults["timeout_s"])),
-            graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
+            graders=[
+                dataclasses.replace(
+                    parse_grader_spec(g),
+                    line=doc.line_of(pointer_of(["targets", name, "graders", i])),
+                    pointer=pointer_of(["targets", name, "graders", i]),
+                    threshold_set=isinstance(g, dict) and "threshold" in g,
+                )
+                for i, g in enumerate(raw.get("graders") or [])
+            ],
             gate=parse_gate(raw.get("gate")),
             base_dir=base,
             config_file=str(path),

@@ -26,12 +26,13 @@ def render_console(outcome, *, worst: int = 5) -> str:
         lines.append(f"target {t.target} ({t.mode}): {t.dataset}")
         for advisory in t.advisories:
             lines.append(f"  ! {advisory}")
-        rows = [["grader", "mean", "scored", "skipped", "errors", "passed"]]
+        rows = [["grader", "mean", "pass bar", "scored", "skipped", "errors", "passed"]]
         for g in t.graders:
             rows.append(
                 [
-                    g.grader_id,
+                    g.grader_id + (" (must pass)" if g.must_pass else ""),
                     fmt_score(g.mean, g.max_score),
+                    g.pass_bar,
                     str(g.scored),
                     str(g.skipped),
                     str(g.errored),
@@ -39,9 +40,11 @@ def render_console(outcome, *, worst: int = 5) -> str:
                 ]
             )
         lines.extend(_table(rows))
-        clean = v.questions - v.degraded
+        # errored questions count as 0; questions with a grader error are left out
+        counted = v.questions - (v.degraded - v.errored)
         lines.append(
-            f"  composite {fmt_score(v.mean_composite, 5)} over {clean} non-degraded question(s);"
+            f"  composite {fmt_score(v.mean_composite, 5)} over {counted} question(s)"
+            f" (errored as 0);"
             f" objective {fmt(v.mean_objective)}"
         )
         lines.append(

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.runs.scoring import GraderScore, QuestionScore
+from harness.runs.scoring import GraderScore, QuestionScore, pass_bar
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -40,6 +40,9 @@ def _grader(g: GraderScore) -> dict[str, Any]:
         "must_pass": g.must_pass,
         "weight": g.weight,
         "threshold": g.threshold,
+        "pass_bar": pass_bar(
+            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
+        ),
         "samples": list(g.sample_scores),
         "spread": g.spread,
     }

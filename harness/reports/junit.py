@@ -7,6 +7,7 @@ file name).
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,6 +15,18 @@ from harness.reports.common import fmt, fmt_score
 from harness.runs.scoring import QuestionScore
 
 __all__ = ["render_junit", "write_junit"]
+
+# What XML 1.0 forbids (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/U+FFFF): an
+# agent's exception with ANSI colour codes must not make the whole report unreadable.
+_FORBIDDEN = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(root: ET.Element) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = _FORBIDDEN.sub("", element.text)
+        for name, value in element.attrib.items():
+            element.set(name, _FORBIDDEN.sub("", value))
 
 
 def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, int]:
@@ -85,9 +98,11 @@ def render_junit(outcome) -> str:
         _suite_properties(suite, t.verdict)
         failures = errors = 0
         for q in t.questions:
+            # JUnit counts test cases, not elements: a case with an error is an error, else
+            # one with any failure is one failure.
             f, e = _testcase(suite, t.target, q)
-            failures += f
-            errors += e
+            errors += 1 if e else 0
+            failures += 1 if f and not e else 0
         suite.set("tests", str(len(t.questions)))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -95,6 +110,7 @@ def render_junit(outcome) -> str:
     root.set("tests", str(total_t))
     root.set("failures", str(total_f))
     root.set("errors", str(total_e))
+    _xml_safe(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -34,12 +34,14 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         if t.advisories:
             lines.append("")
         lines += [
-            "| grader | mean | scored | skipped | errors | passed |",
-            "|---|---|---|---|---|---|",
+            "| grader | mean | pass bar | scored | skipped | errors | passed |",
+            "|---|---|---|---|---|---|---|",
         ]
         for g in t.graders:
+            must = " (must pass)" if g.must_pass else ""
             lines.append(
-                f"| `{g.grader_id}` | {fmt_score(g.mean, g.max_score)} | {g.scored} | {g.skipped} "
+                f"| `{g.grader_id}`{must} | {fmt_score(g.mean, g.max_score)} | {_cell(g.pass_bar)} "
+                f"| {g.scored} | {g.skipped} "
                 f"| {g.errored} | {g.passed}/{g.passed + g.failed} |"
             )
         lines += [

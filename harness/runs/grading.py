@@ -158,6 +158,36 @@ def _module_attachments(
     return out
 
 
+def _check_pass_bar(att: Attachment, spec: Any, config_file: str | None) -> None:
+    """A gate that can never fail is invalid input: must-pass on a scalar grader whose
+    threshold is at the bottom of its scale (seed 003's default 0 passes any score), or a
+    threshold above the scale's top (nothing passes)."""
+    g = att.grader
+    if getattr(g, "binary", False):
+        return
+    lo, hi = float(g.min_score), float(g.max_score)
+    pointer = getattr(spec, "pointer", "") or "/graders"
+    where = {"file": config_file, "line": getattr(spec, "line", None)}
+    if att.threshold > hi:
+        raise ConfigError(
+            f"threshold {att.threshold:g} of {g.id!r} is above the top of its {lo:g}-{hi:g} "
+            "scale: no score could pass",
+            key=f"{pointer}/threshold",
+            hint=f"threshold: {hi:g} (its best score)",
+            **where,
+        )
+    if att.must_pass and att.threshold <= lo:
+        written = "threshold" if getattr(spec, "threshold_set", False) else "no threshold"
+        hint = getattr(g, "threshold_hint", None) or f"threshold: {hi:g} (its best score)"
+        raise ConfigError(
+            f"must_pass on {g.id!r} (a scalar grader, {lo:g}-{hi:g}) with {written} "
+            f"{att.threshold:g}: every score passes, so this gate can never fail; set a threshold",
+            key=f"{pointer}/must_pass",
+            hint=hint,
+            **where,
+        )
+
+
 def attach_graders(
     specs: Sequence[Any],
     *,
@@ -165,9 +195,12 @@ def attach_graders(
     services: GraderServices,
     registry: Any = None,
     module_label: str | None = None,
+    config_file: str | None = None,
 ) -> list[AttachedGrader]:
     """Attach the config's grader specs (`GraderSpec` or spec dicts) then the grading
-    module's graders. An unknown id or a bad option is invalid input (exit 4)."""
+    module's graders. An unknown id, a bad option or a gate that can never fail (must-pass
+    on a scalar grader without a threshold) is invalid input (exit 4); `config_file` names
+    the file in those errors."""
     if registry is None:
         from graders.registry import load_registry
 
@@ -181,6 +214,7 @@ def attach_graders(
             raise
         except TypeError as exc:  # an option the grader's constructor does not take
             raise ConfigError(f"grader {raw['id']!r}: {exc}", key="graders") from exc
+        _check_pass_bar(attached[-1].attachment, spec, config_file)
     if grading_module is not None:
         label = module_label or str(grading_module)
         attached.extend(_module_attachments(grading_module, services, module_label=label))

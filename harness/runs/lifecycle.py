@@ -280,7 +280,15 @@ def stored_results(
                 mode=target.mode,
                 dataset=str(tid.get("dataset", {}).get("path", target.dataset)),
                 questions=questions,
-                verdict=evaluate_gate(questions, target.gate),
+                verdict=evaluate_gate(
+                    questions,
+                    target.gate,
+                    must_pass=[
+                        a.attachment.grader.id
+                        for a in attached.get(target.name, [])
+                        if a.attachment.must_pass
+                    ],
+                ),
                 graders=summarise_graders(questions),
                 advisories=_advisories(target.mode, attached.get(target.name, []), questions),
             )
@@ -326,7 +334,10 @@ async def astart_run(
     for target in targets:
         dataset, questions = _select(target, selection)
         attached = attach_graders(
-            target.graders, grading_module=target.grading_module, services=services
+            target.graders,
+            grading_module=target.grading_module,
+            services=services,
+            config_file=target.config_file,
         )
         _check_rubrics(questions, services)
         prepared.append((target, dataset, questions, attached))

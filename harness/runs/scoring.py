@@ -9,8 +9,12 @@ combine"):
   0–1 by its declared scale; a must-pass grader that fails makes the question's objective 0.
 - pass rule: a binary grader (declared `binary`, or a 0–1 code grader that returned a bool)
   passes iff its score is its max; a scalar grader passes iff score >= threshold (default 0).
-- an agent error or timeout scores 0, fails every gate and is counted, never skipped; a grader
-  error marks the question degraded. Both count against the error budget (`max_errored`).
+- an agent error or timeout scores 0, counts in the mean, fails the gate and the target's
+  must-pass graders (seed 003: an errored test fails every gate); a grader error marks the
+  question degraded (out of the mean). Both count against the error budget (`max_errored`).
+- a target whose questions scored nothing (every one degraded, or every grader skipped) never
+  passes: incomplete (3).
+- every decided rubric check counts, whatever its sibling checks (or the grader) did.
 - exit-code precedence: 4 invalid input, 5 nothing to run, 3 incomplete, 2 gate failed, 0.
 """
 
@@ -33,6 +37,7 @@ __all__ = [
     "aggregate_samples",
     "combine_exit_codes",
     "evaluate_gate",
+    "pass_bar",
     "passes",
     "score_question",
     "summarise_graders",
@@ -66,6 +71,16 @@ def passes(
     if binary:
         return score >= max_score
     return score >= threshold
+
+
+def pass_bar(*, binary: bool, threshold: float, min_score: float, max_score: float) -> str:
+    """The pass rule of one grader in words: "= 1" (binary: only its max passes), ">= 3"
+    (scalar: its threshold), ">= 0 (any score)" (a scalar threshold at the scale's bottom)."""
+    if binary:
+        return f"= {_fmt(max_score)}"
+    if threshold <= min_score:
+        return f">= {_fmt(threshold)} (any score)"
+    return f">= {_fmt(threshold)}"
 
 
 @dataclass(slots=True)
@@ -238,7 +253,9 @@ class QuestionScore:
         return [g for g in self.graders if g.passed is False]
 
     def checks(self) -> list[dict[str, Any]]:
-        return [c for g in self.graders if not g.error for c in g.checks]
+        """Every check a grader reported, including those of a grader that errored overall: a
+        check that was decided is evidence whatever its siblings did."""
+        return [c for g in self.graders for c in g.checks]
 
     @property
     def required_check_failures(self) -> list[str]:
@@ -311,9 +328,9 @@ class GateVerdict:
     degraded: int
     """Questions excluded from the gate: errored agent or a grader error."""
     mean_composite: float | None
-    """Mean composite over non-degraded questions that have one."""
+    """Mean composite over errored questions (0) and questions without a grader error."""
     mean_objective: float | None
-    """Mean objective over non-degraded questions that have one."""
+    """Mean objective over errored questions (0) and questions without a grader error."""
     must_pass_failures: int
     critical_failures: int
     required_check_failures: int
@@ -328,21 +345,33 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def evaluate_gate(questions: Sequence[QuestionScore], gate: GateConfig) -> GateVerdict:
-    """Decide a target's gate. Errored agents fail every gate and are counted; questions with a
-    grader error are excluded from the mean but their scored must-pass and rubric failures
-    still count (a verdict that was reached is evidence)."""
+def evaluate_gate(
+    questions: Sequence[QuestionScore], gate: GateConfig, *, must_pass: Sequence[str] = ()
+) -> GateVerdict:
+    """Decide a target's gate. `must_pass` names the target's must-pass graders.
+
+    An errored question (the agent failed) scores 0 in the mean, fails the gate and each
+    must-pass grader; a question with a grader error is left out of the mean, but its decided
+    must-pass and rubric failures still count (a verdict that was reached is evidence). Both
+    count against the error budget. A target that scored nothing is incomplete."""
     reasons: list[str] = []
     degraded = [q for q in questions if q.degraded]
     errored = [q for q in questions if q.errored]
-    clean = [q for q in questions if not q.degraded]
+    in_mean = [q for q in questions if q.errored or not q.degraded]
     ran = [q for q in questions if not q.errored]
 
-    must_pass = [(q.question_id, g) for q in ran for g in q.must_pass_failures]
-    if must_pass:
-        names = ", ".join(f"{qid}: {g}" for qid, g in must_pass[:5])
-        more = f" and {len(must_pass) - 5} more" if len(must_pass) > 5 else ""
-        reasons.append(f"{len(must_pass)} must-pass failure(s) ({names}{more})")
+    must = [(q.question_id, g) for q in ran for g in q.must_pass_failures]
+    must += [(q.question_id, gid) for q in errored for gid in must_pass]
+    if must:
+        names = ", ".join(f"{qid}: {g}" for qid, g in must[:5])
+        more = f" and {len(must) - 5} more" if len(must) > 5 else ""
+        reasons.append(f"{len(must)} must-pass failure(s) ({names}{more})")
+    if errored:
+        names = ", ".join(q.question_id for q in errored[:5])
+        more = f" and {len(errored) - 5} more" if len(errored) > 5 else ""
+        reasons.append(
+            f"{len(errored)} errored question(s) ({names}{more}): an errored question fails the gate"
+        )
     critical = [(q.question_id, c) for q in ran for c in q.critical_failures]
     if critical and gate.zero_critical_failures:
         reasons.append(f"{len(critical)} critical rubric check failure(s)")
@@ -354,25 +383,29 @@ def evaluate_gate(questions: Sequence[QuestionScore], gate: GateConfig) -> GateV
         reasons.append(
             f"{len(reviews)} required rubric check(s) left in Review (allow_review: false)"
         )
-    mean_composite = _mean([q.composite for q in clean if q.composite is not None])
-    mean_objective = _mean([q.objective for q in clean if q.objective is not None])
+    mean_composite = _mean([q.composite for q in in_mean if q.composite is not None])
+    mean_objective = _mean([q.objective for q in in_mean if q.objective is not None])
     if gate.min_mean_composite is not None:
         if mean_composite is None:
-            reasons.append(
-                "no non-degraded question has a composite to hold against min_mean_composite"
-            )
+            reasons.append("no question has a composite to hold against min_mean_composite")
         elif mean_composite < gate.min_mean_composite:
             reasons.append(
                 f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
             )
-    incomplete = len(degraded) > gate.max_errored
-    if incomplete:
-        reasons.insert(
-            0,
+    incomplete_reasons = []
+    if len(degraded) > gate.max_errored:
+        incomplete_reasons.append(
             f"evaluation incomplete: {len(degraded)} degraded/errored question(s) "
-            f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}",
+            f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}"
         )
-    passed = not [r for r in reasons if not r.startswith("evaluation incomplete")]
+    if questions and not any(q.composite is not None for q in in_mean):
+        incomplete_reasons.append(
+            f"evaluation incomplete: nothing was scored ({len(questions)} question(s), "
+            f"{len(degraded) - len(errored)} degraded, the rest skipped by every grader)"
+        )
+    passed = not reasons
+    reasons = incomplete_reasons + reasons
+    incomplete = bool(incomplete_reasons)
     if incomplete:
         code = ExitCode.INCOMPLETE
     elif not passed:
@@ -389,7 +422,7 @@ def evaluate_gate(questions: Sequence[QuestionScore], gate: GateConfig) -> GateV
         degraded=len(degraded),
         mean_composite=mean_composite,
         mean_objective=mean_objective,
-        must_pass_failures=len(must_pass),
+        must_pass_failures=len(must),
         critical_failures=len(critical),
         required_check_failures=len(required),
         reviews=len(reviews),
@@ -412,6 +445,20 @@ class GraderSummary:
     errored: int
     passed: int
     failed: int
+    threshold: float = 0.0
+    """Passing bar of a scalar grader on its own scale."""
+    must_pass: bool = False
+    """A failing must-pass grader fails the gate."""
+
+    @property
+    def pass_bar(self) -> str:
+        """What passes, on the grader's own scale: "= 1", ">= 5", ">= 0 (any score)"."""
+        return pass_bar(
+            binary=self.binary,
+            threshold=self.threshold,
+            min_score=self.min_score,
+            max_score=self.max_score,
+        )
 
     @property
     def display(self) -> str:
@@ -423,6 +470,7 @@ class GraderSummary:
     def to_dict(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
         data["display"] = self.display
+        data["pass_bar"] = self.pass_bar
         return data
 
 
@@ -451,6 +499,8 @@ def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]
                 errored=sum(1 for g in scores if g.error),
                 passed=sum(1 for g in scores if g.passed is True),
                 failed=sum(1 for g in scores if g.passed is False),
+                threshold=scores[0].threshold,
+                must_pass=scores[0].must_pass,
             )
         )
     return out
