@@ -40,12 +40,15 @@ API
   `(token, logprob, [(alt_token, alt_logprob), ...])`), else one entry per content chunk with
   logprob 0.0. `top_logprobs` alternatives are cut to the request's `top_logprobs`.
 - `answer_model`: the `model` field answers report (default: echo the request's model).
+- `HangingServer` (fixture `hanging_server`): accepts every connection and never answers;
+  `.base_url`, `.accepted`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -57,8 +60,10 @@ import pytest
 
 __all__ = [
     "Answer",
+    "HangingServer",
     "OpenAIServer",
     "Recorded",
+    "hanging_server",
     "malformed_body",
     "non_numeric_score",
     "off_scale",
@@ -283,6 +288,59 @@ def _completion(body: dict[str, Any], answer: Answer, model: str | None) -> dict
 def openai_server() -> Iterator[OpenAIServer]:
     """A started loopback server, stopped after the test."""
     server = OpenAIServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class HangingServer:
+    """A loopback TCP server that accepts every connection and never answers a byte: the
+    judge outage that costs the most (every attempt waits out its whole timeout)."""
+
+    def __init__(self) -> None:
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(1024)
+        self._listener.settimeout(0.05)
+        self._held: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self.accepted = 0
+        """Connections accepted so far."""
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> HangingServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+        for conn in self._held:
+            conn.close()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._held.append(conn)
+            self.accepted += 1
+
+
+@pytest.fixture
+def hanging_server() -> Iterator[HangingServer]:
+    """A started server that accepts and never answers, stopped after the test."""
+    server = HangingServer().start()
     try:
         yield server
     finally:

@@ -10,8 +10,10 @@
       knobs: [temperature, top_p]     # sampling knobs the provider accepts (default these two)
       structured_output: true         # send response_format json_schema (default true)
       headers: {X-Tenant: eval}       # extra HTTP headers on every request (openai-compatible)
-      timeout_s: 30
+      timeout_s: 30                   # bounds each whole attempt
       max_attempts: 4
+      circuit_breaker_failures: 5     # consecutive failed attempts that mark the provider down
+      grading_deadline_s: 300         # all judge gradings of one question, retries included
       requests_per_minute: 600
       max_concurrency: 4
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from harness.judging.cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
 from harness.judging.langchain_adapter import LangChainProvider
 from harness.judging.openai_compat import DEFAULT_KNOBS, OpenAICompatibleProvider
@@ -41,10 +44,13 @@ from harness.judging.rendering import (
 from harness.judging.retry import RetryPolicy
 
 __all__ = [
+    "DEFAULT_BREAKER_FAILURES",
     "DEFAULT_CACHE_FILENAME",
+    "DEFAULT_GRADING_DEADLINE_S",
     "NO_TOOLS_CALLED",
     "PROVIDER_KINDS",
     "TOOL_CALLS_HEADER",
+    "CircuitBreaker",
     "JudgeCache",
     "JudgeProvider",
     "JudgeReply",
@@ -64,9 +70,24 @@ __all__ = [
 ]
 
 PROVIDER_KINDS = ("openai-compatible", "langchain")
-_COMMON_KEYS = {"timeout_s", "max_attempts", "requests_per_minute", "max_concurrency", "knobs"}
+DEFAULT_GRADING_DEADLINE_S = 300.0
+"""How long all the judge gradings of one question may take, retries and queueing included."""
+_COMMON_KEYS = {
+    "timeout_s",
+    "max_attempts",
+    "requests_per_minute",
+    "max_concurrency",
+    "knobs",
+    "circuit_breaker_failures",
+}
 # Keys of the judge block that belong to judges or the runner, not to the provider.
-_NON_PROVIDER_KEYS = {"provider", "cache", "judge_response_char_limit", "templates"}
+_NON_PROVIDER_KEYS = {
+    "provider",
+    "cache",
+    "judge_response_char_limit",
+    "templates",
+    "grading_deadline_s",
+}
 
 
 def build_provider(
@@ -82,7 +103,13 @@ def build_provider(
             key="judge.provider",
         )
     common: dict[str, Any] = {}
-    for key in ("timeout_s", "max_attempts", "requests_per_minute", "max_concurrency"):
+    for key in (
+        "timeout_s",
+        "max_attempts",
+        "requests_per_minute",
+        "max_concurrency",
+        "circuit_breaker_failures",
+    ):
         if config.get(key) is not None:
             common[key] = config[key]
     if "knobs" in config:

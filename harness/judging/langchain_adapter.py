@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from harness.judging.openai_compat import PINNED_VALUES, logprobs_from_openai
 from harness.judging.provider import JudgeReply, JudgeRequest
 from harness.judging.ratelimit import RateLimiter
@@ -33,6 +34,7 @@ class LangChainProvider:
         backoff_base_s: float = 0.5,
         requests_per_minute: int | None = None,
         max_concurrency: int | None = 4,
+        circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
     ) -> None:
         self.chat_model = chat_model
         self.model = _model_name(chat_model)
@@ -48,6 +50,8 @@ class LangChainProvider:
         self.limiter = RateLimiter(
             requests_per_minute=requests_per_minute, max_concurrency=max_concurrency
         )
+        self.breaker = CircuitBreaker(circuit_breaker_failures)
+        """Opens after that many consecutive failed attempts: the provider is down for the run."""
         self.calls = 0
         """Model invocations made (every attempt counts)."""
 
@@ -87,6 +91,7 @@ class LangChainProvider:
             provider=self.name,
             url=_base_url(self.chat_model) or self.model,
             slot=self.limiter.slot,
+            breaker=self.breaker,
         )
         metadata = getattr(message, "response_metadata", None) or {}
         logprobs = logprobs_from_openai(metadata.get("logprobs")) if request.logprobs else None

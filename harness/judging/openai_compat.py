@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from harness.errors import ConfigError
+from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from harness.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from harness.judging.ratelimit import RateLimiter
 from harness.judging.retry import (
@@ -53,6 +54,7 @@ class OpenAICompatibleProvider:
         requests_per_minute: int | None = None,
         max_concurrency: int | None = 4,
         headers: dict[str, str] | None = None,
+        circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -81,6 +83,8 @@ class OpenAICompatibleProvider:
         self.limiter = RateLimiter(
             requests_per_minute=requests_per_minute, max_concurrency=max_concurrency
         )
+        self.breaker = CircuitBreaker(circuit_breaker_failures)
+        """Opens after that many consecutive failed attempts: the provider is down for the run."""
         self._headers = dict(headers or {})
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -131,6 +135,7 @@ class OpenAICompatibleProvider:
             provider=self.name,
             url=self.url,
             slot=self.limiter.slot,
+            breaker=self.breaker,
         )
         return _reply_from(data, requested_logprobs=request.logprobs)
 

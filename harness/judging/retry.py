@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.errors import ProviderError
+from harness.judging.breaker import CircuitBreaker
 
 __all__ = [
     "RETRYABLE_STATUSES",
@@ -100,34 +101,54 @@ async def with_retries(
     url: str,
     slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    breaker: CircuitBreaker | None = None,
 ) -> T:
     """Run `attempt` until it returns, retrying `TransientFailure` and timeouts per `policy`.
 
     `attempt` signals failures by raising `TransientFailure` or `PermanentFailure`; anything
     else it raises propagates unchanged (a bug, not an outage). `slot` (a rate limiter's) is
     held around each attempt and acquired outside its timeout, so queueing is never a timeout.
+    `policy.timeout_s` bounds each whole attempt (connect, send, wait, read the body).
+    `breaker` (the run's) is told every attempt's outcome; once open, no attempt is made.
     """
     last_status: int | None = None
     last_detail = ""
     attempts = max(1, policy.max_attempts)
     for number in range(1, attempts + 1):
         retry_after: float | None = None
+        if breaker is not None:
+            breaker.check(provider=provider, url=url)
         try:
             async with slot() if slot is not None else nullcontext():
+                if breaker is not None:  # it may have opened while this call queued
+                    breaker.check(provider=provider, url=url)
                 async with asyncio.timeout(policy.timeout_s):
-                    return await attempt()
+                    result = await attempt()
+            if breaker is not None:
+                breaker.success()
+            return result
         except TimeoutError:
             last_status, last_detail = None, f"timed out after {policy.timeout_s:g}s"
+            if breaker is not None:
+                breaker.failure(last_detail)
         except TransientFailure as failure:
             last_status, last_detail = failure.status, failure.detail
             retry_after = failure.retry_after
+            if breaker is not None and failure.status != 429:  # rate limited is not down
+                breaker.failure(_cause(failure.status, failure.detail))
         except PermanentFailure as failure:
+            if breaker is not None:
+                breaker.failure(_cause(failure.status, failure.detail))
             raise _provider_error(
                 provider, url, failure.status, failure.detail, number, permanent=True
             ) from failure
         if number < attempts:
             await sleep(policy.backoff(number, retry_after))
     raise _provider_error(provider, url, last_status, last_detail, attempts, permanent=False)
+
+
+def _cause(status: int | None, detail: str) -> str:
+    return f"HTTP {status}: {detail}" if status is not None else detail
 
 
 def _provider_error(

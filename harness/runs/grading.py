@@ -73,7 +73,7 @@ def build_services(
     cache = None
     settings: dict[str, Any] = {"use_cache": use_cache}
     if judge:
-        from harness.judging import JudgeCache, build_provider
+        from harness.judging import DEFAULT_GRADING_DEADLINE_S, JudgeCache, build_provider
 
         from harness.judging.redacting import RedactingProvider
 
@@ -82,6 +82,9 @@ def build_services(
         settings["templates"] = dict(judge.get("templates") or {})
         if judge.get("judge_response_char_limit") is not None:
             settings["judge_response_char_limit"] = judge["judge_response_char_limit"]
+        settings["grading_deadline_s"] = float(
+            judge.get("grading_deadline_s") or DEFAULT_GRADING_DEADLINE_S
+        )
         use_cache = use_cache and bool(judge.get("cache", True))
         settings["use_cache"] = use_cache
         if use_cache:
@@ -318,10 +321,16 @@ async def _one(
 
 
 async def agrade_question(
-    attached: Sequence[AttachedGrader], *, input: str, response: str, context: Mapping[str, Any]
+    attached: Sequence[AttachedGrader],
+    *,
+    input: str,
+    response: str,
+    context: Mapping[str, Any],
+    deadline_s: float | None = None,
 ) -> list[GraderScore]:
     """Every attached grader on one answer (graders concurrently; a grader's own samples too),
-    folded per grader into a GraderScore."""
+    folded per grader into a GraderScore. Graders still running `deadline_s` after the
+    concurrent ones started are cancelled and error, naming the deadline."""
 
     async def one_grader(a: AttachedGrader) -> GraderScore:
         n = 1 if a.self_sampling else max(1, a.attachment.samples)
@@ -348,7 +357,47 @@ async def agrade_question(
         else:
             waiting.append(index)
     if waiting:
-        done = await asyncio.gather(*(one_grader(attached[i]) for i in waiting))
+        if deadline_s is None:
+            done = await asyncio.gather(*(one_grader(attached[i]) for i in waiting))
+        else:
+            done = await _within_deadline(
+                [attached[i] for i in waiting], one_grader, deadline_s=deadline_s
+            )
         for index, score in zip(waiting, done, strict=True):
             scores[index] = score
     return [s for s in scores if s is not None]
+
+
+async def _within_deadline(
+    graders: Sequence[AttachedGrader], one_grader: Any, *, deadline_s: float
+) -> list[GraderScore]:
+    tasks = [asyncio.ensure_future(one_grader(a)) for a in graders]
+    try:
+        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+    finally:
+        for task in tasks:  # also when this question itself is cancelled
+            if not task.done():
+                task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    out = []
+    for a, task in zip(graders, tasks, strict=True):
+        if task in pending:
+            late = a.grader.result(
+                None,
+                f"grading did not finish within the question's grading deadline of "
+                f"{deadline_s:g}s (judge.grading_deadline_s)",
+                True,
+            )
+            out.append(
+                aggregate_samples(
+                    [late],
+                    weight=a.attachment.weight,
+                    must_pass=a.attachment.must_pass,
+                    threshold=a.attachment.threshold,
+                    binary=bool(getattr(a.grader, "binary", False)),
+                )
+            )
+        else:
+            out.append(task.result())
+    return out

@@ -108,7 +108,11 @@ async def _regrade_question(
             policy=target_policy(target),
         )
         scored = await agrade_question(
-            fresh, input=stored.input, response=stored.response, context=context
+            fresh,
+            input=stored.input,
+            response=stored.response,
+            context=context,
+            deadline_s=services.judge_settings.get("grading_deadline_s"),
         )
         by_id = {s.grader_id: s for s in scored}
         for a in attached:

@@ -217,6 +217,7 @@ async def _run_one(
                 input=graded_input,
                 response=run.response,
                 context=context,
+                deadline_s=plan.services.judge_settings.get("grading_deadline_s"),
             )
     finally:
         if environment is not None:
