@@ -243,7 +243,11 @@ class LlmJudge(Grader):
             self.dimension_description,
             fence("question", input),
             third,
-            fence("agent_response", truncate(response, self.response_char_limit)),
+            fence(
+                "agent_response",
+                # Redacted before it is cut, so a secret cut in half cannot slip through.
+                truncate(self.services.redaction.text(response), self.response_char_limit),
+            ),
         )
 
     def request(self, prompt: str, sample_index: int = 0) -> JudgeRequest:

@@ -192,7 +192,8 @@ class RubricJudgeGrader(Grader):
         limit = self.services.judge_settings.get("judge_response_char_limit") or context.get(
             "response_char_limit"
         )
-        shown = truncate(response, int(limit)) if isinstance(limit, int) and limit > 0 else response
+        shown = self.services.redaction.text(response)  # before the cut: no half secret
+        shown = truncate(shown, int(limit)) if isinstance(limit, int) and limit > 0 else shown
         questions = [q for _, qs in asked for q in qs]
         user = (
             render_evidence(evidence, fields, shown)

@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.inputs.config import load_config
     from harness.reports.progress import Progress
-    from harness.runs.lifecycle import Selection, resume_run, start_run
+    from harness.runs.lifecycle import ANSWERS_VERBATIM_NOTE, Selection, resume_run, start_run
 
     config = load_config(args.config)
     progress = Progress(quiet=args.quiet)
@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     def on_start(run_dir: Path, total: int) -> None:
         started.append(run_dir)
         print(f"run dir: {run_dir}", file=sys.stderr)
+        if not config.redaction.answers:  # said before anything runs, and again in the report
+            print("tracegrade: note: " + ANSWERS_VERBATIM_NOTE, file=sys.stderr)
         progress.start(run_dir, total)
 
     try:

@@ -48,6 +48,7 @@ from harness.runs.scoring import (
 from harness.runs.store import ResultStore
 
 __all__ = [
+    "ANSWERS_VERBATIM_NOTE",
     "RunOutcome",
     "Selection",
     "TargetResult",
@@ -55,6 +56,7 @@ __all__ = [
     "astart_run",
     "new_run_id",
     "open_run",
+    "redaction_notes",
     "resume_run",
     "run_services",
     "run_without_loop",
@@ -204,6 +206,17 @@ def _target_identity(
         else None,
         "graders": specs,
     }
+
+
+ANSWERS_VERBATIM_NOTE = (
+    "redaction.answers is false: the agent's answers are stored and reported verbatim, "
+    "secrets and all (every other copy is still redacted)"
+)
+
+
+def redaction_notes(config: Config) -> list[str]:
+    """What the console says on every run about the redaction policy."""
+    return [] if config.redaction.answers else [ANSWERS_VERBATIM_NOTE]
 
 
 def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
@@ -367,7 +380,8 @@ async def astart_run(
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
     identity = config.redaction.value(identity, by_name=False)
     write_identity(run_dir, identity)
-    notes = [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
+    notes = redaction_notes(config)
+    notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         store.set_meta("run_id", run_id)
         grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
@@ -431,7 +445,7 @@ async def aresume_run(
     targets = [config.select_targets([name])[0] for name in identity["targets"]]
     services = run_services(config, run_dir, use_cache)
     attached = stored_attachments(identity, run_dir, services)
-    notes: list[str] = []
+    notes: list[str] = redaction_notes(config)
     with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         grading_id = min(g["grading_id"] for g in store.gradings())
         plans = []

@@ -29,6 +29,7 @@ from harness.records import RunRecord, ToolRecord
 from harness.runs.lifecycle import (
     RunOutcome,
     open_run,
+    redaction_notes,
     stored_results,
     run_services,
     stored_attachments,
@@ -248,6 +249,7 @@ async def aregrade_run(
             on_done=on_done,
         )
         results = stored_results(store, grading_id, targets, identity, attached)
+    notes = redaction_notes(config) + notes
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
 
 

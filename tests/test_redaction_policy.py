@@ -1,0 +1,273 @@
+"""The redaction policy: every secret kind in every channel, the config's additions, answers
+kept verbatim on request, and no input that makes redaction throw or stall."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.capture.tracefile import redacted_attributes
+from harness.cli import main
+from harness.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
+from harness.judging.redacting import RedactingProvider
+from harness.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
+from harness.runs.scoring import GraderScore, QuestionScore, score_question
+from harness.runs.store import QuestionRun, ResultStore
+from tests.runs_support import write_project
+
+# (as planted, the part that must not survive): one of every kind.
+KINDS = [
+    ("sk-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4", "A1b2C3d4E5f6G7h8I9j0K1l2"),
+    ("sk-proj-Zx9_Yw8-Vu7Ts6Rq5Po4Nm3Lk2Ji1", "Zx9_Yw8-Vu7Ts6Rq5Po4Nm3"),
+    ("AKIAQWERTYUIOPASDFGH", "AKIAQWERTYUIOPASDFGH"),
+    ("ghp_abcdEFGHijklMNOPqrstUVWXyz0123456789", "abcdEFGHijklMNOPqrstUVWX"),
+    ("Bearer bt0k3n.Abc-Def_Ghi~Jkl", "bt0k3n.Abc-Def_Ghi~Jkl"),
+    ("xBearer gluedT0kenValue1234", "gluedT0kenValue1234"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbmEifQ.c2lnbmF0dXJl", "eyJzdWIiOiJhbmEifQ.c2lnbmF0dXJl"),
+    (
+        "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIPemLine\n-----END EC PRIVATE KEY-----",
+        "MHcCAQEEIPemLine",
+    ),
+    ("password=Hunter2Plaintext", "Hunter2Plaintext"),
+    ("token: TokValuePlain77", "TokValuePlain77"),
+    ('"client_secret": "SecValuePlain88"', "SecValuePlain88"),
+    ("https://h.test/x?user=ana&password=UrlPassw0rd", "UrlPassw0rd"),
+    ("Authorization: Bearer hdrT0kenValue99", "hdrT0kenValue99"),
+]
+
+filler = st.text(alphabet="abc XYZ.,:;\n{}[]é日", max_size=12)
+
+
+def _mixed(draw_pieces: list) -> tuple[str, list[str]]:
+    text = " ".join(p if isinstance(p, str) else p[0] for p in draw_pieces)
+    cores = [p[1] for p in draw_pieces if not isinstance(p, str)]
+    return text, cores
+
+
+def _store_channel(text: str, tmp) -> str:
+    path = tmp / f"s{time.perf_counter_ns()}.sqlite"
+    with ResultStore(path) as store:
+        grading = store.new_grading(mode="run")
+        run = QuestionRun(
+            target="t",
+            question_id="q",
+            row={"id": "q", "input": text, "metadata": {"context": text}},
+            input=text,
+            messages=[{"role": "user", "content": text}],
+            response=text,
+            error=text,
+        )
+        grade = GraderScore(
+            grader_id="g",
+            score=None,
+            min_score=0,
+            max_score=1,
+            reason=text,
+            error=True,
+            checks=[{"id": "c", "reason": text, "evidence": {"policy": text}}],
+        )
+        score = score_question(
+            QuestionScore(question_id="q", target="t", graders=[grade], error=text)
+        )
+        store.commit_question(run, score, grading_id=grading)
+    data = path.read_bytes().decode("utf-8", "replace")
+    path.unlink()
+    return data
+
+
+def _span_channel(text: str) -> str:
+    attributes = {
+        "gen_ai.tool.call.arguments": json.dumps({"q": text, "nested": [text]}),
+        "gen_ai.tool.call.result": text,
+        "exception.message": text,
+        "input.value": text,
+    }
+    return json.dumps(redacted_attributes(attributes, truncate_to=4096))
+
+
+class _Echo:
+    """A provider that answers with what it was sent, token by token."""
+
+    name, model, advertised_knobs = "echo", "m", frozenset()
+
+    def identity(self):
+        return {}
+
+    def pinned_knobs(self):
+        return {}
+
+    async def acomplete(self, request):
+        text = "\n".join(m["content"] for m in request.messages)
+        tokens = tuple(TokenLogprob(token=t, logprob=0.0, top=((t, 0.0),)) for t in text)
+        return JudgeReply(text=text, logprobs=tokens, raw={"choices": [{"message": text}]})
+
+
+def _judge_channel(text: str) -> str:
+    seen: list[JudgeRequest] = []
+    echo = _Echo()
+    inner = echo.acomplete
+
+    async def recording(request):
+        seen.append(request)
+        # The judge also answers with the raw text, as if it had seen it.
+        reply = await inner(JudgeRequest(messages=({"role": "user", "content": text},)))
+        return reply
+
+    echo.acomplete = recording
+    reply = asyncio.run(
+        RedactingProvider(echo, DEFAULT_POLICY).acomplete(
+            JudgeRequest(
+                messages=({"role": "system", "content": "x"}, {"role": "user", "content": text})
+            )
+        )
+    )
+    sent = json.dumps([dict(m) for r in seen for m in r.messages])
+    kept = "".join(t.token for t in reply.logprobs or ()) + "".join(
+        a for t in reply.logprobs or () for a, _ in t.top
+    )
+    return sent + reply.text + json.dumps(reply.raw) + kept
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.one_of(st.sampled_from(KINDS), filler), min_size=1, max_size=8))
+def test_every_secret_kind_in_text_of_every_channel_is_redacted(pieces, tmp_path_factory):
+    text, cores = _mixed(pieces)
+    tmp = tmp_path_factory.mktemp("store")
+    channels = {
+        "text": DEFAULT_POLICY.text(text),
+        "arguments": json.dumps(DEFAULT_POLICY.arguments({"note": text, "list": [{"x": text}]})),
+        "span": _span_channel(text),
+        "store": _store_channel(text, tmp),
+        "judge": _judge_channel(text),
+    }
+    for channel, out in channels.items():
+        for core in cores:
+            assert core not in out, (channel, core)
+
+
+@given(
+    name=st.sampled_from(["api_key", "DB_PASSWORD", "x-auth-token", "refreshToken"]),
+    value=st.text(min_size=1, max_size=20),
+)
+def test_secret_named_arguments_are_redacted_in_any_shape(name, value):
+    out = DEFAULT_POLICY.value({"outer": {name: value, "list": [{name: [value]}]}})
+    assert out == {"outer": {name: REDACTED, "list": [{name: REDACTED}]}}
+
+
+def test_config_names_patterns_and_allow_extend_the_policy():
+    policy = RedactionPolicy(
+        names=("pin",),
+        patterns=(r"ACME-[0-9]{6}",),
+        allow=("max_tokens", "sk-test-0000000000000000published"),
+    )
+    out = policy.value(
+        {
+            "card_pin": "1234",
+            "max_tokens": 50,
+            "note": "id ACME-123456 and sk-test-0000000000000000published and sk-liveABCDEFGHIJKLMNOP",
+        }
+    )
+    assert out["card_pin"] == REDACTED and out["max_tokens"] == 50
+    assert out["note"] == (f"id {REDACTED} and sk-test-0000000000000000published and {REDACTED}")
+    assert DEFAULT_POLICY.value({"max_tokens": 50}) == {"max_tokens": REDACTED}
+
+
+def test_a_pattern_that_does_not_compile_is_exit_4_naming_file_line_and_key(tmp_path, capsys):
+    path = write_project(
+        tmp_path, config={"redaction": {"patterns": ["ok-[0-9]+", "(?<=look)behind"]}}
+    )
+    assert main(["run", "--config", str(path)]) == 4
+    err = capsys.readouterr().err
+    line = path.read_text().splitlines().index("  - (?<=look)behind") + 1
+    assert f"{path}:{line}" in err and "/redaction/patterns/1" in err and "RE2" in err
+    assert main(["validate", str(path)]) == 4
+
+
+def test_unknown_redaction_key_is_exit_4(tmp_path, capsys):
+    path = write_project(tmp_path, config={"redaction": {"pattern": ["x"]}})
+    assert main(["run", "--config", str(path)]) == 4
+    assert "/redaction" in capsys.readouterr().err
+
+
+def _answer_of(run_dir) -> str:
+    with ResultStore.in_run_dir(run_dir) as store:
+        (stored,) = store.load_runs()
+    return stored.response
+
+
+def test_answers_false_stores_answers_verbatim_and_says_so_every_run(tmp_path, capsys):
+    secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX"
+    extra = {
+        "id": "echo",
+        "input": [
+            {"role": "system", "content": secret},
+            {"role": "user", "content": "echo system"},
+        ],
+    }
+    path = write_project(
+        tmp_path,
+        questions=[],
+        extra_questions=[extra],
+        config={"redaction": {"answers": False}},
+        target={"graders": ["format_grader"]},
+    )
+    assert main(["run", "--config", str(path)]) in (0, 2)
+    captured = capsys.readouterr()
+    assert (
+        "redaction.answers is false" in captured.out
+        and "redaction.answers is false" in captured.err
+    )
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert _answer_of(run_dir) == f"system={secret}"  # verbatim, as asked
+    with ResultStore.in_run_dir(run_dir) as store:
+        assert secret not in json.dumps(store.load_runs()[0].messages)  # the input still redacted
+    assert main(["grade", str(run_dir), "--config", str(path)]) in (0, 2)
+    assert "redaction.answers is false" in capsys.readouterr().out
+
+    default = write_project(tmp_path / "d", questions=[], extra_questions=[extra],
+                            target={"graders": ["format_grader"]})  # fmt: skip
+    assert main(["run", "--config", str(default), "--quiet"]) in (0, 2)
+    assert "redaction.answers" not in capsys.readouterr().err
+    (run_dir,) = (tmp_path / "d" / "runs").iterdir()
+    assert _answer_of(run_dir) == f"system={REDACTED}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(), st.binary(), st.integers(), st.none(), st.lists(st.text())))
+def test_redaction_never_throws(value):
+    policy = RedactionPolicy(names=("pin",), patterns=(r"(a+)+b",))
+    assert isinstance(policy.text(value), str)
+    policy.value({"x": value, "pin": value})
+    policy.spans(value if isinstance(value, str) else "")
+
+
+def test_lone_surrogates_are_scanned_not_dropped():
+    out = DEFAULT_POLICY.text("\ud800 password=hunter2 \udfff")
+    assert "hunter2" not in out and "password=" in out
+
+
+def test_pathological_input_stays_linear():
+    # Structural: RE2 has no backtracking, so a pattern that is exponential for Python's `re`
+    # on 30 characters scans 10 MB here. The bound is generous (a loaded CI machine); the
+    # backtracking engine would not finish this in hours.
+    policy = RedactionPolicy(patterns=(r"(a+)+b", r"(x|x)*y"))
+    sizes = 10_000_000
+    inputs = [
+        "a" * sizes,
+        "x" * sizes,
+        "password=" * (sizes // 9),
+        "-----BEGIN " * (sizes // 11),
+        "Bearer " * (sizes // 7),
+        ("sk-" + "A" * 15 + " ") * (sizes // 19),
+    ]
+    started = time.perf_counter()
+    for text in inputs:
+        out = policy.text(text)
+        assert isinstance(out, str)
+    assert time.perf_counter() - started < 60
+    # a whole pathological value still redacts what it should
+    assert policy.text("a" * 1000 + "b") == REDACTED
