@@ -103,6 +103,7 @@ async def test_every_judge_scores_through_the_provider(openai_server, grader_id)
         "id": grader_id,
         "model": "judge-model",
         "template_sha256": grader.template_sha256,
+        "answer_format": "json_schema",  # the server accepted the structured-output schema
     }
     assert len(openai_server.requests) == 1
     body = openai_server.requests[0].body
@@ -221,7 +222,7 @@ async def test_off_scale_answer_on_a_gradient_judge_clamps_without_error(openai_
         (reply('{"reason": "forgot"}'), "has no score"),
         (reply("I would give it a 4."), "not a JSON object"),
         (reply('{"score": true, "reason": "x"}'), "non-numeric score True"),
-        (reply('{"score": "4", "reason": "x"}'), "non-numeric score '4'"),
+        (reply('{"score": "four", "reason": "x"}'), "non-numeric score 'four'"),
         (reply("[4]"), "not an object"),
         (reply(""), "empty answer"),
     ],
@@ -360,9 +361,12 @@ async def test_one_failed_sample_errors_the_result(openai_server):
     assert result.error and result.score is None
 
 
-def test_parse_verdict_is_strict():
+def test_parse_verdict_takes_what_models_write_and_nothing_else():
     assert parse_verdict('{"score": 3.5, "reason": "ok"}') == (3.5, "ok")
     assert parse_verdict('  {"score": 2}  ') == (2.0, "")
-    for bad in ('{"score": NaN}', "4", '{"score": 4} trailing', '```\n{"score": 1}'):
+    assert parse_verdict('{"score": 4} trailing') == (4.0, "")
+    assert parse_verdict('```\n{"score": 1}') == (1.0, "")
+    assert parse_verdict('{"score": " 4.5 ", "reason": "r"}') == (4.5, "r")
+    for bad in ('{"score": NaN}', "4", '{"score": 3} then {"score": 5}', '{"reason": "x"}'):
         with pytest.raises(JudgeError):
             parse_verdict(bad)

@@ -403,6 +403,19 @@ async def test_an_unparseable_answer_is_an_error_never_a_failure(openai_server, 
     assert result.error and result.score is None
 
 
+async def test_real_world_answer_forms_are_decided_and_two_letters_are_an_error(
+    openai_server, store
+):
+    for text in ("**Q1:** A", "q1: a", "1. A", "```\nQ1 - A\n```", '{"Q1": "A"}'):
+        openai_server.enqueue(Answer(content=text, logprobs=[]))
+        result = await grade(openai_server, store, context("rubric/pol@1"))
+        assert by_id(result)["p"]["status"] == "pass", (text, by_id(result)["p"])
+    openai_server.enqueue(Answer(content="Q1: A or B", logprobs=[]))
+    result = await grade(openai_server, store, context("rubric/pol@1"))
+    (entry,) = result.details["checks"]
+    assert entry["status"] == "error" and "ambiguous answer naming A and B" in entry["reason"]
+
+
 async def test_a_letter_outside_the_options_is_an_error(openai_server, store):
     openai_server.enqueue(Answer(content="Q1: D\n", logprobs=[]))
     result = await grade(openai_server, store, context("rubric/pol@1"))

@@ -73,7 +73,6 @@ _SLOT_RE = re.compile(r"%(.)", re.S)
 _METADATA_RE = re.compile(r"\{\{\s*metadata\.([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)\s*\}\}")
 METADATA_NOT_SET = "(not set)"
 """What `{{ metadata.<key> }}` becomes when the question has no such key."""
-_FENCED_JSON_RE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(.*?)\n?```\Z", re.S)
 
 
 def count_slots(template: str) -> int:
@@ -108,31 +107,66 @@ def validate_template(template: Any, *, judge_id: str) -> str:
 
 
 def parse_verdict(text: str) -> tuple[float, str]:
-    """(score, reason) from a judge answer: a JSON object (a fenced ```json block tolerated)
-    with a numeric `score`. Anything else raises `JudgeError`; nothing defaults to 0."""
+    """(score, reason) from a judge answer, in the forms models really write: a JSON object
+    alone, inside a ```json fence, or with prose before or after it; a `score` as a number or
+    a numeric string ("4", " 4.5 "). Several objects with different scores are ambiguous.
+    Anything else raises `JudgeError`; nothing defaults to 0."""
     stripped = text.strip()
-    fenced = _FENCED_JSON_RE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
     if not stripped:
         raise JudgeError("the judge gave an empty answer")
-    try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise JudgeError(f"the judge answer is not a JSON object ({exc.msg})") from exc
-    if not isinstance(data, dict):
-        raise JudgeError(f"the judge answer is JSON {type(data).__name__}, not an object")
-    if "score" not in data:
+    candidates = _json_objects(stripped)
+    if not candidates:
+        try:
+            json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise JudgeError(f"the judge answer is not a JSON object ({exc.msg})") from exc
+        raise JudgeError("the judge answer is JSON but not an object")
+    with_score = [c for c in candidates if "score" in c]
+    if not with_score:
         raise JudgeError("the judge answer has no score")
-    score = data["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise JudgeError(f"the judge answered a non-numeric score {score!r}")
-    if not math.isfinite(score):
-        raise JudgeError(f"the judge answered a non-finite score {score!r}")
+    scores = {_score_of(c["score"]) for c in with_score}
+    if len(scores) > 1:
+        listed = ", ".join(f"{s:g}" for s in sorted(scores))
+        raise JudgeError(f"the judge answer gives several different scores ({listed})")
+    data = with_score[0]
     reason = data.get("reason", "")
     if not isinstance(reason, str):
         raise JudgeError(f"the judge's reason is {type(reason).__name__}, not a string")
-    return float(score), reason
+    return scores.pop(), reason
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in `text` (fences and prose around them ignored)."""
+    found: list[dict[str, Any]] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        position = text.find("{", end)
+    return found
+
+
+def _score_of(score: Any) -> float:
+    if isinstance(score, str):
+        try:
+            number = float(score.strip())
+        except ValueError:
+            raise JudgeError(f"the judge answered a non-numeric score {score!r}") from None
+    elif isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise JudgeError(f"the judge answered a non-numeric score {score!r}")
+    else:
+        number = float(score)
+    if not math.isfinite(number):
+        raise JudgeError(f"the judge answered a non-finite score {score!r}")
+    return number
 
 
 def substitute_metadata(template: str, metadata: Any) -> str:
@@ -163,6 +197,8 @@ class _Sample:
     raw: str | None = None
     """The judge's answer text as given (None when no answer came)."""
     cached: bool = False
+    structured: bool = False
+    """The answer came through structured output rather than parsed text."""
     error: str | None = None
     """Why the sample is unusable; None when it scored."""
 
@@ -281,12 +317,14 @@ class LlmJudge(Grader):
                 spread=max(scores) - min(scores),
                 stdev=statistics.pstdev(scores),
             )
+        # Which path the answer took: recorded, since a parsed free-text answer is weaker.
+        answer_format = "json_schema" if all(s.structured for s in samples) else "text"
         return self.result(
             self.aggregate(scores),
             samples[0].reason,
             raw=raw,
             details=details,
-            identity=self.identity(),
+            identity={**self.identity(), "answer_format": answer_format},
         )
 
     def aggregate(self, scores: list[float]) -> float:
@@ -321,7 +359,13 @@ class LlmJudge(Grader):
                 error=f"{self.id}: the judge answered {raw_score:g}, outside its "
                 f"{self.min_score:g}-{self.max_score:g} scale; recorded as a judge error",
             )
-        return _Sample(score=score, reason=reason, raw=reply.text, cached=reply.cached)
+        return _Sample(
+            score=score,
+            reason=reason,
+            raw=reply.text,
+            cached=reply.cached,
+            structured=reply.structured,
+        )
 
     def _usable(self, reply: JudgeReply) -> bool:
         try:

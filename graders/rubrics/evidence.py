@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.judging.rendering import escape_fences
 from harness.records import ToolCall, ToolRecord
 from harness.redaction import redact_arguments, redact_text, truncate
 
@@ -131,9 +132,14 @@ def gather_evidence(context: Mapping[str, Any], *, policy_text: str | None = Non
     )
 
 
+EVIDENCE_TAGS = ("policy", "reference_material", "tool_events", "messages", "assistant_response")
+"""The rubric judge's fence tags."""
+
+
 def escape_fence(text: str) -> str:
-    """Escape closing tags so content cannot end its fence early."""
-    return text.replace("</", "<\\/")
+    """Neutralise every evidence fence tag in `text`, opening or closing, in any case or
+    spacing (`< /assistant_response>`, `</ POLICY >`), as the six judges' fences do."""
+    return escape_fences(text, EVIDENCE_TAGS)
 
 
 def _render_value(value: Any) -> str:

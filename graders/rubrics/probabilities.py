@@ -95,7 +95,7 @@ def letter_probabilities(token: TokenLogprob, letters: Sequence[str]) -> dict[st
 
     Alternatives spelling the same letter (" A", "A") are summed. None when the chosen token
     is not itself an offered letter (the position is not an answer letter)."""
-    chosen = token.token.strip()
+    chosen = token.token.strip().upper()  # "a" and "A" name the same option
     if chosen not in letters:
         return None
     mass: dict[str, float] = dict.fromkeys(letters, 0.0)
@@ -107,7 +107,7 @@ def letter_probabilities(token: TokenLogprob, letters: Sequence[str]) -> dict[st
         if text in seen:
             continue
         seen.add(text)
-        letter = text.strip()
+        letter = text.strip().upper()
         if letter in mass and math.isfinite(logprob):
             mass[letter] += math.exp(logprob)
     total = sum(mass.values())

@@ -50,16 +50,69 @@ Reply with exactly one line per question, in order, of the form `Q1: A` (the que
 colon, the letter of the option you choose), and nothing else."""
 PROMPT_SHA256 = hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()
 
-_ANSWER = re.compile(r"^[\s*>`-]*(Q\d+)\s*[:.)=-]\s*[*`(\[]*([A-Za-z])\b", re.MULTILINE)
 SINGLE_SOURCE = "single answer (counted as probability 1)"
+
+# One answer on a line, in any of the forms models really write: `Q1: A`, `**Q1:** A`, `q1: a`,
+# `1: A`, `1. A`, `Q1 - A`, `- Q1) (A)`, `Question 1: A`, markdown emphasis and list marks around.
+_LINE_ANSWER = re.compile(
+    r"^[ \t>*_`#-]*(?:Q(?:uestion)?[ \t]*)?(\d+)[*_`]*[ \t]*[:.)=\-–—][ \t]*[*_`]*[ \t]*"
+    r"[(\[]?([A-Za-z])(?![A-Za-z0-9'’])[)\]]?[*_`]*(.*)$",
+    re.MULTILINE | re.IGNORECASE,
+)
+# JSON-ish pairs, wherever they are: {"Q1": "A", "Q2": "b"}, {"1": "A"}, {'q1': 'A'}.
+_PAIR_ANSWER = re.compile(
+    r"""["']\s*(?:Q(?:uestion)?\s*)?(\d+)\s*["']\s*:\s*["']\s*([A-Za-z])\s*["']""",
+    re.IGNORECASE,
+)
+# A second letter right after the first: `Q1: A or B`, `Q1: A/B`, `Q1: A, B`, `Q1: A and C`.
+_SECOND_LETTER = re.compile(
+    r"^[ \t*_`)\]]*(?:,|/|\||&|\bor\b|\band\b)[ \t*_`]*[(\[]?([A-Za-z])(?![A-Za-z0-9'’])",
+    re.IGNORECASE,
+)
 
 
 def parse_answers(text: str) -> dict[str, tuple[str, int]]:
-    """`Qn -> (letter, offset of the letter in text)` for each answer line (first one wins)."""
+    """`Qn -> (letter, offset of the letter in text)` for every question answered.
+
+    Accepts every unambiguous form (see `_LINE_ANSWER`, `_PAIR_ANSWER`; code fences around the
+    answers are fine), letters in either case. A question given two different letters (on one
+    line, `Q1: A or B`, or on two) maps to the letters joined by "/" with offset -1: an
+    ambiguous answer, which the caller reports as an error, never picks one."""
     found: dict[str, tuple[str, int]] = {}
-    for match in _ANSWER.finditer(text):
-        found.setdefault(match[1].upper(), (match[2], match.start(2)))
+    conflicts: dict[str, list[str]] = {}
+
+    def note(number: str, letter: str, offset: int) -> None:
+        qid, letter = f"Q{int(number)}", letter.upper()
+        if qid in conflicts:
+            if letter not in conflicts[qid]:
+                conflicts[qid].append(letter)
+            return
+        seen = found.get(qid)
+        if seen is None:
+            found[qid] = (letter, offset)
+        elif seen[0] != letter:
+            conflicts[qid] = [seen[0], letter]
+
+    for match in _LINE_ANSWER.finditer(text):
+        note(match[1], match[2], match.start(2))
+        second = _SECOND_LETTER.match(match[3])
+        if second:
+            note(match[1], second[1], -1)
+    for match in _PAIR_ANSWER.finditer(text):
+        note(match[1], match[2], match.start(2))
+    for qid, letters in conflicts.items():
+        found[qid] = ("/".join(letters), -1)
     return found
+
+
+def _malformed(q: Question, got: tuple[str, int] | None) -> str:
+    if got is None:
+        seen = "no answer"
+    elif "/" in got[0]:
+        seen = f"an ambiguous answer naming {' and '.join(got[0].split('/'))}"
+    else:
+        seen = f"answer {got[0]!r}"
+    return f"malformed judge answer: {seen} for {q.qid}, expected one of {', '.join(q.letters)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,11 +316,7 @@ class RubricJudgeGrader(Grader):
         for q in questions:
             got = parsed.get(q.qid)
             if got is None or got[0] not in q.letters:
-                seen = "no answer" if got is None else f"answer {got[0]!r}"
-                answers[q.qid] = _Answer(
-                    error=f"malformed judge answer: {seen} for {q.qid}, "
-                    f"expected one of {', '.join(q.letters)}"
-                )
+                answers[q.qid] = _Answer(error=_malformed(q, got))
                 continue
             token = token_at(first.logprobs, first.text, got[1]) if first.logprobs else None
             probs = letter_probabilities(token, q.letters) if token is not None else None

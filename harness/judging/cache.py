@@ -136,7 +136,13 @@ def _encode(reply: JudgeReply) -> str:
         else [[t.token, t.logprob, [list(pair) for pair in t.top]] for t in reply.logprobs]
     )
     return json.dumps(
-        {"text": reply.text, "logprobs": logprobs, "model": reply.model, "raw": reply.raw},
+        {
+            "text": reply.text,
+            "logprobs": logprobs,
+            "model": reply.model,
+            "raw": reply.raw,
+            "structured": reply.structured,
+        },
         default=str,
     )
 
@@ -155,4 +161,5 @@ def _decode(payload: str) -> JudgeReply:
         model=data.get("model", ""),
         raw=data.get("raw") or {},
         cached=True,
+        structured=bool(data.get("structured", False)),
     )

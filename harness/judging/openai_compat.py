@@ -8,13 +8,14 @@ Works with OpenAI, vLLM, llama.cpp server, Ollama's `/v1` and LM Studio: the req
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from typing import Any
 
 import httpx
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, ProviderError
 from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from harness.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from harness.judging.ratelimit import RateLimiter
@@ -32,6 +33,8 @@ __all__ = ["DEFAULT_KNOBS", "PINNED_VALUES", "OpenAICompatibleProvider", "logpro
 PINNED_VALUES: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0}
 """What each knob is pinned to on every scoring call, when the provider advertises it."""
 DEFAULT_KNOBS: tuple[str, ...] = ("temperature", "top_p")
+_REFUSALS = frozenset({400, 404, 422, 501})
+"""Statuses with which a server refuses a request it cannot serve as asked (json_schema)."""
 
 
 class OpenAICompatibleProvider:
@@ -77,6 +80,8 @@ class OpenAICompatibleProvider:
         self.advertised_knobs = frozenset(knobs)
         self.supports_structured_output = structured_output
         """Send `response_format: json_schema` when a request carries a schema."""
+        self.structured_output_refused: str | None = None
+        """Why the server refused structured output, once it has: later calls send text."""
         self.policy = RetryPolicy(
             max_attempts=max_attempts, timeout_s=timeout_s, base_delay_s=backoff_base_s
         )
@@ -116,7 +121,7 @@ class OpenAICompatibleProvider:
             body["logprobs"] = True
             if request.top_logprobs:
                 body["top_logprobs"] = request.top_logprobs
-        if request.response_schema is not None and self.supports_structured_output:
+        if request.response_schema is not None and self.structured_output_active:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
@@ -127,9 +132,30 @@ class OpenAICompatibleProvider:
             }
         return body
 
+    @property
+    def structured_output_active(self) -> bool:
+        """Structured output is configured and the server has not refused it."""
+        return self.supports_structured_output and self.structured_output_refused is None
+
     async def acomplete(self, request: JudgeRequest) -> JudgeReply:
         body = self.body(request)
-        data = await with_retries(
+        structured = "response_format" in body
+        try:
+            data = await self._send(body)
+        except ProviderError as exc:
+            # A server without json_schema support refuses the request outright (400/422, or
+            # 404/501 on some gateways): ask again as text, and keep asking as text.
+            if not structured or exc.context.get("status") not in _REFUSALS:
+                raise
+            self.structured_output_refused = str(exc)
+            body.pop("response_format")
+            structured = False
+            data = await self._send(body)
+        reply = _reply_from(data, requested_logprobs=request.logprobs)
+        return dataclasses.replace(reply, structured=structured)
+
+    async def _send(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await with_retries(
             lambda: self._attempt(body),
             policy=self.policy,
             provider=self.name,
@@ -137,7 +163,6 @@ class OpenAICompatibleProvider:
             slot=self.limiter.slot,
             breaker=self.breaker,
         )
-        return _reply_from(data, requested_logprobs=request.logprobs)
 
     async def aclose(self) -> None:
         if self._client is not None:

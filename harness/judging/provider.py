@@ -47,6 +47,9 @@ class JudgeReply:
     """The provider's raw response body, for inspection."""
     cached: bool = False
     """True when served from the judge cache (no provider call made)."""
+    structured: bool = False
+    """True when the answer came through structured output (a JSON schema the provider
+    enforced); False when it is free text the judge parses."""
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ fence tag inside it, so a response that "closes" its fence cannot step outside i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -47,14 +48,20 @@ CUT_MARKER = " (cut at {limit} characters)"
 """Follows a quoted value that was cut, so a judge never reads a prefix as the whole value."""
 
 FENCE_TAGS: tuple[str, ...] = ("question", "criteria", "agent_response")
+
+
 # Any opening or closing fence tag, including look-alikes with spaces or other case
 # ("</ Agent_Response >"): the "<" becomes "&lt;" so no content can open or close a fence.
-_FENCE_TAG_RE = re.compile(r"<(\s*/?\s*)(" + "|".join(FENCE_TAGS) + r")(?=[\s>/]|$)", re.I)
+@functools.lru_cache(maxsize=8)
+def _fence_tag_re(tags: tuple[str, ...]) -> re.Pattern[str]:
+    names = "|".join(re.escape(t) for t in tags)
+    return re.compile(r"<(\s*/?\s*)(" + names + r")(?=[\s>/]|$)", re.I)
 
 
-def escape_fences(text: str) -> str:
-    """`text` with every fence tag (opening or closing, any case or spacing) neutralised."""
-    return _FENCE_TAG_RE.sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
+def escape_fences(text: str, tags: Sequence[str] = FENCE_TAGS) -> str:
+    """`text` with every fence tag of `tags` (opening or closing, any case or spacing)
+    neutralised."""
+    return _fence_tag_re(tuple(tags)).sub(lambda m: "&lt;" + m.group(1) + m.group(2), text)
 
 
 def fence(tag: str, text: str) -> str:
