@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from harness.runs.scoring import GraderScore, QuestionScore
 
-__all__ = ["fmt", "fmt_score", "question_reasons", "worst_questions"]
+__all__ = [
+    "check_label",
+    "check_problems",
+    "fmt",
+    "fmt_score",
+    "question_reasons",
+    "rubric_findings",
+    "worst_questions",
+]
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -30,20 +39,60 @@ def _grader_reason(g: GraderScore) -> str:
     return f"{g.grader_id} {fmt_score(g.score, g.max_score)} ({verdict}): {g.reason}"
 
 
+def check_label(check: dict[str, Any]) -> str:
+    """`booking-claim@1.0.0` (the id, and the version when known)."""
+    name = str(check.get("id", "?"))
+    return f"{name}@{check['version']}" if check.get("version") else name
+
+
+def check_problems(question: QuestionScore) -> list[tuple[str, dict[str, Any]]]:
+    """The rubric checks a person must see for this question, as (what, check): failed
+    critical or required checks ("critical failed", "required failed") and checks left in
+    Review ("required in Review", "optional in Review"). Checks of errored graders are left
+    out: the grader's error is reported instead."""
+    out = []
+    for check in question.checks():
+        status = check.get("status")
+        required = check.get("required", True)
+        if status == "fail" and check.get("severity") == "critical":
+            out.append(("critical failed", check))
+        elif status == "fail" and required:
+            out.append(("required failed", check))
+        elif status == "review":
+            out.append(("required in Review" if required else "optional in Review", check))
+    return out
+
+
+def _check_line(what: str, check: dict[str, Any]) -> str:
+    reason = str(check.get("reason") or "").strip()
+    return f"rubric check {check_label(check)} {what}" + (f": {reason}" if reason else "")
+
+
+def rubric_findings(questions: Sequence[QuestionScore]) -> list[str]:
+    """Every critical or required rubric check that failed, and every check left in Review,
+    named with its question: `q1: rubric check booking-claim@1.0.0 critical failed: ...`."""
+    return [
+        f"{q.question_id}: {_check_line(what, check)}"
+        for q in questions
+        if not q.errored
+        for what, check in check_problems(q)
+    ]
+
+
 def question_reasons(question: QuestionScore) -> list[str]:
-    """Why a question scored low: the agent error, errored graders, unmet graders."""
+    """Why a question scored low: the agent error, errored graders, unmet graders, rubric
+    checks that failed or were left in Review."""
     if question.errored:
         return [f"agent error ({question.error_type}): {question.error}"]
     reasons = [_grader_reason(g) for g in question.graders if g.error]
     reasons += [_grader_reason(g) for g in question.unmet]
-    for check in question.critical_failures:
-        reasons.append(f"critical rubric check failed: {check}")
+    reasons += [_check_line(what, check) for what, check in check_problems(question)]
     return reasons
 
 
 def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:
     """Questions with something to say, worst first: errored, degraded, then by composite."""
-    flagged = [q for q in questions if q.degraded or q.unmet or q.critical_failures]
+    flagged = [q for q in questions if q.degraded or q.unmet or check_problems(q)]
     flagged.sort(
         key=lambda q: (
             not q.errored,

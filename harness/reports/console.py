@@ -3,7 +3,13 @@ composite, objective, errors, the gate verdict, then the worst questions with re
 
 from __future__ import annotations
 
-from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
+from harness.reports.common import (
+    fmt,
+    fmt_score,
+    question_reasons,
+    rubric_findings,
+    worst_questions,
+)
 
 __all__ = ["render_console"]
 
@@ -60,6 +66,10 @@ def render_console(outcome, *, worst: int = 5) -> str:
         lines.append(f"  gate: {verdict}")
         for reason in v.reasons:
             lines.append(f"    - {reason}")
+        findings = rubric_findings(t.questions)
+        if findings:
+            lines.append("  rubric checks to look at:")
+            lines.extend(f"    {finding}" for finding in findings)
         flagged = worst_questions(t.questions, worst)
         if flagged:
             lines.append("  worst questions:")

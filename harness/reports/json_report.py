@@ -5,7 +5,8 @@
  "identity", "questions": [{"target", "id", "split", "bundle", "tags", "composite",
  "objective", "degraded", "error", "error_type", "trace_id", "graders": [{"id", "score", "min",
  "max", "mapped", "reason", "error", "skipped", "binary", "passed", "must_pass", "weight",
- "threshold", "samples", "spread"}]}],
+ "threshold", "samples", "spread"}], "checks": [{"grader", "id", "version", "rubric",
+ "rubric_version", "rubric_ref", "kind", "status", "severity", "required", "reason", ...}]}],
  "summary": {"<target>": {...}}, "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
 ```
 Version 1 only ever gains keys; a removed or renamed key is version 2.
@@ -62,6 +63,9 @@ def _question(q: QuestionScore) -> dict[str, Any]:
         "error_type": q.error_type,
         "trace_id": q.trace_id,
         "graders": [_grader(g) for g in q.graders],
+        # Every rubric check, optional ones and those of errored graders too, with all a
+        # grader recorded (outcome, probabilities, confidence, rule, evidence...).
+        "checks": [{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
     }
 
 

@@ -1,5 +1,6 @@
-"""JUnit XML: one testcase per question, one `<failure>` per unmet grader, agent and grader
-errors as `<error>` (never `<failure>`), the trace id in the testcase's properties.
+"""JUnit XML: one testcase per question, one `<failure>` per unmet grader and per failed
+critical or required rubric check (named), agent and grader errors as `<error>` (never
+`<failure>`), the trace id in the testcase's properties.
 
 Written only when asked with `--junit FILE` (an explicit flag; the format never depends on a
 file name).
@@ -11,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.reports.common import fmt, fmt_score
+from harness.reports.common import check_label, check_problems, fmt, fmt_score
 from harness.runs.scoring import QuestionScore
 
 __all__ = ["render_junit", "write_junit"]
@@ -64,11 +65,16 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
             )
             fail.text = g.reason
             failures += 1
-    for check in q.critical_failures:
+    for what, check in check_problems(q):
+        if not what.endswith("failed"):
+            continue
         fail = ET.SubElement(
-            case, "failure", message=f"critical rubric check failed: {check}", type="rubric"
+            case,
+            "failure",
+            message=f"{what.split()[0]} rubric check failed: {check_label(check)}",
+            type="rubric",
         )
-        fail.text = check
+        fail.text = str(check.get("reason") or check_label(check))
         failures += 1
     return failures, errors
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
+from harness.reports.common import (
+    fmt,
+    fmt_score,
+    question_reasons,
+    rubric_findings,
+    worst_questions,
+)
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -53,6 +59,10 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         if v.reasons:
             lines.append("")
             lines += [f"- {_cell(r)}" for r in v.reasons]
+        findings = rubric_findings(t.questions)
+        if findings:
+            lines += ["", "**Rubric checks to look at**", ""]
+            lines += [f"- {_cell(f)}" for f in findings]
         flagged = worst_questions(t.questions, worst)
         if flagged:
             lines += ["", "<details><summary>Worst questions</summary>", ""]
