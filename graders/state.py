@@ -56,6 +56,8 @@ def same_value(actual: Any, expected: Any) -> bool:
 
 def parse_assertions(state: Any) -> list[Mapping[str, Any]]:
     """Validate `metadata.state`; raise `SetupFailure` naming the offending part."""
+    if isinstance(state, list):  # the list of assertions itself
+        state = {"assertions": state}
     if not isinstance(state, Mapping):
         raise SetupFailure(f"metadata.state must be a mapping, got {type(state).__name__}")
     assertions = state.get("assertions")

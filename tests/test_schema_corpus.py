@@ -57,6 +57,9 @@ RULES = {
     "expected.format must be one of text, json, yaml, markdown",
     "expected_facts values must be strings, numbers, or lists of them",
     "must_not_contain must be a list of strings",
+    # metadata.state (state_grader's assertions)
+    "state assertion kind must be sql or key",
+    "a sql assertion needs exactly one of equals, rows, count",
     # the document
     "a dataset must be a mapping with a 'questions' list",
     "missing required key",

@@ -151,6 +151,13 @@ def test_never_reads_the_response(env):
     assert grade(spec, env, response="").score == grade(spec, env, response="I failed").score
 
 
+def test_state_may_be_the_list_of_assertions_itself(env):
+    env.write("tickets/7/owner", "alice")
+    listed = [{"kind": "key", "key": "tickets/7/owner", "equals": "alice"}]
+    assert grade(listed, env).score == 5.0
+    assert grade([{"kind": "key", "key": "tickets/7/owner", "equals": "bob"}], env).score == 0.0
+
+
 def test_no_state_key_skips(env):
     for row in ({"id": "q"}, {"id": "q", "metadata": {"other": 1}}, {"id": "q", "metadata": "x"}):
         result = GRADER.grade("", "", build_context(row, messages=[], environment=env))

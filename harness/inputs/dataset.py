@@ -46,6 +46,8 @@ __all__ = [
     "Question",
     "Ratios",
     "Splits",
+    "StateAssertion",
+    "StateSpec",
     "load_dataset",
     "select_questions",
     "validate_dataset_file",
@@ -117,6 +119,51 @@ class ExpectedTool(BaseModel):
         return self
 
 
+_STATE_CHECKS = {"sql": ("equals", "rows", "count"), "key": ("equals", "exists", "absent")}
+
+
+class StateAssertion(BaseModel):
+    """One `metadata.state` assertion of state_grader."""
+
+    model_config = _STRICT
+
+    kind: Literal["sql", "key"]
+    """`sql`: a query against the environment; `key`: a key of its key-value store."""
+    query: NonBlank | None = None
+    """The SQL query (kind sql)."""
+    key: Annotated[str, Field(min_length=1)] | None = None
+    """The key (kind key)."""
+    equals: Any = None
+    """The first column of the first row (sql), or the key's value."""
+    rows: list[list[Any]] | None = None
+    """Every row, in order (sql)."""
+    count: Annotated[int, Field(ge=0)] | None = None
+    """How many rows (sql)."""
+    exists: Literal[True] | None = None
+    """The key is present (key)."""
+    absent: Literal[True] | None = None
+    """The key is not present (key)."""
+
+    @model_validator(mode="after")
+    def _one_check(self) -> StateAssertion:
+        needed = "query" if self.kind == "sql" else "key"
+        if getattr(self, needed) is None:
+            raise ValueError(f"a {self.kind} assertion needs {needed}")
+        allowed = _STATE_CHECKS[self.kind]
+        if len([c for c in allowed if c in self.model_fields_set]) != 1:
+            raise ValueError(f"a {self.kind} assertion needs exactly one of {', '.join(allowed)}")
+        return self
+
+
+class StateSpec(BaseModel):
+    """`metadata.state`: what state_grader checks in the question's environment."""
+
+    model_config = _STRICT
+
+    assertions: Annotated[list[StateAssertion], Field(min_length=1)]
+    """Every one must hold."""
+
+
 class Question(BaseModel):
     """One question of a dataset, as authored. Only `id` and `input` are required."""
 
@@ -159,6 +206,17 @@ class Question(BaseModel):
             isinstance(banned, list) and all(isinstance(b, str) for b in banned)
         ):
             raise ValueError("must_not_contain must be a list of strings")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _state_spec(cls, value: dict | None) -> dict | None:
+        if value is None or "state" not in value:
+            return value
+        state = value["state"]
+        if isinstance(state, list):  # the list of assertions itself
+            state = {"assertions": state}
+        StateSpec.model_validate(state)
         return value
 
     def row(self) -> dict[str, Any]:
