@@ -1,8 +1,10 @@
-"""`tracegrade validate PATH...`: check dataset, config and rubric files against their schemas.
+"""`tracegrade validate [PATH...]`: check dataset, config and rubric files against their
+schemas; a config also gets the run's whole pre-flight (`harness.runs.preflight`).
 
 Each file's kind is read from its content: a mapping with `targets` is a config, one with
-`checks` (or a single check's `id` and `kind`) is a rubric, anything else a dataset. Every problem of every
-file is printed; the exit code is 0 when all files are valid, 4 otherwise.
+`checks` (or a single check's `id` and `kind`) is a rubric, anything else a dataset. With no
+PATH, `tracegrade.yaml` in the working directory. Every problem of every file is printed; the
+exit code is 0 when all files are valid, 4 otherwise.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ line, question id and JSON pointer, and a typo of a known key gets a "did you me
 
 The kind of each file is read from its content: a mapping with `targets` is a config, one with
 `checks` (or a single check's `id` and `kind`) is a rubric, anything else is a dataset.
+
+A config is checked as `tracegrade run` would check it, and everything it references with it:
+each target's dataset and rubrics, grader ids and options, the grading module, the agent and
+environment factories. Each agent target's graph is built once (with a fresh environment from
+its factory, closed afterwards) so every `expected_tools` tool name and qualified id can be
+checked against the graph's tools and agents; `--no-build` skips that for a graph that cannot
+be built without side effects. With no PATH, `tracegrade.yaml` in the working directory is
+validated this way.
 """
 
 EPILOG = """\
@@ -58,7 +68,18 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="files to validate")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        type=Path,
+        help="files to validate (default: ./tracegrade.yaml and everything it references)",
+    )
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="do not build agent graphs (skips the check of expected_tools names)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -85,8 +106,24 @@ def _validator(kind: str) -> Callable[[Path], list[Problem]]:
         ) from exc
 
 
-def validate_file(path: Path) -> tuple[str, list[Problem]]:
-    """The file's kind and its problems ([] when valid)."""
+def _validate_project(path: Path, *, build: bool, notes: list[str]) -> list[Problem]:
+    """A config's schema problems, else the run's whole pre-flight over what it references."""
+    problems = _validator("config")(path)
+    if problems:
+        return list(problems)
+    from harness.inputs.config import load_config
+    from harness.runs.preflight import preflight
+
+    result = preflight(load_config(path), build=build)
+    notes += result.notes
+    return result.problems
+
+
+def validate_file(
+    path: Path, *, build: bool = True, notes: list[str] | None = None
+) -> tuple[str, list[Problem]]:
+    """The file's kind and its problems ([] when valid). A config gets the run's pre-flight
+    (graphs built unless `build=False`); what it could not check is appended to `notes`."""
     from harness.inputs.sourcefile import Problem, load_document
 
     try:
@@ -100,6 +137,10 @@ def validate_file(path: Path) -> tuple[str, list[Problem]]:
     except InputError as exc:
         return kind, [Problem(str(path), None, "", exc.message)]
     try:
+        if kind == "config":
+            return kind, _validate_project(
+                path, build=build, notes=notes if notes is not None else []
+            )
         return kind, list(validator(path))
     except InputError as exc:  # a validator that raises rather than returning its problems
         problems = exc.context.get("problems") or [
@@ -133,6 +174,8 @@ def validate_config(path: Path) -> list[Problem]:
 
 
 def _summary(kind: str, path: Path) -> str:
+    if kind == "config":
+        return f"ok: {path} (config, with everything it references)"
     if kind != "dataset":
         return f"ok: {path} ({kind})"
     from harness.inputs.dataset import load_dataset  # the dataset floor; only for the count
@@ -142,17 +185,25 @@ def _summary(kind: str, path: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    paths = list(args.paths)
+    if not paths:
+        from harness.inputs.config import find_config
+
+        paths = [find_config(None)]  # ConfigError (exit 4) naming the file when absent
     failed = 0
-    for path in args.paths:
-        kind, problems = validate_file(path)
+    for path in paths:
+        notes: list[str] = []
+        kind, problems = validate_file(path, build=not args.no_build, notes=notes)
         if problems:
             failed += 1
             for problem in problems:
                 print(problem, file=sys.stderr)
         else:
             print(_summary(kind, path))
+        for note in notes:
+            print(f"  note: {note}", file=sys.stderr)
     if failed:
-        noun = "file" if len(args.paths) == 1 else "files"
-        print(f"tracegrade: {failed} of {len(args.paths)} {noun} invalid", file=sys.stderr)
+        noun = "file" if len(paths) == 1 else "files"
+        print(f"tracegrade: {failed} of {len(paths)} {noun} invalid", file=sys.stderr)
         return ExitCode.INVALID_INPUT
     return ExitCode.OK

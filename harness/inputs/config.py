@@ -12,6 +12,7 @@ never as `agents.*`: the openai-agents package installs a top-level `agents` mod
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -143,6 +144,22 @@ class TargetConfig:
     """Line of the target in the config file."""
     raw: dict[str, Any] = field(default_factory=dict)
     """The target as authored (for the run identity snapshot)."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """JSON pointer -> line in the config file, for the pointers under this target."""
+
+    def where(self, *parts: Any) -> dict[str, Any]:
+        """`file`, `line` and `key` of `/targets/<name>/<parts...>` in the config file (the
+        line of the nearest enclosing key when that one has none), for errors and problems."""
+        pointer = pointer_of(["targets", self.name, *parts])
+        probe = pointer
+        while probe not in self.lines and "/" in probe:
+            probe = probe.rsplit("/", 1)[0]
+        return {"file": self.config_file, "line": self.lines.get(probe, self.line), "key": pointer}
+
+    def problem(self, parts: tuple[Any, ...] | list[Any], message: str, hint: str | None = None):
+        """A `Problem` at `/targets/<name>/<parts...>` of the config file."""
+        where = self.where(*parts)
+        return Problem(where["file"], where["line"], where["key"], message, hint=hint)
 
     def load_factory(self) -> Any:
         key = "agent" if self.mode == "agent" else "chat_model"
@@ -154,7 +171,7 @@ class TargetConfig:
         return load_object(self.environment, base_dir=self.base_dir, **self._where("environment"))
 
     def _where(self, key: str) -> dict[str, Any]:
-        return {"file": self.config_file, "line": self.line, "key": f"/targets/{self.name}/{key}"}
+        return self.where(key)
 
 
 @dataclass(slots=True)
@@ -368,7 +385,9 @@ def load_config(path: str | Path | None = None) -> Config:
         grading_module = _resolve(base, module) if module else None
         if grading_module is None and (dataset.parent / "graders.py").is_file():
             grading_module = dataset.parent / "graders.py"
-        line = doc.line_of(pointer_of(["targets", name]))
+        own = pointer_of(["targets", name])
+        line = doc.line_of(own)
+        lines = {p: n for p, n in doc.lines.items() if p == own or p.startswith(own + "/")}
         config.targets[name] = TargetConfig(
             name=name,
             mode="agent" if "agent" in raw else "chat",
@@ -397,6 +416,7 @@ def load_config(path: str | Path | None = None) -> Config:
             config_file=str(path),
             line=line,
             raw=dict(raw),
+            lines=lines,
         )
     return config
 
@@ -471,5 +491,17 @@ def load_object(
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ConfigError(f"{target!r} has no attribute {attr!r}", **where) from None
+            raise ConfigError(
+                f"{target!r} has no attribute {attr!r}", hint=_callables_hint(obj, part), **where
+            ) from None
     return obj
+
+
+def _callables_hint(obj: Any, name: str) -> str:
+    """A did-you-mean among the public callables of `obj` (a module or class), else the list."""
+    names = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n, None)))
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+    return f"callables there: {shown or '(none)'}"

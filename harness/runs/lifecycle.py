@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, NothingToRunError
+from harness.errors import ConfigError, InputError, NothingToRunError, RubricError
 from harness.runs.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
 from harness.runs.identity import (
     copy_grading_module,
@@ -35,6 +35,8 @@ from harness.runs.identity import (
     write_identity,
 )
 from harness.inputs.config import Config, TargetConfig
+from harness.inputs.sourcefile import raise_problems
+from harness.runs.preflight import check_graders, check_rubric_refs
 from harness.records import GradeResult
 from harness.runs.runner import TargetPlan, arun_target
 from harness.runs.scoring import (
@@ -174,14 +176,6 @@ def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]
         limit=selection.limit,
     )
     return dataset, questions
-
-
-def _check_rubrics(questions: Sequence[Any], services: Any) -> None:
-    """Resolve every `rubric_ref` before anything runs: a dangling one is invalid input."""
-    from harness.runs.grading import criteria_with_rubric
-
-    for question in questions:
-        criteria_with_rubric(question.row(), services.rubrics)
 
 
 def _target_identity(
@@ -346,13 +340,15 @@ async def astart_run(
     prepared = []
     for target in targets:
         dataset, questions = _select(target, selection)
+        # the pre-flight `tracegrade validate` runs: the same problems, located, in one error
+        raise_problems(check_graders(target, services=services), ConfigError)
         attached = attach_graders(
             target.graders,
             grading_module=target.grading_module,
             services=services,
             config_file=target.config_file,
         )
-        _check_rubrics(questions, services)
+        raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         prepared.append((target, dataset, questions, attached))
     total = sum(len(p[2]) for p in prepared)
     if total == 0:
