@@ -104,14 +104,16 @@ def test_kinds_dispatch_to_their_validator(
         return []
 
     monkeypatch.setattr(validate_cmd, "_validator", lambda kind: fake if kind != "dataset" else 0)
-    config = tmp_path / "c.yaml"
-    config.write_text("targets: {}\n")
+    from tests.runs_support import write_project
+
+    config = write_project(tmp_path / "project")  # a config also gets the run's pre-flight
     rubric = tmp_path / "r.yaml"
     rubric.write_text("checks: []\n")
     code, out, _ = run(capsys, str(config), str(rubric))
     assert code == 0
     assert seen == [config, rubric]
-    assert f"ok: {config} (config)" in out and f"ok: {rubric} (rubric)" in out
+    assert f"ok: {config} (config, with everything it references)" in out
+    assert f"ok: {rubric} (rubric)" in out
 
 
 def test_help_explains_what_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
