@@ -106,19 +106,6 @@ def _validator(kind: str) -> Callable[[Path], list[Problem]]:
         ) from exc
 
 
-def _validate_project(path: Path, *, build: bool, notes: list[str]) -> list[Problem]:
-    """A config's schema problems, else the run's whole pre-flight over what it references."""
-    problems = _validator("config")(path)
-    if problems:
-        return list(problems)
-    from harness.inputs.config import load_config
-    from harness.runs.preflight import preflight
-
-    result = preflight(load_config(path), build=build)
-    notes += result.notes
-    return result.problems
-
-
 def validate_file(
     path: Path, *, build: bool = True, notes: list[str] | None = None
 ) -> tuple[str, list[Problem]]:
@@ -137,10 +124,8 @@ def validate_file(
     except InputError as exc:
         return kind, [Problem(str(path), None, "", exc.message)]
     try:
-        if kind == "config":
-            return kind, _validate_project(
-                path, build=build, notes=notes if notes is not None else []
-            )
+        if kind == "config" and validator is validate_config:
+            return kind, validate_config(path, build=build, notes=notes)
         return kind, list(validator(path))
     except InputError as exc:  # a validator that raises rather than returning its problems
         problems = exc.context.get("problems") or [
@@ -149,28 +134,23 @@ def validate_file(
         return kind, list(problems)
 
 
-def validate_config(path: Path) -> list[Problem]:
-    """A config file's problems: its own (schema, files, references), then each target's
-    graders attached as `run` would (the registry knows each grader's scale), so a must-pass
-    grader whose gate can never fail is caught here, before any run."""
+def validate_config(
+    path: Path, *, build: bool = True, notes: list[str] | None = None
+) -> list[Problem]:
+    """A config file's problems: its own (schema, files, references), then the run's whole
+    pre-flight over each target (`harness.runs.preflight`): graders attached as `run` would
+    (ids, options, a gate that can never fail), factories, datasets, rubric refs and, with
+    `build`, each agent graph's tool names. What it could not check is appended to `notes`."""
     from harness.inputs.config import load_config, validate_config_file
-    from harness.runs.grading import attach_graders, build_services
+    from harness.runs.preflight import preflight
 
     problems = validate_config_file(path)
     if problems:
         return problems
-    config = load_config(path)
-    services = build_services(
-        judge=None, base_dir=config.base_dir, runs_dir=config.runs_dir, rubrics=None
-    )
-    for target in config.targets.values():
-        attach_graders(
-            target.graders,
-            grading_module=target.grading_module,
-            services=services,
-            config_file=target.config_file,
-        )
-    return []
+    result = preflight(load_config(path), build=build)
+    if notes is not None:
+        notes += result.notes
+    return result.problems
 
 
 def _summary(kind: str, path: Path) -> str:
