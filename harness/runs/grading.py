@@ -19,9 +19,9 @@ from typing import Any
 
 from graders.base import Attachment, Grader, GraderServices
 from harness.errors import ConfigError, RubricError
-from harness.runs.identity import grader_code_hash
 from harness.records import GradeResult
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from harness.runs.identity import grader_code_hash
 from harness.runs.scoring import GraderScore, aggregate_samples
 
 __all__ = [
@@ -74,7 +74,6 @@ def build_services(
     settings: dict[str, Any] = {"use_cache": use_cache}
     if judge:
         from harness.judging import DEFAULT_GRADING_DEADLINE_S, JudgeCache, build_provider
-
         from harness.judging.redacting import RedactingProvider
 
         # Wrapped once here, so every judge path sends and keeps only redacted text.

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, InputError, NothingToRunError, RubricError
+from harness.inputs.config import Config, TargetConfig
+from harness.inputs.sourcefile import raise_problems
+from harness.records import GradeResult
 from harness.runs.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
 from harness.runs.identity import (
     copy_grading_module,
@@ -34,10 +37,7 @@ from harness.runs.identity import (
     sha256_file,
     write_identity,
 )
-from harness.inputs.config import Config, TargetConfig
-from harness.inputs.sourcefile import raise_problems
 from harness.runs.preflight import check_graders, check_rubric_refs
-from harness.records import GradeResult
 from harness.runs.runner import TargetPlan, arun_target
 from harness.runs.scoring import (
     GateVerdict,

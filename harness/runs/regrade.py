@@ -17,6 +17,8 @@ from typing import Any
 
 from graders.context import build_context
 from harness.errors import ConfigError
+from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
+from harness.records import RunRecord, ToolRecord
 from harness.runs.grading import (
     AttachedGrader,
     agrade_question,
@@ -24,16 +26,14 @@ from harness.runs.grading import (
     criteria_with_rubric,
     target_policy,
 )
-from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
-from harness.records import RunRecord, ToolRecord
 from harness.runs.lifecycle import (
     RunOutcome,
     open_run,
     redaction_notes,
-    stored_results,
     run_services,
-    stored_attachments,
     run_without_loop,
+    stored_attachments,
+    stored_results,
 )
 from harness.runs.runner import messages_for_agent
 from harness.runs.scoring import GraderScore, QuestionScore, score_question

@@ -24,14 +24,14 @@ from typing import Any
 from graders.base import GraderServices
 from graders.context import build_context
 from harness.errors import ConfigError
+from harness.inputs.config import TargetConfig
+from harness.records import RunRecord, ToolRecord
 from harness.runs.grading import (
     AttachedGrader,
     agrade_question,
     criteria_with_rubric,
     target_policy,
 )
-from harness.inputs.config import TargetConfig
-from harness.records import RunRecord, ToolRecord
 from harness.runs.scoring import QuestionScore, score_question
 from harness.runs.store import QuestionRun, ResultStore
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ExitCode
-from harness.records import GradeResult, map_to_composite
 from harness.inputs.config import GateConfig
+from harness.records import GradeResult, map_to_composite
 
 __all__ = [
     "GateVerdict",

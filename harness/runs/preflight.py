@@ -1,0 +1,301 @@
+"""The run's pre-flight: everything `tracegrade run` would reject about a target, found before
+anything runs, each problem naming file, line and key with a did-you-mean where one helps.
+
+`tracegrade validate` runs all of it (and, unless `--no-build`, builds each agent target's graph
+once to check the tool names its dataset's expectations use); `start_run` runs the checks that
+need no graph, so the two reject the same input with the same words.
+
+- grader ids and options: an unknown id or an option the grader's constructor does not take,
+  at `/targets/<t>/graders/<i>` of the config;
+- the grading module, and a grader attached twice;
+- the agent, chat model and environment factory references (`load_object` names the module's
+  callables in its did-you-mean);
+- every `rubric_ref` of the dataset, at its line in the dataset file;
+- every `expected_tools` `tool` and `after` name against the built graph's tools and agents.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError, TracegradeError
+from harness.inputs.config import Config, TargetConfig
+from harness.inputs.sourcefile import Document, Problem, load_document, pointer_of
+
+__all__ = [
+    "Preflight",
+    "check_expected_tools",
+    "check_graders",
+    "check_rubric_refs",
+    "preflight",
+    "target_catalog",
+]
+
+log = logging.getLogger(__name__)
+
+_SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
+
+
+@dataclass
+class Preflight:
+    """What the pre-flight found."""
+
+    problems: list[Problem] = field(default_factory=list)
+    """Everything a run would reject, in config then dataset order."""
+    notes: list[str] = field(default_factory=list)
+    """What was not checked, and why (a graph not built, a graph whose tools are hidden)."""
+
+
+def _from_error(exc: TracegradeError, fallback: Problem) -> list[Problem]:
+    """An error's own problems, or one Problem at its location (the fallback's when it has
+    none)."""
+    listed = exc.context.get("problems")
+    if listed:
+        return list(listed)
+    if exc.file is None:
+        hint = exc.hint if exc.hint is not None else fallback.hint
+        return [Problem(fallback.file, fallback.line, fallback.pointer, exc.message, None, hint)]
+    return [Problem(exc.file, exc.line, exc.key or "", exc.message, exc.question_id, exc.hint)]
+
+
+def _accepted_options(cls: type) -> list[str] | None:
+    """The keyword options a grader's constructor takes; None when it takes any (**options)."""
+    try:
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.name not in ("self", "services")]
+
+
+def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) -> list[Problem]:
+    """Problems of the target's `graders:` list (unknown ids and options, with did-you-mean;
+    options a grader rejects) and of its grading module, located in the config."""
+    import difflib
+
+    from harness.runs.grading import attach_graders
+
+    if registry is None:
+        from graders.registry import load_registry
+
+        registry = load_registry()
+    problems: list[Problem] = []
+    for index, spec in enumerate(target.graders):
+        listed = target.raw.get("graders") or []
+        written_as_id = index < len(listed) and isinstance(listed[index], str)
+        at: tuple[Any, ...] = ("graders", index)
+        try:
+            cls = registry.get(spec.id)
+        except InputError as exc:
+            problems.append(
+                target.problem(at if written_as_id else (*at, "id"), exc.message, exc.hint)
+            )
+            continue
+        accepted = _accepted_options(cls)
+        if accepted is not None:
+            bad = [k for k in spec.options if k not in accepted]
+            for key in bad:
+                close = difflib.get_close_matches(key, [*accepted, *_SPEC_KEYS], n=1, cutoff=0.6)
+                if close:
+                    hint = f"did you mean {close[0]!r}?"
+                else:
+                    hint = f"{spec.id} takes {', '.join(accepted) or 'no options'}"
+                message = f"grader {spec.id!r} has no option {key!r}"
+                problems.append(target.problem((*at, key), message, hint))
+            if bad:
+                continue
+        try:
+            attach_graders(
+                [spec],
+                grading_module=None,
+                services=services,
+                registry=registry,
+                config_file=target.config_file,
+            )
+        except TracegradeError as exc:
+            problems += _from_error(exc, target.problem(at, exc.message))
+        except (TypeError, ValueError) as exc:  # an option value the grader rejects
+            problems.append(target.problem(at, f"grader {spec.id!r}: {exc}"))
+    if problems:
+        return problems
+    try:  # the grading module, and a grader attached both ways
+        attach_graders(
+            target.graders,
+            grading_module=target.grading_module,
+            services=services,
+            registry=registry,
+            config_file=target.config_file,
+        )
+    except TracegradeError as exc:
+        at_key = "grading_module" if "grading_module" in target.raw else "graders"
+        problems += _from_error(exc, target.problem((at_key,), exc.message))
+    return problems
+
+
+class _DatasetLines:
+    """Lines of questions in a dataset file, parsed only when a problem needs one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._doc: Document | None = None
+        self._index: dict[str, int] = {}
+
+    def problem(self, question_id: str, parts: Sequence[Any], message: str, hint: str | None):
+        if self._doc is None:
+            doc = load_document(self.path)
+            if doc.format == "jsonl":
+                doc = doc.wrapped("questions")
+            rows = doc.data.get("questions") if isinstance(doc.data, dict) else None
+            for i, row in enumerate(rows or []):
+                if isinstance(row, dict) and str(row.get("id")) not in self._index:
+                    self._index[str(row.get("id"))] = i
+            self._doc = doc
+        index = self._index.get(question_id)
+        pointer = pointer_of(["questions", index, *parts]) if index is not None else ""
+        return Problem(
+            str(self.path), self._doc.line_of(pointer), pointer, message, question_id, hint
+        )
+
+
+def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any) -> list[Problem]:
+    """A problem for every `rubric_ref` that names no rubric, at its line in the dataset."""
+    from harness.runs.grading import criteria_with_rubric
+
+    lines = _DatasetLines(dataset_path)
+    problems = []
+    for question in questions:
+        row = question.row() if hasattr(question, "row") else dict(question)
+        if not row.get("rubric_ref"):
+            continue
+        try:
+            criteria_with_rubric(row, rubrics)
+        except TracegradeError as exc:
+            qid = str(row.get("id"))
+            problems.append(lines.problem(qid, ["rubric_ref"], exc.message, exc.hint))
+    return problems
+
+
+def check_expected_tools(
+    dataset_path: Path, questions: Iterable[Any], catalog: Any
+) -> list[Problem]:
+    """A problem for every `expected_tools` `tool` or `after` naming nothing the graph can
+    call (`catalog`: a `ToolCatalog`), at its line in the dataset, with a did-you-mean."""
+    lines = _DatasetLines(dataset_path)
+    problems = []
+    for question in questions:
+        row = question.row() if hasattr(question, "row") else dict(question)
+        for j, expectation in enumerate(row.get("expected_tools") or []):
+            for key in ("tool", "after"):
+                name = expectation.get(key) if isinstance(expectation, dict) else None
+                found = catalog.problem(name) if isinstance(name, str) else None
+                if found is not None:
+                    message, hint = found
+                    parts = ["expected_tools", j, key]
+                    problems.append(lines.problem(str(row.get("id")), parts, message, hint))
+    return problems
+
+
+def target_catalog(target: TargetConfig) -> Any:
+    """Build the target's graph once, as a run builds it (with a fresh environment from its
+    factory, closed afterwards), and return its `ToolCatalog`. Errors are `ConfigError`s
+    located at the factory reference."""
+    from harness.capture.toolcatalog import tool_catalog
+    from harness.errors import ConfigError
+
+    factory = target.load_factory()
+    make_environment = target.load_environment_factory()
+    environment = None
+    try:
+        if make_environment is not None:
+            environment = make_environment()
+            graph = factory(environment=environment)
+        else:
+            graph = factory()
+        return tool_catalog(graph)
+    except TracegradeError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"building the graph failed: {type(exc).__name__}: {exc}",
+            hint="pass --no-build to skip the tool-name check for this graph",
+            **target.where("agent"),
+        ) from exc
+    finally:
+        close = getattr(environment, "close", None)
+        if callable(close):
+            close()
+
+
+def _check_target(
+    target: TargetConfig, *, services: Any, registry: Any, build: bool, result: Preflight
+) -> None:
+    from harness.inputs.dataset import load_dataset
+
+    result.problems += check_graders(target, services=services, registry=registry)
+    factories = [("agent" if target.mode == "agent" else "chat_model", target.load_factory)]
+    if target.environment is not None:
+        factories.append(("environment", target.load_environment_factory))
+    loaded = True
+    for key, load in factories:
+        try:
+            load()
+        except TracegradeError as exc:
+            loaded = False
+            result.problems += _from_error(exc, target.problem((key,), exc.message))
+    try:
+        dataset = load_dataset(target.dataset)
+    except TracegradeError as exc:
+        result.problems += _from_error(exc, target.problem(("dataset",), exc.message))
+        return
+    result.problems += check_rubric_refs(target.dataset, dataset.questions, services.rubrics)
+    if target.mode != "agent" or not loaded:
+        return
+    if not any(q.expected_tools for q in dataset.questions):
+        return
+    if not build:
+        result.notes.append(f"{target.name}: tool names not checked (--no-build)")
+        return
+    try:
+        catalog = target_catalog(target)
+    except TracegradeError as exc:
+        result.problems += _from_error(exc, target.problem(("agent",), exc.message))
+        return
+    if not catalog.complete:
+        result.notes += [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
+        return
+    result.problems += check_expected_tools(target.dataset, dataset.questions, catalog)
+
+
+def preflight(
+    config: Config, *, targets: Sequence[str] = (), build: bool = True, registry: Any = None
+) -> Preflight:
+    """Every problem `run` would find in the selected targets (all by default), before it
+    runs anything. `build=False` skips building graphs (and so the tool-name check)."""
+    from harness.runs.grading import build_services
+
+    result = Preflight()
+    try:
+        services = build_services(
+            judge=config.judge,
+            base_dir=config.base_dir,
+            runs_dir=config.runs_dir,
+            rubrics=config.rubrics,
+            use_cache=False,
+        )
+    except TracegradeError as exc:
+        fallback = Problem(str(config.path), None, "/judge", exc.message, hint=exc.hint)
+        result.problems += _from_error(exc, fallback)
+        return result
+    if registry is None:
+        from graders.registry import load_registry
+
+        registry = load_registry()
+    for target in config.select_targets(list(targets)):
+        _check_target(target, services=services, registry=registry, build=build, result=result)
+    return result
