@@ -25,6 +25,12 @@ GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+"""The question id: pairs a trace with its dataset case in trace-based eval tools."""
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+"""JSON: the messages an agent was invoked with, in the GenAI structured form (role, parts)."""
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+"""JSON: the agent's final message(s), in the same form, with a `finish_reason`."""
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
@@ -51,6 +57,11 @@ OI_OUTPUT_VALUE = "output.value"
 OI_OUTPUT_MIME_TYPE = "output.mime_type"
 OI_LLM_MODEL_NAME = "llm.model_name"
 OI_AGENT_NAME = "agent.name"
+OI_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
+OI_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+OI_TOKEN_COUNT_TOTAL = "llm.token_count.total"
+OI_PROJECT_NAME = "openinference.project.name"
+"""Resource attribute: the Phoenix project a run's spans land in."""
 MIME_JSON = "application/json"
 MIME_TEXT = "text/plain"
 
@@ -79,8 +90,10 @@ RESULT_JSON = "json"
 TRUNCATED_ATTRIBUTES: frozenset[str] = frozenset(
     {GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, OI_INPUT_VALUE, OI_OUTPUT_VALUE}
 )
-# Attributes holding a JSON object of tool arguments: redacted by argument name, then by value.
-ARGUMENT_ATTRIBUTES: frozenset[str] = frozenset({GEN_AI_TOOL_CALL_ARGUMENTS, OI_INPUT_VALUE})
+# Attributes holding JSON text (tool arguments, messages): redacted by key name, then by value.
+ARGUMENT_ATTRIBUTES: frozenset[str] = frozenset(
+    {GEN_AI_TOOL_CALL_ARGUMENTS, OI_INPUT_VALUE, GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES}
+)
 EXPORT_TRUNCATE_CHARS = 4096
 # Attributes tracegrade fills with names, ids and enums of its own choosing: never secrets, so
 # export skips the value scan for them. Every other string attribute is scanned.
@@ -94,6 +107,7 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         GEN_AI_TOOL_NAME,
         GEN_AI_TOOL_TYPE,
         GEN_AI_TOOL_CALL_ID,
+        GEN_AI_CONVERSATION_ID,
         ERROR_TYPE,
         OI_SPAN_KIND,
         OI_TOOL_NAME,

@@ -1,12 +1,16 @@
-"""A real OTLP/HTTP (protobuf) trace receiver on loopback, for tests that check what arrives.
+"""A real OTLP/HTTP trace receiver on loopback, for tests that check what arrives.
 
 `from tests.otlp_receiver import otlp_receiver` and take the fixture: it starts the server on a
-free port, yields an `OtlpReceiver` (`.endpoint`, `.spans()`, `.headers`), and stops it.
+free port, yields an `OtlpReceiver` (`.endpoint`, `.spans()`, `.headers`, `.content_types`), and
+stops it. It takes protobuf and OTLP/JSON; JSON is decoded here by hand from the OTLP/JSON
+mapping (hex ids, `intValue` as strings), independently of tracegrade's own encoder and
+converter. `accept_json = False` makes it answer 415 to JSON, as Phoenix does.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -46,7 +50,10 @@ def _value(v: Any) -> Any:
 class OtlpReceiver:
     def __init__(self) -> None:
         self.requests: list[ExportTraceServiceRequest] = []
+        self.json_requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.content_types: list[str] = []
+        self.accept_json = True
         self._lock = threading.Lock()
         receiver = self
 
@@ -58,14 +65,23 @@ class OtlpReceiver:
                     body = gzip.decompress(body)
                 elif encoding == "deflate":
                     body = zlib.decompress(body)
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(body)
+                content_type = self.headers.get("Content-Type", "")
+                is_json = content_type.startswith("application/json")
+                status = 200 if self.path == "/v1/traces" else 404
                 with receiver._lock:
-                    receiver.requests.append(request)
+                    receiver.content_types.append(content_type)
                     receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
-                payload = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200 if self.path == "/v1/traces" else 404)
-                self.send_header("Content-Type", "application/x-protobuf")
+                    if is_json and not receiver.accept_json:
+                        status = 415
+                    elif is_json:
+                        receiver.json_requests.append(json.loads(body))
+                    else:
+                        request = ExportTraceServiceRequest()
+                        request.ParseFromString(body)
+                        receiver.requests.append(request)
+                payload = b"{}" if is_json else ExportTraceServiceResponse().SerializeToString()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type or "application/x-protobuf")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -90,6 +106,9 @@ class OtlpReceiver:
         out = []
         with self._lock:
             requests = list(self.requests)
+            json_requests = list(self.json_requests)
+        for data in json_requests:
+            out.extend(_json_spans(data))
         for request in requests:
             for rs in request.resource_spans:
                 resource = {kv.key: _value(kv.value) for kv in rs.resource.attributes}
@@ -108,6 +127,43 @@ class OtlpReceiver:
                             )
                         )
         return out
+
+
+def _json_value(v: dict[str, Any]) -> Any:
+    if "arrayValue" in v:
+        return [_json_value(x) for x in v["arrayValue"].get("values", [])]
+    if "intValue" in v:
+        return int(v["intValue"])
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    return None
+
+
+def _json_spans(data: dict[str, Any]) -> list[ReceivedSpan]:
+    out = []
+    for rs in data.get("resourceSpans", []):
+        resource = {
+            kv["key"]: _json_value(kv["value"])
+            for kv in rs.get("resource", {}).get("attributes", [])
+        }
+        for ss in rs.get("scopeSpans", []):
+            for s in ss.get("spans", []):
+                out.append(
+                    ReceivedSpan(
+                        name=s["name"],
+                        trace_id=s["traceId"],
+                        span_id=s["spanId"],
+                        parent_span_id=s.get("parentSpanId", ""),
+                        kind=s.get("kind", 0),
+                        attributes={
+                            kv["key"]: _json_value(kv["value"]) for kv in s.get("attributes", [])
+                        },
+                        status_code=s.get("status", {}).get("code", 0),
+                        resource=resource,
+                    )
+                )
+    return out
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ that ran them, counted as calls of the question, and de-duplicated across interr
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -181,3 +183,79 @@ async def test_interrupt_and_resume_deduplicates_the_call_id(spans):
     tool_spans = [s for s in exporter.get_finished_spans() if s.name == "execute_tool ask_human"]
     assert len(tool_spans) == 2  # both runs are in the trace
     assert c.span_id == format(tool_spans[-1].context.span_id, "016x")
+
+
+def test_agent_spans_carry_their_conversation_in_the_genai_form(spans):
+    # Trace-based evaluators pair a trace with its case by the user text of the agent span's
+    # gen_ai.input.messages; a sub-agent's span carries what it was handed and what it said.
+    tracer, exporter = spans
+    sub = researcher([call(tool_call("lookup", {"q": "deep"}, id="r1")), say("sub done")])
+    parent = supervisor_with_subgraph(ScriptedChatModel(script=[say("go")]), sub)
+    rec = recorder(tracer, "supervisor")
+    with rec.question_span():
+        state = parent.invoke({"messages": [("user", "hi")]}, {"callbacks": [rec]})
+    rec.seal(state)
+    finished = {s.name: s for s in exporter.get_finished_spans()}
+    top, sub_span = finished["invoke_agent supervisor"], finished["invoke_agent researcher"]
+    assert json.loads(top.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    ]
+    assert top.attributes["gen_ai.conversation.id"] == "q"
+    handed = json.loads(sub_span.attributes["gen_ai.input.messages"])
+    assert [m["role"] for m in handed] == ["user", "assistant"]  # the question, then "go"
+    said = json.loads(sub_span.attributes["gen_ai.output.messages"])
+    assert said == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "sub done"}],
+            "finish_reason": "stop",
+        }
+    ]
+    # tool calls and their answers appear as parts, not as text
+    top_out = json.loads(top.attributes["gen_ai.output.messages"])
+    assert top_out[0]["role"] == "assistant"
+
+
+def test_genai_messages_render_tool_calls_and_answers_as_parts():
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    from harness.capture.reconcile import genai_messages
+
+    messages = [
+        SystemMessage("be brief"),
+        HumanMessage("cancel B100"),
+        AIMessage("", tool_calls=[tool_call("cancel", {"booking_id": "B100"}, id="c1")]),
+        ToolMessage("no such booking", tool_call_id="c1", status="error"),
+        AIMessage("It could not be cancelled."),
+    ]
+    assert genai_messages({"messages": messages}) == [
+        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+        {"role": "user", "parts": [{"type": "text", "content": "cancel B100"}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "c1",
+                    "name": "cancel",
+                    "arguments": {"booking_id": "B100"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "c1", "response": "no such booking"}],
+        },
+        {"role": "assistant", "parts": [{"type": "text", "content": "It could not be cancelled."}]},
+    ]
+    assert genai_messages(messages, output=True) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It could not be cancelled."}],
+            "finish_reason": "stop",
+        }
+    ]
+    assert genai_messages([("user", "hi"), {"role": "assistant", "content": "yo"}]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "yo"}]},
+    ]

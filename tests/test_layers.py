@@ -18,6 +18,7 @@ FLOORS: dict[str, int] = {
     "harness.semconv": 1,
     "harness.environment": 1,
     "harness.lazy": 1,
+    "harness.otlp": 1,
     "harness.inputs": 2,
     "harness.capture": 2,
     "harness.judging": 2,

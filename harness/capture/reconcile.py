@@ -3,6 +3,8 @@ both build the same record from the same facts.
 
 - `outcome_of_output` / `outcome_of_error`: an outcome from what the tool returned or raised,
   decided by types and statuses, never by message text.
+- `genai_messages`: messages in the GenAI conventions' structured form (role and parts), for
+  the `gen_ai.input.messages` / `gen_ai.output.messages` attributes of agent spans.
 - `plain`: a JSON-shaped copy of a tool result, so the in-process record and the record read
   back from the trace file are equal.
 """
@@ -23,6 +25,7 @@ from harness.records import Outcome
 
 __all__ = [
     "encode_result",
+    "genai_messages",
     "messages_in",
     "outcome_of_error",
     "outcome_of_output",
@@ -106,4 +109,67 @@ def requested_calls(messages: Iterable[BaseMessage]) -> dict[str, tuple[str, dic
             for tc in m.tool_calls:
                 if tc.get("id"):
                     out[tc["id"]] = (tc["name"], dict(tc.get("args") or {}))
+    return out
+
+
+_GENAI_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def _text_parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}] if content else []
+    parts = []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, str):
+            parts.append({"type": "text", "content": block})
+        elif isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append({"type": "text", "content": str(block.get("text", ""))})
+    return parts
+
+
+def genai_messages(value: Any, *, output: bool = False) -> list[dict[str, Any]]:
+    """Messages (LangChain messages or role/content dicts, alone or in a state) in the GenAI
+    semantic conventions' structured form: `{"role", "parts": [...]}` with text, `tool_call`
+    and `tool_call_response` parts. `output=True`: only the last AI message, with its
+    `finish_reason`."""
+    if isinstance(value, Mapping) and "messages" in value:
+        value = value["messages"]
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if output:
+        items = [m for m in items if isinstance(m, AIMessage)][-1:]
+    out = []
+    for m in items:
+        if isinstance(m, BaseMessage):
+            role = _GENAI_ROLES.get(m.type, m.type)
+            parts = _text_parts(m.content)
+            if isinstance(m, AIMessage):
+                parts += [
+                    {
+                        "type": "tool_call",
+                        "id": tc.get("id"),
+                        "name": tc["name"],
+                        "arguments": plain(tc.get("args") or {}),
+                    }
+                    for tc in m.tool_calls
+                ]
+            elif isinstance(m, ToolMessage):
+                parts = [
+                    {
+                        "type": "tool_call_response",
+                        "id": m.tool_call_id,
+                        "response": plain(m.content),
+                    }
+                ]
+        elif isinstance(m, Mapping) and "role" in m:
+            role = _GENAI_ROLES.get(str(m["role"]), str(m["role"]))
+            parts = _text_parts(m.get("content", ""))
+        elif isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str):  # ("user", "hi")
+            role = _GENAI_ROLES.get(m[0], m[0])
+            parts = _text_parts(m[1])
+        else:
+            continue
+        message: dict[str, Any] = {"role": role, "parts": parts}
+        if output:
+            message["finish_reason"] = "tool_call" if m.tool_calls else "stop"
+        out.append(message)
     return out

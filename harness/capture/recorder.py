@@ -16,6 +16,7 @@ Agents: the top-level run is the target agent. LangGraph tags each task of a gra
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import threading
 import time
@@ -29,6 +30,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from harness import semconv as sc
 from harness.capture.reconcile import (
+    genai_messages,
     messages_in,
     outcome_of_error,
     outcome_of_output,
@@ -86,9 +88,18 @@ class Recorder(BaseCallbackHandler):
     ignore_custom_event = True
 
     def __init__(
-        self, *, tracer: trace.Tracer, question_id: str, dataset: str, target: str, agent_name: str
+        self,
+        *,
+        tracer: trace.Tracer,
+        question_id: str,
+        dataset: str,
+        target: str,
+        agent_name: str,
+        question_input: str | None = None,
     ) -> None:
         self.tracer = tracer
+        self.question_input = question_input
+        """The question as the agent got it, for the question span's `input.value`."""
         self._sink = SpanSink(tracer)
         self.question_id = question_id
         self.dataset = dataset
@@ -112,6 +123,14 @@ class Recorder(BaseCallbackHandler):
     def question_span(self) -> _QuestionScope:
         """The question span, as a sync or async context manager."""
         return _QuestionScope(self)
+
+    def set_answer(self, text: str) -> None:
+        """The agent's answer, as the question span's `output.value`: call it inside
+        `question_span()`, before the span ends."""
+        with self._lock:
+            if self._question is not None:
+                self._question.set_attribute(sc.OI_OUTPUT_VALUE, text)
+                self._question.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_TEXT)
 
     @property
     def _ended(self) -> bool:
@@ -143,16 +162,18 @@ class Recorder(BaseCallbackHandler):
 
     # -- question span -------------------------------------------------------------------
     def _open_question(self) -> None:
-        span = self._sink.start(
-            sc.SPAN_QUESTION,
-            None,
-            {
-                sc.TG_QUESTION_ID: self.question_id,
-                sc.TG_DATASET: self.dataset,
-                sc.TG_TARGET: self.target,
-                sc.TG_AGENT: self.agent_name,
-            },
-        )
+        attributes = {
+            sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
+            sc.GEN_AI_CONVERSATION_ID: self.question_id,
+            sc.TG_QUESTION_ID: self.question_id,
+            sc.TG_DATASET: self.dataset,
+            sc.TG_TARGET: self.target,
+            sc.TG_AGENT: self.agent_name,
+        }
+        if self.question_input is not None:
+            attributes[sc.OI_INPUT_VALUE] = self.question_input
+            attributes[sc.OI_INPUT_MIME_TYPE] = sc.MIME_TEXT
+        span = self._sink.start(sc.SPAN_QUESTION, None, attributes)
         with self._lock:
             self._question = span
             self._trace_id = format(span.get_span_context().trace_id, "032x")
@@ -200,18 +221,22 @@ class Recorder(BaseCallbackHandler):
         return span
 
     def _new_agent(self, run: RunState, name: str, depth: int) -> None:
+        attributes = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+            sc.GEN_AI_CONVERSATION_ID: self.question_id,
+            sc.OI_SPAN_KIND: sc.OI_KIND_AGENT,
+            sc.OI_AGENT_NAME: name,
+            sc.TG_AGENT: name,
+            sc.TG_DEPTH: depth,
+        }
+        if run.inputs is not None:
+            messages = genai_messages(run.inputs)
+            if messages:
+                attributes[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(messages, ensure_ascii=False)
+            run.inputs = None
         span = self._start(
-            f"{sc.SPAN_INVOKE_AGENT} {name}",
-            run.parent_span,
-            {
-                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                sc.GEN_AI_AGENT_NAME: name,
-                sc.OI_SPAN_KIND: sc.OI_KIND_AGENT,
-                sc.OI_AGENT_NAME: name,
-                sc.TG_AGENT: name,
-                sc.TG_DEPTH: depth,
-            },
-            start_ns=run.start_ns,
+            f"{sc.SPAN_INVOKE_AGENT} {name}", run.parent_span, attributes, start_ns=run.start_ns
         )
         run.agent = AgentState(name, depth, span)
         run.is_agent = True
@@ -234,7 +259,7 @@ class Recorder(BaseCallbackHandler):
             parent = self._parent(parent_run_id)
             if parent is None:
                 with self._lock:
-                    run = RunState(name, None, self._question)
+                    run = RunState(name, None, self._question, inputs)
                     self._runs[run_id.int] = run
                     if parent_run_id is None:
                         self._new_agent(run, self.agent_name, 0)
@@ -250,7 +275,7 @@ class Recorder(BaseCallbackHandler):
                     if not parent.is_agent:  # parallel tasks may race to promote it
                         depth = parent.agent.depth + 1 if parent.agent is not None else 0
                         self._new_agent(parent, parent.name, depth)
-            run = RunState(name, parent.agent, parent.parent_span)
+            run = RunState(name, parent.agent, parent.parent_span, inputs)
             run.is_task = is_task
             self._runs[run_id.int] = run
         except Exception as exc:  # isolation point: collected, never raised into the run
@@ -271,7 +296,12 @@ class Recorder(BaseCallbackHandler):
                     with self._lock:
                         self._reconcile(errors, run.agent)
             if run.is_agent:
+                answer = genai_messages(messages_in(outputs), output=True)
                 with self._lock:
+                    if answer:
+                        run.span.set_attribute(
+                            sc.GEN_AI_OUTPUT_MESSAGES, json.dumps(answer, ensure_ascii=False)
+                        )
                     run.span.end()
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_chain_end", exc)
@@ -357,10 +387,7 @@ class Recorder(BaseCallbackHandler):
                 if message is not None:
                     usage = getattr(message, "usage_metadata", None)
                     if usage:
-                        run.span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, usage["input_tokens"])
-                        run.span.set_attribute(
-                            sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage["output_tokens"]
-                        )
+                        self._set_usage(run.span, usage)
                     agent = run.agent
                     if agent is not None:
                         turn = self._turns.get(agent.name, 0)
@@ -378,6 +405,22 @@ class Recorder(BaseCallbackHandler):
                 run.span.end()
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_llm_end", exc)
+
+    @staticmethod
+    def _set_usage(span: LiteSpan, usage: Any) -> None:
+        """Token counts the model reported, under both conventions' names."""
+        prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
+        if prompt is not None:
+            span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, prompt)
+            span.set_attribute(sc.OI_TOKEN_COUNT_PROMPT, prompt)
+        if completion is not None:
+            span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, completion)
+            span.set_attribute(sc.OI_TOKEN_COUNT_COMPLETION, completion)
+        total = usage.get("total_tokens")
+        if total is None and prompt is not None and completion is not None:
+            total = prompt + completion
+        if total is not None:
+            span.set_attribute(sc.OI_TOKEN_COUNT_TOTAL, total)
 
     def on_llm_error(self, error, *, run_id, **kwargs) -> None:
         try:

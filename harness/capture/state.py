@@ -43,10 +43,23 @@ class AgentState:
 class RunState:
     """A LangChain run we know of: the agent it belongs to and the span its children hang under."""
 
-    __slots__ = ("agent", "is_agent", "is_task", "name", "parent_span", "span", "start_ns", "tool")
+    __slots__ = (
+        "agent",
+        "inputs",
+        "is_agent",
+        "is_task",
+        "name",
+        "parent_span",
+        "span",
+        "start_ns",
+        "tool",
+    )
 
-    def __init__(self, name: str, agent: AgentState | None, parent_span: Any) -> None:
+    def __init__(
+        self, name: str, agent: AgentState | None, parent_span: Any, inputs: Any = None
+    ) -> None:
         self.name = name
+        self.inputs = inputs  # a reference only: rendered if this run turns out to be an agent
         self.agent = agent
         self.parent_span = parent_span
         self.start_ns = time.time_ns()

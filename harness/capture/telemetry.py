@@ -3,8 +3,13 @@
 - the run's local trace file (OTLP JSON lines, secrets redacted, nothing truncated);
 - when an endpoint is configured (argument, or the standard `OTEL_EXPORTER_OTLP_ENDPOINT` /
   `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `..._HEADERS` variables), the official OTLP/HTTP
-  exporter behind a batch processor and `RedactingExporter`, which redacts and truncates on the
-  way out. SDK attribute limits are never set: the in-process record stays whole.
+  exporter (`http/protobuf`, the default) or tracegrade's OTLP/JSON one (`http/json`, from the
+  `protocol` argument or `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`) behind a batch processor and
+  `RedactingExporter`, which redacts and truncates on the way out. SDK attribute limits are
+  never set: the in-process record stays whole.
+
+The resource carries `service.name` and, when a project is given, `openinference.project.name`
+(the Phoenix project the spans land in).
 
 An unreachable or slow collector never fails or stalls a run: each request is bounded by a
 timeout, after a failure further batches are dropped for a cool-down instead of each waiting
@@ -17,10 +22,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, TracerProvider
@@ -29,14 +34,14 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Status, Tracer
 
 from harness import semconv as sc
+from harness.capture.otlp_http import OtlpJsonExporter, describe_response
 from harness.capture.tracefile import TraceFileExporter, redacted_attributes
+from harness.otlp import ENDPOINT_VARS, env_endpoint, resolve_protocol, traces_url
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = ["ExportReport", "RedactingExporter", "RunTelemetry"]
 
 log = logging.getLogger(__name__)
-
-_ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +78,15 @@ class RedactingExporter(SpanExporter):
         truncate_to: int = sc.EXPORT_TRUNCATE_CHARS,
         cooldown_s: float = 30.0,
         redaction: RedactionPolicy = DEFAULT_POLICY,
+        redact: bool = True,
+        failure_detail: Callable[[], str | None] | None = None,
     ) -> None:
         self.inner = inner
         self.redaction = redaction
+        self.redact = redact
+        """False when `inner` redacts and truncates as it encodes (the OTLP/JSON exporter)."""
+        self.failure_detail = failure_detail
+        """What the last failed request answered (`HTTP 415 ... from URL`), when known."""
         self.label = label
         self.truncate_to = truncate_to
         self.cooldown_s = cooldown_s
@@ -90,7 +101,7 @@ class RedactingExporter(SpanExporter):
             self._count_failure(len(spans), None)
             return SpanExportResult.FAILURE
         try:
-            redacted = [self._redacted(s) for s in spans]
+            redacted = [self._redacted(s) for s in spans] if self.redact else spans
             result = self.inner.export(redacted)
         except Exception as exc:  # isolation point: an exporter never raises into the run
             log.debug("export to %s raised", self.label, exc_info=True)
@@ -100,7 +111,10 @@ class RedactingExporter(SpanExporter):
             with self._lock:
                 self.exported += len(spans)
         else:
-            self._count_failure(len(spans), f"export of {len(spans)} spans to {self.label} failed")
+            detail = self.failure_detail() if self.failure_detail else None
+            self._count_failure(
+                len(spans), f"export of {len(spans)} spans failed: {detail or self.label}"
+            )
         return result
 
     def _count_failure(self, count: int, message: str | None) -> None:
@@ -145,12 +159,6 @@ class RedactingExporter(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
-def _traces_url(endpoint: str) -> str:
-    """A base URL (`http://collector:4318`) gets the traces path; a full one is kept."""
-    path = urlsplit(endpoint).path
-    return endpoint.rstrip("/") + "/v1/traces" if path in ("", "/") else endpoint
-
-
 class RunTelemetry:
     """The tracer provider of one harness run and its exporters. Use as a context manager, or
     call `shutdown()` once; it returns the `ExportReport`."""
@@ -164,10 +172,15 @@ class RunTelemetry:
         export_timeout_s: float = 5.0,
         service_name: str = "tracegrade",
         redaction: RedactionPolicy = DEFAULT_POLICY,
+        project: str | None = None,
+        protocol: str | None = None,
     ) -> None:
         self.trace_file = Path(trace_file) if trace_file is not None else None
+        resource = {"service.name": service_name}
+        if project:
+            resource[sc.OI_PROJECT_NAME] = project
         self._provider = TracerProvider(
-            resource=Resource.create({"service.name": service_name}),
+            resource=Resource.create(resource),
             sampler=ALWAYS_ON,
             # Explicitly unlimited, whatever OTEL_*_LIMIT variables say: truncation happens on
             # export, never in the in-process record.
@@ -183,30 +196,64 @@ class RunTelemetry:
                 BatchSpanProcessor(self._file_exporter, schedule_delay_millis=1000)
             )
         self.endpoint: str | None = None
+        self.protocol: str | None = None
         self._otlp: RedactingExporter | None = None
-        from_env = any(os.environ.get(v) for v in _ENDPOINT_VARS)
+        from_env = any(os.environ.get(v) for v in ENDPOINT_VARS)
         if otlp_endpoint or from_env:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            if otlp_endpoint:
-                self.endpoint = _traces_url(otlp_endpoint)
-                inner = OTLPSpanExporter(
-                    endpoint=self.endpoint,
-                    headers=dict(otlp_headers or {}) or None,
-                    timeout=export_timeout_s,
-                )
-            else:
-                inner = OTLPSpanExporter(
-                    headers=dict(otlp_headers) if otlp_headers else None, timeout=export_timeout_s
-                )
-                self.endpoint = inner._endpoint
-            self._otlp = RedactingExporter(inner, label=self.endpoint, redaction=redaction)
+            self.protocol = resolve_protocol(protocol)
+            self._otlp = self._exporter(otlp_endpoint, otlp_headers, export_timeout_s, redaction)
             self._provider.add_span_processor(
                 BatchSpanProcessor(self._otlp, schedule_delay_millis=500)
             )
         self.tracer: Tracer = self._provider.get_tracer("tracegrade")
         """The tracer recorders of this run start their spans on."""
         self._report: ExportReport | None = None
+
+    def _exporter(
+        self,
+        endpoint: str | None,
+        headers: Mapping[str, str] | None,
+        timeout: float,
+        redaction: RedactionPolicy,
+    ) -> RedactingExporter:
+        headers = dict(headers or {}) or None
+        if self.protocol == "http/json":
+            self.endpoint = traces_url(endpoint or env_endpoint())
+            inner = OtlpJsonExporter(
+                endpoint=self.endpoint, headers=headers, timeout=timeout, redaction=redaction
+            )
+            return RedactingExporter(
+                inner,
+                label=self.endpoint,
+                redact=False,
+                redaction=redaction,
+                failure_detail=lambda: inner.last_failure,
+            )
+        import requests
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        failures: list[str] = []
+        session = requests.Session()
+
+        def remember(response: Any, *args: Any, **kwargs: Any) -> None:
+            if response.status_code >= 300:
+                failures.append(describe_response(response, self.endpoint or ""))
+
+        session.hooks["response"].append(remember)
+        if endpoint:
+            self.endpoint = traces_url(endpoint)
+            otlp = OTLPSpanExporter(
+                endpoint=self.endpoint, headers=headers, timeout=timeout, session=session
+            )
+        else:
+            otlp = OTLPSpanExporter(headers=headers, timeout=timeout, session=session)
+            self.endpoint = otlp._endpoint
+        return RedactingExporter(
+            otlp,
+            label=self.endpoint,
+            redaction=redaction,
+            failure_detail=lambda: failures[-1] if failures else None,
+        )
 
     def flush(self) -> None:
         """Write everything ended so far to the trace file (and hand it to the OTLP exporter)."""

@@ -17,7 +17,7 @@ from harness.errors import ExitCode, TracegradeError
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS: tuple[str, ...] = ("validate", "graders", "targets", "run", "grade")
+SUBCOMMANDS: tuple[str, ...] = ("validate", "graders", "targets", "run", "grade", "export")
 
 EPILOG = """\
 exit codes:

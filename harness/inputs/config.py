@@ -33,6 +33,7 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
+from harness.otlp import exporting_from_env, resolve_protocol
 from harness.redaction import RedactionPolicy, compile_pattern
 
 __all__ = [
@@ -111,6 +112,12 @@ class TelemetryConfig:
     otlp_headers: dict[str, str] = field(default_factory=dict)
     trace_file: bool = True
     """Write the run's local trace file (`tracegrade grade` reads records from it)."""
+    project: str | None = None
+    """Project for trace backends (`openinference.project.name`); the config's directory name
+    when not set."""
+    protocol: str | None = None
+    """OTLP transport, `http/protobuf` or `http/json`; None: the OTEL_* variables, else
+    protobuf."""
 
 
 @dataclass(slots=True)
@@ -353,6 +360,18 @@ def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
     )
 
 
+def _protocol(telemetry: dict[str, Any], path: Path) -> str | None:
+    """The OTLP protocol when spans will be exported; an unsupported one from the environment is
+    invalid input now, before anything runs."""
+    if not (telemetry.get("otlp_endpoint") or exporting_from_env()):
+        return telemetry.get("protocol")
+    try:
+        return resolve_protocol(telemetry.get("protocol"))
+    except ConfigError as exc:
+        exc.file = str(path)
+        raise
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Load and validate a config file; `ConfigError` (exit 4) listing every problem."""
     path = find_config(path)
@@ -375,6 +394,8 @@ def load_config(path: str | Path | None = None) -> Config:
             otlp_endpoint=telemetry_raw.get("otlp_endpoint"),
             otlp_headers=dict(telemetry_raw.get("otlp_headers") or {}),
             trace_file=bool(telemetry_raw.get("trace_file", True)),
+            project=telemetry_raw.get("project") or base.name or None,
+            protocol=_protocol(telemetry_raw, path),
         ),
         redaction=RedactionPolicy.from_config(data.get("redaction")),
         data=data,

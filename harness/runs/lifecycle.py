@@ -253,6 +253,8 @@ async def _arun_plans(
             otlp_endpoint=config.telemetry.otlp_endpoint,
             otlp_headers=config.telemetry.otlp_headers,
             redaction=config.redaction,
+            project=config.telemetry.project,
+            protocol=config.telemetry.protocol,
         )
         try:
             await arun_target(
@@ -266,6 +268,11 @@ async def _arun_plans(
                     f"{plan.target.name}: {report.failed} span(s) not exported to "
                     f"{report.endpoint}: {report.first_failure}"
                 )
+            )
+        if report.exported:
+            notes.append(
+                f"{plan.target.name}: {report.exported} span(s) exported to {report.endpoint} "
+                f"({telemetry.protocol}, project {config.telemetry.project})"
             )
     return notes
 

@@ -144,10 +144,16 @@ async def _invoke(
     async with recorder.question_span():
         if plan.target.mode == "chat":
             reply = await runnable.ainvoke(messages, config=config)
-            return _text_of(reply), [*messages, reply], None
+            text = _text_of(reply)
+            recorder.set_answer(text)
+            return text, [*messages, reply], None
         state = await runnable.ainvoke({"messages": messages}, config=config)
-    final = state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
-    return last_ai_text(final), list(final), state
+        final = (
+            state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+        )
+        text = last_ai_text(final)
+        recorder.set_answer(text)
+    return text, list(final), state
 
 
 async def _run_one(
@@ -173,6 +179,7 @@ async def _run_one(
             dataset=plan.dataset_name,
             target=target.name,
             agent_name=str(agent_name),
+            question_input=question.flattened_input(),
         )
         state: Any = None
         # A deadline on this task rather than wait_for's extra task per question; and it tells

@@ -1,0 +1,219 @@
+"""OTLP over HTTP beside the official exporter: the protocol choice, an OTLP/JSON span
+exporter (the official Python exporter speaks protobuf only), and posting stored trace-file
+lines to any backend (`tracegrade export`).
+
+The trace file is OTLP/JSON, one `ExportTraceServiceRequest` per line. Sent as `http/json` a
+line goes as it is; as `http/protobuf` it is converted with protobuf's JSON mapping, after the
+one place where OTLP/JSON departs from it: trace and span ids are hex, not base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from harness import semconv as sc
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+
+__all__ = [
+    "OtlpJsonExporter",
+    "ReplayReport",
+    "describe_response",
+    "json_to_protobuf",
+    "post_line",
+    "replay_trace_file",
+]
+
+
+def describe_response(response: Any, endpoint: str) -> str:
+    """`HTTP 415 Unsupported Media Type from http://...`: a failure a person can act on."""
+    reason = getattr(response, "reason", None) or getattr(response, "reason_phrase", "") or ""
+    return f"HTTP {response.status_code} {reason} from {endpoint}".replace("  ", " ")
+
+
+class OtlpJsonExporter(SpanExporter):
+    """Posts each batch as one OTLP/JSON request (`Content-Type: application/json`). Spans are
+    encoded by the trace file's encoder, so what a backend gets is what the file holds."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 5.0,
+        redaction: RedactionPolicy = DEFAULT_POLICY,
+        truncate_to: int | None = sc.EXPORT_TRUNCATE_CHARS,
+    ) -> None:
+        self.endpoint = endpoint
+        self.redaction = redaction
+        self.truncate_to = truncate_to
+        self._client = httpx.Client(
+            timeout=timeout, headers={"Content-Type": "application/json", **dict(headers or {})}
+        )
+        self.last_failure: str | None = None
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        from harness.capture.tracefile import encode_line
+
+        line = encode_line(spans, truncate_to=self.truncate_to, policy=self.redaction)
+        ok, failure = post_line(self._client, self.endpoint, line, "http/json")
+        self.last_failure = failure
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self._client.close()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_to_b64(value: str) -> str:
+    return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+
+
+def json_to_protobuf(line: str | Mapping[str, Any]) -> bytes:
+    """One OTLP/JSON request (a trace-file line) as a serialized protobuf request."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    data = json.loads(line) if isinstance(line, str) else json.loads(json.dumps(line))
+    for resource in data.get("resourceSpans", ()):
+        for scope in resource.get("scopeSpans", ()):
+            for span in scope.get("spans", ()):
+                for field in _ID_FIELDS:
+                    if span.get(field):
+                        span[field] = _hex_to_b64(span[field])
+                for link in span.get("links", ()):
+                    for field in ("traceId", "spanId"):
+                        if link.get(field):
+                            link[field] = _hex_to_b64(link[field])
+    message = ExportTraceServiceRequest()
+    json_format.ParseDict(data, message, ignore_unknown_fields=True)
+    return message.SerializeToString()
+
+
+def post_line(
+    client: httpx.Client, endpoint: str, line: str, protocol: str
+) -> tuple[bool, str | None]:
+    """POST one request; (accepted, failure in words). Never raises: a dead backend is a
+    failure to report, not a crash."""
+    if protocol == "http/json":
+        body, content_type = line.encode("utf-8"), "application/json"
+    else:
+        body, content_type = json_to_protobuf(line), "application/x-protobuf"
+    try:
+        response = client.post(endpoint, content=body, headers={"Content-Type": content_type})
+    except httpx.HTTPError as exc:  # isolation point: reported by the caller, never raised
+        return False, f"{type(exc).__name__}: {exc} ({endpoint})"
+    if 200 <= response.status_code < 300:
+        return True, None
+    return False, describe_response(response, endpoint)
+
+
+def _redact_line(line: str, *, project: str | None, policy: RedactionPolicy) -> tuple[str, int]:
+    """A stored request redacted (and cut) again for export, as the live exporter would; the
+    project resource attribute replaced when `project` is given. Returns (line, span count)."""
+    from functools import partial
+
+    from harness.capture.tracefile import redacted_attributes
+
+    redact = partial(redacted_attributes, policy=policy)
+
+    data = json.loads(line)
+    count = 0
+    for resource in data.get("resourceSpans", ()):
+        if project:
+            attrs = resource.setdefault("resource", {}).setdefault("attributes", [])
+            attrs[:] = [a for a in attrs if a.get("key") != sc.OI_PROJECT_NAME]
+            attrs.append({"key": sc.OI_PROJECT_NAME, "value": {"stringValue": project}})
+        for scope in resource.get("scopeSpans", ()):
+            for span in scope.get("spans", ()):
+                count += 1
+                _redact_key_values(span.get("attributes", ()), redact)
+                for event in span.get("events", ()):
+                    _redact_key_values(event.get("attributes", ()), redact)
+                status = span.get("status") or {}
+                if status.get("message"):
+                    status["message"] = policy.text(status["message"])
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")), count
+
+
+def _redact_key_values(key_values: Sequence[dict], redact: Any) -> None:
+    strings = {
+        kv["key"]: kv["value"]["stringValue"]
+        for kv in key_values
+        if "stringValue" in kv.get("value", {})
+    }
+    cleaned = redact(strings, truncate_to=sc.EXPORT_TRUNCATE_CHARS)
+    for kv in key_values:
+        if kv["key"] in cleaned:
+            kv["value"] = {"stringValue": cleaned[kv["key"]]}
+        array = kv.get("value", {}).get("arrayValue")
+        if array:
+            for item in array.get("values", ()):
+                if "stringValue" in item:
+                    item["stringValue"] = redact({"": item["stringValue"]})[""]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """What a replay of a trace file delivered."""
+
+    endpoint: str
+    """Where the spans were posted."""
+    protocol: str
+    """`http/protobuf` or `http/json`."""
+    exported: int = 0
+    """Spans the backend accepted."""
+    failed: int = 0
+    """Spans in requests the backend refused or never answered."""
+    first_failure: str | None = None
+    """The first failure in words (`HTTP 415 Unsupported Media Type from ...`)."""
+
+
+def replay_trace_file(
+    path: str | Path,
+    *,
+    endpoint: str,
+    protocol: str = "http/protobuf",
+    headers: Mapping[str, str] | None = None,
+    project: str | None = None,
+    timeout: float = 10.0,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
+) -> ReplayReport:
+    """Post every request stored in a run's trace file to an OTLP/HTTP endpoint, redacted again
+    on the way out. Unreadable lines count as failed; nothing raises for a dead backend."""
+    exported = failed = 0
+    first: str | None = None
+    with httpx.Client(timeout=timeout, headers=dict(headers or {})) as client:
+        for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line, count = _redact_line(raw, project=project, policy=redaction)
+            except (ValueError, KeyError, TypeError) as exc:
+                failed += 1
+                first = first or f"{path}:{number}: unreadable trace-file line ({exc})"
+                continue
+            ok, failure = post_line(client, endpoint, line, protocol)
+            if ok:
+                exported += count
+            else:
+                failed += count
+                first = first or failure
+    return ReplayReport(
+        endpoint=endpoint, protocol=protocol, exported=exported, failed=failed, first_failure=first
+    )

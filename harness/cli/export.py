@@ -1,0 +1,131 @@
+"""`tracegrade export RUN`: replay a stored run's trace file to any OTLP/HTTP backend."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import EPILOG
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Send the spans a run stored in its local trace file (runs/<id>/traces/<target>.jsonl) to an
+OTLP/HTTP endpoint: Phoenix, Jaeger, Tempo, an OpenTelemetry Collector. Secrets are redacted
+again on the way out and long values cut, as for live export. The file itself is OTLP/JSON;
+backends that accept only protobuf (Phoenix answers 415 to JSON) get it converted.
+Exit 0 when every span was accepted, 3 when the backend refused or missed any, 4 for a run,
+target or protocol that does not exist.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="replay a stored run's spans to an OTLP backend",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN", help="run directory (or run id under runs_dir)")
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument(
+        "--target", action="append", default=[], metavar="T", help="only this target (repeatable)"
+    )
+    parser.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="OTLP/HTTP base URL (http://localhost:4318) or full traces URL; default: "
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT",
+    )
+    parser.add_argument(
+        "--protocol",
+        default=None,
+        metavar="P",
+        help="http/protobuf (default) or http/json; default from OTEL_EXPORTER_OTLP_PROTOCOL",
+    )
+    parser.add_argument(
+        "--project", default=None, help="project name for the backend (replaces the stored one)"
+    )
+    parser.add_argument(
+        "--header", action="append", default=[], metavar="K=V", help="request header (repeatable)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
+    """The run directory, and the config whose redaction policy applies: --config, else the
+    config the run was made with when it is still there, else none (the default policy)."""
+    import json
+
+    from harness.errors import InputError
+    from harness.inputs.config import load_config
+
+    direct = Path(args.run_dir)
+    if (direct / "traces").is_dir():
+        config_path = args.config
+        if config_path is None:
+            try:
+                config_path = json.loads((direct / "identity.json").read_text())["config_path"]
+            except (OSError, ValueError, KeyError, TypeError):
+                config_path = None
+            if config_path is not None and not Path(config_path).is_file():
+                config_path = None
+        return direct, load_config(config_path) if config_path else None
+    config = load_config(args.config)
+    run_dir = config.runs_dir / str(args.run_dir)
+    if not (run_dir / "traces").is_dir():
+        raise InputError(f"no run {args.run_dir!r}: no traces/ folder in {run_dir}", key="RUN")
+    return run_dir, config
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.capture.otlp_http import replay_trace_file
+    from harness.errors import InputError
+    from harness.otlp import env_endpoint, exporting_from_env, resolve_protocol, traces_url
+    from harness.redaction import DEFAULT_POLICY
+
+    protocol = resolve_protocol(args.protocol, key="--protocol")
+    if args.endpoint:
+        endpoint = traces_url(args.endpoint)
+    elif exporting_from_env():
+        endpoint = traces_url(env_endpoint())
+    else:
+        raise InputError("no endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+    headers = {}
+    for item in args.header:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--header {item!r} is not K=V", key="--header")
+        headers[key.strip()] = value.strip()
+    run_dir, config = _run_dir_and_config(args)
+    redaction = config.redaction if config is not None else DEFAULT_POLICY
+    files = {p.stem: p for p in sorted((run_dir / "traces").glob("*.jsonl"))}
+    unknown = [t for t in args.target if t not in files]
+    if unknown:
+        raise InputError(
+            f"run {run_dir.name} has no trace file for target {unknown[0]!r}",
+            key="--target",
+            hint=f"targets with a trace file: {', '.join(files) or '(none)'}",
+        )
+    if not files:
+        raise InputError(f"run {run_dir.name} has no trace files in {run_dir / 'traces'}")
+    failed = 0
+    for target in args.target or list(files):
+        report = replay_trace_file(
+            files[target],
+            endpoint=endpoint,
+            protocol=protocol,
+            headers=headers,
+            project=args.project,
+            redaction=redaction,
+        )
+        line = f"{target}: {report.exported} span(s) exported to {endpoint} ({protocol})"
+        if report.failed:
+            line += f"; {report.failed} not exported: {report.first_failure}"
+        sys.stdout.write(line + "\n")
+        failed += report.failed
+    return 3 if failed else 0

@@ -1,0 +1,59 @@
+"""OTLP settings shared by the config loader and the run's telemetry: where spans go and over
+which transport, from config values and the standard `OTEL_EXPORTER_OTLP_*` variables."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+from harness.errors import ConfigError
+
+__all__ = [
+    "ENDPOINT_VARS",
+    "PROTOCOLS",
+    "env_endpoint",
+    "exporting_from_env",
+    "resolve_protocol",
+    "traces_url",
+]
+
+ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+PROTOCOLS = ("http/protobuf", "http/json")
+"""The OTLP transports tracegrade sends; gRPC is not one of them."""
+_PROTOCOL_VARS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+
+
+def resolve_protocol(explicit: str | None = None, *, key: str = "/telemetry/protocol") -> str:
+    """The protocol to send: `explicit` (a config key or flag) first, then the standard
+    variables, else http/protobuf. Anything else is invalid input naming where it came from."""
+    source, value = key, explicit
+    if not value:
+        for var in _PROTOCOL_VARS:
+            if os.environ.get(var):
+                source, value = var, os.environ[var].strip()
+                break
+    if not value:
+        return "http/protobuf"
+    if value not in PROTOCOLS:
+        raise ConfigError(
+            f"OTLP protocol {value!r} is not supported",
+            key=source,
+            hint="use http/protobuf (the default) or http/json",
+        )
+    return value
+
+
+def exporting_from_env() -> bool:
+    """An endpoint is set in the environment: spans will be exported even without config."""
+    return any(os.environ.get(v) for v in ENDPOINT_VARS)
+
+
+def env_endpoint() -> str:
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    return traces if traces else os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+
+
+def traces_url(endpoint: str) -> str:
+    """A base URL (`http://collector:4318`) gets the traces path; a full one is kept."""
+    path = urlsplit(endpoint).path
+    return endpoint.rstrip("/") + "/v1/traces" if path in ("", "/") else endpoint
