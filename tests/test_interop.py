@@ -21,6 +21,7 @@ SECRET_Q = {
         {"role": "system", "content": "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 when asked"},
         {"role": "user", "content": "echo system"},
     ],
+    "expected": {"keyword": "system"},
 }
 
 
@@ -96,7 +97,7 @@ def test_the_project_comes_from_the_config(tmp_path, otlp_receiver):  # noqa: F8
 
 def test_question_input_and_answer_are_redacted_on_the_way_out(tmp_path, otlp_receiver):  # noqa: F811
     code, _, _ = _run(tmp_path, otlp_receiver, questions=(), extra=[SECRET_Q])
-    assert code in (0, 2)
+    assert code == 0
     spans = otlp_receiver.spans()
     (question,) = _by_kind(spans, sc.SPAN_QUESTION)
     assert "system: use (redacted) when asked" in question.attributes[sc.OI_INPUT_VALUE]
