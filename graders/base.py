@@ -35,6 +35,23 @@ class GraderServices:
     """A `graders.rubrics.RubricStore`, or None when no rubric directory is configured."""
     workdir: Path | None = None
     """The run directory, for graders that look at files the agent wrote."""
+    judge_client: Any = None
+    """The run's `harness.judging.JudgeClient` (provider, cache, settings, redaction); built
+    from the fields above on first use when not given."""
+
+    def client(self) -> Any:
+        """The judge client every judge path calls; None when no provider is configured."""
+        if self.judge_client is None and self.judge_provider is not None:
+            from harness.judging.client import JudgeClient
+
+            self.judge_client = JudgeClient(
+                self.judge_provider,
+                cache=self.judge_cache,
+                use_cache=bool(self.judge_settings.get("use_cache", True)),
+                settings=self.judge_settings,
+            )
+        return self.judge_client
+
     redaction: RedactionPolicy = DEFAULT_POLICY
     """The run's redaction policy: judge prompt builders redact what they render with it
     (graders themselves get raw values)."""

@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 from graders.base import Grader
 from harness.errors import ConfigError, JudgeError, ProviderError
-from harness.judging.cache import complete_cached
 from harness.judging.provider import JudgeReply, JudgeRequest
 from harness.judging.rendering import escape_fences, fence, render_tool_calls
 from harness.records import GradeResult
@@ -230,7 +229,6 @@ class LlmJudge(Grader):
         self.response_char_limit = int(
             settings.get("judge_response_char_limit", DEFAULT_RESPONSE_CHAR_LIMIT)
         )
-        self.use_cache = bool(settings.get("use_cache", True))
         samples = self.options.get("samples", 1)
         if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
             raise ConfigError(f"{self.id}: samples must be a positive integer", key="samples")
@@ -339,13 +337,7 @@ class LlmJudge(Grader):
     async def _one_sample(self, prompt: str, index: int) -> _Sample:
         request = self.request(prompt, index)
         try:
-            reply = await complete_cached(
-                self.services.judge_provider,
-                request,
-                cache=self.services.judge_cache,
-                use_cache=self.use_cache,
-                accept=self._usable,
-            )
+            reply = await self.services.client().acomplete(request, accept=self._usable)
         except ProviderError as exc:
             return _Sample(error=f"{self.id}: judge provider outage: {exc}")
         try:

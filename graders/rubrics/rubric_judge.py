@@ -32,7 +32,6 @@ from graders.rubrics.probabilities import (
     token_at,
 )
 from harness.errors import ConfigError, JudgeError
-from harness.judging.cache import complete_cached
 from harness.judging.provider import JudgeReply, JudgeRequest
 from harness.records import GradeResult
 from harness.redaction import truncate
@@ -297,13 +296,7 @@ class RubricJudgeGrader(Grader):
             parsed = parse_answers(reply.text)
             return all(q.qid in parsed and parsed[q.qid][0] in q.letters for q in questions)
 
-        return await complete_cached(
-            self.services.judge_provider,
-            request,
-            cache=self.services.judge_cache,
-            use_cache=bool(self.services.judge_settings.get("use_cache", True)),
-            accept=usable,
-        )
+        return await self.services.client().acomplete(request, accept=usable)
 
     async def _answers(
         self, request: JudgeRequest, questions: Sequence[Question]

@@ -1,6 +1,7 @@
 """Judge providers, the judge cache, rate limiting, retries and prompt rendering.
 
-`build_provider(judge_config)` turns the config's `judge:` block into a provider:
+`build_provider(judge_config)` turns the config's `judge:` block into a provider: the backend
+that `provider:` names (entry-point group `tracegrade.providers`) inside `ManagedProvider`:
 
     judge:
       provider: openai-compatible     # or "langchain" with chat_model: module:attr | path.py:attr
@@ -24,15 +25,25 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, PluginError
 from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from harness.judging.cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
-from harness.judging.langchain_adapter import LangChainProvider
-from harness.judging.openai_compat import DEFAULT_KNOBS, OpenAICompatibleProvider
-from harness.judging.provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
+from harness.judging.client import JudgeClient, redact_request
+from harness.judging.langchain_adapter import LangChainBackend, LangChainProvider
+from harness.judging.managed import ManagedProvider
+from harness.judging.openai_compat import OpenAICompatibleBackend, OpenAICompatibleProvider
+from harness.judging.provider import (
+    Failure,
+    JudgeProvider,
+    JudgeReply,
+    JudgeRequest,
+    ProviderBackend,
+    TokenLogprob,
+)
 from harness.judging.ratelimit import RateLimiter
 from harness.judging.rendering import (
     NO_TOOLS_CALLED,
@@ -48,15 +59,22 @@ __all__ = [
     "DEFAULT_CACHE_FILENAME",
     "DEFAULT_GRADING_DEADLINE_S",
     "NO_TOOLS_CALLED",
+    "PROVIDER_GROUP",
     "PROVIDER_KINDS",
     "TOOL_CALLS_HEADER",
     "CircuitBreaker",
+    "Failure",
     "JudgeCache",
+    "JudgeClient",
     "JudgeProvider",
     "JudgeReply",
     "JudgeRequest",
+    "LangChainBackend",
     "LangChainProvider",
+    "ManagedProvider",
+    "OpenAICompatibleBackend",
     "OpenAICompatibleProvider",
+    "ProviderBackend",
     "RateLimiter",
     "RetryPolicy",
     "TokenLogprob",
@@ -66,18 +84,23 @@ __all__ = [
     "escape_fences",
     "fence",
     "load_chat_model",
+    "provider_backends",
+    "redact_request",
     "render_tool_calls",
 ]
 
+PROVIDER_GROUP = "tracegrade.providers"
+"""The entry-point group provider backends register in (built-ins included)."""
 PROVIDER_KINDS = ("openai-compatible", "langchain")
+"""The built-in provider kinds."""
 DEFAULT_GRADING_DEADLINE_S = 300.0
 """How long all the judge gradings of one question may take, retries and queueing included."""
+# The wrapper's keys, common to every backend.
 _COMMON_KEYS = {
     "timeout_s",
     "max_attempts",
     "requests_per_minute",
     "max_concurrency",
-    "knobs",
     "circuit_breaker_failures",
 }
 # Keys of the judge block that belong to judges or the runner, not to the provider.
@@ -90,70 +113,75 @@ _NON_PROVIDER_KEYS = {
 }
 
 
+def provider_backends() -> dict[str, metadata.EntryPoint]:
+    """Installed provider backends by kind (entry-point group `tracegrade.providers`)."""
+    found: dict[str, metadata.EntryPoint] = {}
+    for entry_point in metadata.entry_points(group=PROVIDER_GROUP):
+        found.setdefault(entry_point.name, entry_point)
+    return found
+
+
+def _load_backend_class(kind: str, entry_point: metadata.EntryPoint) -> Any:
+    dist = getattr(entry_point, "dist", None)
+    source = (
+        f"provider plugin {dist.metadata['Name'] if dist is not None else 'unknown'!r}, "
+        f"entry point {entry_point.name} = {entry_point.value}"
+    )
+    try:
+        backend_cls = entry_point.load()
+    except Exception as exc:  # isolation point: a broken plugin is named, never a traceback
+        raise PluginError(
+            f"judge provider {kind!r}: {source} cannot be loaded: {type(exc).__name__}: {exc}",
+            plugin=source,
+            key="judge.provider",
+        ) from exc
+    if not callable(getattr(backend_cls, "from_config", None)):
+        raise PluginError(
+            f"judge provider {kind!r}: {source} has no from_config(config, *, base_dir)",
+            plugin=source,
+            key="judge.provider",
+        )
+    return backend_cls
+
+
 def build_provider(
     judge_config: Mapping[str, Any], *, base_dir: str | Path | None = None
 ) -> JudgeProvider:
-    """A provider from the config's `judge:` block. `base_dir` resolves a `path.py:attr`
-    chat model (the config file's directory). Bad settings raise `ConfigError` naming the key."""
+    """A provider from the config's `judge:` block: the backend its `provider:` names (from the
+    `tracegrade.providers` entry points) inside `ManagedProvider`. `base_dir` resolves paths in
+    the block (the config file's directory). Bad settings raise `ConfigError` naming the key; a
+    plugin that cannot be loaded raises `PluginError` naming it."""
     config = dict(judge_config)
     kind = config.get("provider", "openai-compatible")
-    if kind not in PROVIDER_KINDS:
+    backends = provider_backends()
+    if kind not in backends:
         raise ConfigError(
-            f"unknown judge provider {kind!r}; expected one of {', '.join(PROVIDER_KINDS)}",
+            f"unknown judge provider {kind!r}; expected one of {', '.join(sorted(backends))}",
             key="judge.provider",
         )
-    common: dict[str, Any] = {}
-    for key in (
-        "timeout_s",
-        "max_attempts",
-        "requests_per_minute",
-        "max_concurrency",
-        "circuit_breaker_failures",
-    ):
-        if config.get(key) is not None:
-            common[key] = config[key]
+    backend_cls = _load_backend_class(kind, backends[kind])
+    specific = set(getattr(backend_cls, "config_keys", ()))
+    unknown = set(config) - specific - _COMMON_KEYS - _NON_PROVIDER_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown key {key!r} for judge provider {kind}", key=f"judge.{key}")
     if "knobs" in config:
         knobs = config["knobs"]
         if not isinstance(knobs, (list, tuple)) or not all(isinstance(k, str) for k in knobs):
             raise ConfigError("judge.knobs must be a list of knob names", key="judge.knobs")
-        common["knobs"] = tuple(knobs)
-
-    if kind == "langchain":
-        _reject_unknown(config, {"chat_model"})
-        if "chat_model" not in config:
-            raise ConfigError(
-                "a langchain judge provider needs chat_model (module:attr or path.py:attr)",
-                key="judge.chat_model",
-            )
-        return LangChainProvider(
-            chat_model=load_chat_model(config["chat_model"], base_dir=base_dir), **common
-        )
-
-    _reject_unknown(config, {"base_url", "model", "api_key_env", "structured_output", "headers"})
-    for required in ("base_url", "model"):
-        if not config.get(required):
-            raise ConfigError(
-                f"the openai-compatible judge provider needs {required}", key=f"judge.{required}"
-            )
-    return OpenAICompatibleProvider(
-        base_url=str(config["base_url"]),
-        model=str(config["model"]),
-        api_key_env=config.get("api_key_env"),
-        knobs=common.pop("knobs", DEFAULT_KNOBS),
-        structured_output=bool(config.get("structured_output", True)),
-        headers=config.get("headers"),
-        **common,
-    )
-
-
-def _reject_unknown(config: Mapping[str, Any], specific: set[str]) -> None:
-    unknown = set(config) - specific - _COMMON_KEYS - _NON_PROVIDER_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(
-            f"unknown key {key!r} for judge provider {config.get('provider', 'openai-compatible')}",
-            key=f"judge.{key}",
-        )
+    common = {key: config[key] for key in _COMMON_KEYS if config.get(key) is not None}
+    try:
+        backend = backend_cls.from_config(config, base_dir=base_dir)
+    except (ConfigError, PluginError):
+        raise
+    except Exception as exc:  # isolation point: a plugin's constructor failing is named
+        raise PluginError(
+            f"judge provider {kind!r} ({backends[kind].value}) failed to start: "
+            f"{type(exc).__name__}: {exc}",
+            plugin=backends[kind].value,
+            key="judge.provider",
+        ) from exc
+    return ManagedProvider(backend, **common)
 
 
 def load_chat_model(spec: Any, *, base_dir: str | Path | None = None) -> Any:

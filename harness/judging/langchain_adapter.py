@@ -1,28 +1,123 @@
-"""A judge provider wrapping any LangChain chat model (for example from `init_chat_model`).
+"""A judge provider backend wrapping any LangChain chat model (for example `init_chat_model`).
 
-It advertises the sampling knobs the model can bind (the model's own fields), pins temperature 0
-and top_p 1 among them, and reads logprobs from `response_metadata["logprobs"]` when the model
-returns them (ChatOpenAI does with `logprobs=True`). Rate limiting, retries and the per-call
-timeout are the same as the HTTP provider's; any exception from the model is an attempt failure.
+It advertises the sampling knobs the model can bind (the model's own fields), and reads
+logprobs from `response_metadata["logprobs"]` when the model returns them (ChatOpenAI does with
+`logprobs=True`). Structured output goes through the model's `with_structured_output` where it
+has one. Rate limiting, retries, the per-attempt timeout and the pinned knobs come from
+`ManagedProvider`, as for the HTTP backend; any exception from the model is a retryable failure.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
-from harness.judging.openai_compat import PINNED_VALUES, logprobs_from_openai
-from harness.judging.provider import JudgeReply, JudgeRequest
-from harness.judging.ratelimit import RateLimiter
-from harness.judging.retry import RetryPolicy, TransientFailure, with_retries
+from harness.errors import ConfigError
+from harness.judging.breaker import DEFAULT_BREAKER_FAILURES
+from harness.judging.managed import PINNED_VALUES, ManagedProvider
+from harness.judging.openai_compat import logprobs_from_openai
+from harness.judging.provider import Failure, JudgeReply, JudgeRequest
 
-__all__ = ["LangChainProvider"]
+__all__ = ["LangChainBackend", "LangChainProvider"]
 
 
-class LangChainProvider:
+class _StructuredRefused(Exception):
+    """The model cannot enforce a schema."""
+
+
+class LangChainBackend:
     """Judge calls through a LangChain `BaseChatModel`."""
 
     name = "langchain"
+    config_keys = frozenset({"chat_model", "knobs"})
+
+    def __init__(self, *, chat_model: Any, knobs: tuple[str, ...] | list[str] | None = None):
+        self.chat_model = chat_model
+        self.model = _model_name(chat_model)
+        fields = _fields_of(chat_model)
+        bindable = frozenset(k for k in PINNED_VALUES if k in fields)
+        # Configured knobs narrow what is advertised; they never add a knob the model lacks.
+        self.advertised_knobs = bindable if knobs is None else bindable & frozenset(knobs)
+        self.supports_logprobs = "logprobs" in fields
+        self.supports_structured_output = callable(
+            getattr(type(chat_model), "with_structured_output", None)
+        ) and _overrides_structured_output(chat_model)
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], *, base_dir: str | Path | None = None
+    ) -> LangChainBackend:
+        from harness.judging import load_chat_model
+
+        if "chat_model" not in config:
+            raise ConfigError(
+                "a langchain judge provider needs chat_model (module:attr or path.py:attr)",
+                key="judge.chat_model",
+            )
+        knobs = config.get("knobs")
+        return cls(
+            chat_model=load_chat_model(config["chat_model"], base_dir=base_dir),
+            knobs=tuple(knobs) if knobs is not None else None,
+        )
+
+    def location(self) -> str:
+        return _base_url(self.chat_model) or self.model
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "base_url": _base_url(self.chat_model),
+            "class": f"{type(self.chat_model).__module__}.{type(self.chat_model).__qualname__}",
+        }
+
+    async def open(self) -> None:
+        return None  # the chat model owns its clients
+
+    async def send(
+        self, request: JudgeRequest, *, knobs: dict[str, Any], structured: bool
+    ) -> JudgeReply:
+        kwargs: dict[str, Any] = dict(knobs)
+        if request.max_tokens is not None and "max_tokens" in _fields_of(self.chat_model):
+            kwargs["max_tokens"] = request.max_tokens
+        if request.logprobs and self.supports_logprobs:
+            kwargs["logprobs"] = True
+            if request.top_logprobs:
+                kwargs["top_logprobs"] = request.top_logprobs
+        messages = [dict(m) for m in request.messages]
+        if structured and request.response_schema is not None:
+            model = self.chat_model
+            if kwargs:  # pin the knobs on a copy, since a bound model loses the method
+                model = model.model_copy(update={k: v for k, v in kwargs.items() if k in knobs})
+            try:
+                structured_model = model.with_structured_output(request.response_schema)
+            except NotImplementedError as exc:
+                raise _StructuredRefused(f"{type(exc).__name__}: {exc}") from exc
+            answer = await structured_model.ainvoke(messages)
+            return JudgeReply(text=json.dumps(answer, default=str), model=self.model)
+        runnable = self.chat_model.bind(**kwargs) if kwargs else self.chat_model
+        message = await runnable.ainvoke(messages)
+        metadata = getattr(message, "response_metadata", None) or {}
+        logprobs = logprobs_from_openai(metadata.get("logprobs")) if request.logprobs else None
+        return JudgeReply(
+            text=_text_of(message),
+            logprobs=logprobs,
+            model=str(metadata.get("model_name") or metadata.get("model") or self.model),
+            raw={"response_metadata": _jsonable(metadata)},
+        )
+
+    def classify(self, error: Exception) -> Failure | None:
+        if isinstance(error, _StructuredRefused):  # the wrapper falls back to text
+            return Failure(f"structured output unsupported: {error}", retryable=False, status=501)
+        # The isolation point: any model failure is an attempt failure, worth another try.
+        return Failure(f"{type(error).__name__}: {error}", retryable=True)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class LangChainProvider(ManagedProvider):
+    """The LangChain backend in the shared wrapper."""
 
     def __init__(
         self,
@@ -36,71 +131,26 @@ class LangChainProvider:
         max_concurrency: int | None = 4,
         circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
     ) -> None:
+        super().__init__(
+            LangChainBackend(chat_model=chat_model, knobs=knobs),
+            timeout_s=timeout_s,
+            max_attempts=max_attempts,
+            backoff_base_s=backoff_base_s,
+            requests_per_minute=requests_per_minute,
+            max_concurrency=max_concurrency,
+            circuit_breaker_failures=circuit_breaker_failures,
+        )
         self.chat_model = chat_model
-        self.model = _model_name(chat_model)
-        fields = _fields_of(chat_model)
-        bindable = frozenset(k for k in PINNED_VALUES if k in fields)
-        # Configured knobs narrow what is advertised; they never add a knob the model lacks.
-        self.advertised_knobs = bindable if knobs is None else bindable & frozenset(knobs)
-        self.supports_logprobs = "logprobs" in fields
-        self.supports_structured_output = False
-        self.policy = RetryPolicy(
-            max_attempts=max_attempts, timeout_s=timeout_s, base_delay_s=backoff_base_s
-        )
-        self.limiter = RateLimiter(
-            requests_per_minute=requests_per_minute, max_concurrency=max_concurrency
-        )
-        self.breaker = CircuitBreaker(circuit_breaker_failures)
-        """Opens after that many consecutive failed attempts: the provider is down for the run."""
-        self.calls = 0
-        """Model invocations made (every attempt counts)."""
 
-    def pinned_knobs(self) -> dict[str, Any]:
-        return {k: v for k, v in PINNED_VALUES.items() if k in self.advertised_knobs}
 
-    def identity(self) -> dict[str, Any]:
-        return {
-            "kind": self.name,
-            "base_url": _base_url(self.chat_model),
-            "model": self.model,
-            "class": f"{type(self.chat_model).__module__}.{type(self.chat_model).__qualname__}",
-            "pinned_knobs": self.pinned_knobs(),
-        }
-
-    async def acomplete(self, request: JudgeRequest) -> JudgeReply:
-        kwargs: dict[str, Any] = dict(self.pinned_knobs())
-        if request.max_tokens is not None and "max_tokens" in _fields_of(self.chat_model):
-            kwargs["max_tokens"] = request.max_tokens
-        if request.logprobs and self.supports_logprobs:
-            kwargs["logprobs"] = True
-            if request.top_logprobs:
-                kwargs["top_logprobs"] = request.top_logprobs
-        runnable = self.chat_model.bind(**kwargs) if kwargs else self.chat_model
-        messages = [dict(m) for m in request.messages]
-
-        async def attempt() -> Any:
-            self.calls += 1
-            try:
-                return await runnable.ainvoke(messages)
-            except Exception as exc:  # the isolation point: any model failure is an attempt failure
-                raise TransientFailure(f"{type(exc).__name__}: {exc}") from exc
-
-        message = await with_retries(
-            attempt,
-            policy=self.policy,
-            provider=self.name,
-            url=_base_url(self.chat_model) or self.model,
-            slot=self.limiter.slot,
-            breaker=self.breaker,
-        )
-        metadata = getattr(message, "response_metadata", None) or {}
-        logprobs = logprobs_from_openai(metadata.get("logprobs")) if request.logprobs else None
-        return JudgeReply(
-            text=_text_of(message),
-            logprobs=logprobs,
-            model=str(metadata.get("model_name") or metadata.get("model") or self.model),
-            raw={"response_metadata": _jsonable(metadata)},
-        )
+def _overrides_structured_output(model: Any) -> bool:
+    """The model class implements `with_structured_output` itself (the base class raises)."""
+    try:
+        from langchain_core.language_models import BaseChatModel
+    except ImportError:  # pragma: no cover - langchain-core is a core dependency
+        return False
+    method = getattr(type(model), "with_structured_output", None)
+    return method is not None and method is not BaseChatModel.with_structured_output
 
 
 def _fields_of(model: Any) -> set[str]:

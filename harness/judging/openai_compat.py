@@ -1,46 +1,63 @@
-"""A judge provider for any OpenAI-compatible chat-completions endpoint, over httpx.
+"""The judge provider backend for any OpenAI-compatible chat-completions endpoint, over httpx.
 
 Works with OpenAI, vLLM, llama.cpp server, Ollama's `/v1` and LM Studio: the request is plain
 `POST {base_url}/chat/completions`. Sampling knobs are sent only when advertised (config
-`knobs`, default temperature and top_p), so a server that rejects one is never sent it.
+`knobs`, default temperature and top_p), so a server that rejects one is never sent it. The
+backend only sends and classifies; `ManagedProvider` adds retries, limits and the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from harness.errors import ConfigError, ProviderError
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
-from harness.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
-from harness.judging.ratelimit import RateLimiter
-from harness.judging.retry import (
-    RETRYABLE_STATUSES,
-    PermanentFailure,
-    RetryPolicy,
-    TransientFailure,
-    parse_retry_after,
-    with_retries,
-)
+from harness.errors import ConfigError
+from harness.judging.breaker import DEFAULT_BREAKER_FAILURES
+from harness.judging.managed import PINNED_VALUES, ManagedProvider
+from harness.judging.provider import Failure, JudgeReply, JudgeRequest, TokenLogprob
+from harness.judging.retry import RETRYABLE_STATUSES, parse_retry_after
 
-__all__ = ["DEFAULT_KNOBS", "PINNED_VALUES", "OpenAICompatibleProvider", "logprobs_from_openai"]
+__all__ = [
+    "DEFAULT_KNOBS",
+    "PINNED_VALUES",
+    "OpenAICompatibleBackend",
+    "OpenAICompatibleProvider",
+    "logprobs_from_openai",
+]
 
-PINNED_VALUES: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": 0}
-"""What each knob is pinned to on every scoring call, when the provider advertises it."""
 DEFAULT_KNOBS: tuple[str, ...] = ("temperature", "top_p")
-_REFUSALS = frozenset({400, 404, 422, 501})
-"""Statuses with which a server refuses a request it cannot serve as asked (json_schema)."""
 
 
-class OpenAICompatibleProvider:
-    """Chat completions over httpx with rate limiting, retries, timeouts and logprobs."""
+class _StatusError(Exception):
+    """The server answered with an HTTP error status (or a body that is not an answer)."""
+
+    def __init__(self, detail: str, *, status: int, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.detail, self.status, self.retry_after = detail, status, retry_after
+
+
+class _BodyError(Exception):
+    """A 2xx whose body is not a chat completion: retrying will not fix it."""
+
+    def __init__(self, detail: str, *, status: int) -> None:
+        super().__init__(detail)
+        self.detail, self.status = detail, status
+
+
+class OpenAICompatibleBackend:
+    """Chat completions over httpx: builds the body, posts it, classifies what went wrong."""
 
     name = "openai-compatible"
+    config_keys = frozenset(
+        {"base_url", "model", "api_key_env", "structured_output", "headers", "knobs"}
+    )
+    """The judge-block keys this backend reads (the wrapper's common keys aside)."""
 
     def __init__(
         self,
@@ -51,13 +68,8 @@ class OpenAICompatibleProvider:
         api_key: str | None = None,
         knobs: tuple[str, ...] | list[str] = DEFAULT_KNOBS,
         structured_output: bool = True,
+        headers: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
-        max_attempts: int = 4,
-        backoff_base_s: float = 0.5,
-        requests_per_minute: int | None = None,
-        max_concurrency: int | None = 4,
-        headers: dict[str, str] | None = None,
-        circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -79,49 +91,53 @@ class OpenAICompatibleProvider:
             )
         self.advertised_knobs = frozenset(knobs)
         self.supports_structured_output = structured_output
-        """Send `response_format: json_schema` when a request carries a schema."""
-        self.structured_output_refused: str | None = None
-        """Why the server refused structured output, once it has: later calls send text."""
-        self.policy = RetryPolicy(
-            max_attempts=max_attempts, timeout_s=timeout_s, base_delay_s=backoff_base_s
-        )
-        self.limiter = RateLimiter(
-            requests_per_minute=requests_per_minute, max_concurrency=max_concurrency
-        )
-        self.breaker = CircuitBreaker(circuit_breaker_failures)
-        """Opens after that many consecutive failed attempts: the provider is down for the run."""
         self._headers = dict(headers or {})
+        self._timeout_s = timeout_s
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self.calls = 0
-        """HTTP requests sent by this provider (every attempt counts)."""
 
-    def pinned_knobs(self) -> dict[str, Any]:
-        return {k: v for k, v in PINNED_VALUES.items() if k in self.advertised_knobs}
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], *, base_dir: str | Path | None = None
+    ) -> OpenAICompatibleBackend:
+        for required in ("base_url", "model"):
+            if not config.get(required):
+                raise ConfigError(
+                    f"the openai-compatible judge provider needs {required}",
+                    key=f"judge.{required}",
+                )
+        return cls(
+            base_url=str(config["base_url"]),
+            model=str(config["model"]),
+            api_key_env=config.get("api_key_env"),
+            knobs=tuple(config.get("knobs", DEFAULT_KNOBS)),
+            structured_output=bool(config.get("structured_output", True)),
+            headers=config.get("headers"),
+            timeout_s=float(config.get("timeout_s", 30.0)),
+        )
 
-    def identity(self) -> dict[str, Any]:
-        return {
-            "kind": self.name,
-            "base_url": self.base_url,
-            "model": self.model,
-            "pinned_knobs": self.pinned_knobs(),
-            "structured_output": self.supports_structured_output,
-        }
+    def location(self) -> str:
+        return self.url
 
-    def body(self, request: JudgeRequest) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
+        return {"base_url": self.base_url, "structured_output": self.supports_structured_output}
+
+    def body(
+        self, request: JudgeRequest, *, knobs: Mapping[str, Any], structured: bool
+    ) -> dict[str, Any]:
         """The JSON body sent for `request`."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
         }
-        body.update(self.pinned_knobs())
+        body.update(knobs)
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         if request.logprobs:
             body["logprobs"] = True
             if request.top_logprobs:
                 body["top_logprobs"] = request.top_logprobs
-        if request.response_schema is not None and self.structured_output_active:
+        if structured and request.response_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
@@ -132,45 +148,7 @@ class OpenAICompatibleProvider:
             }
         return body
 
-    @property
-    def structured_output_active(self) -> bool:
-        """Structured output is configured and the server has not refused it."""
-        return self.supports_structured_output and self.structured_output_refused is None
-
-    async def acomplete(self, request: JudgeRequest) -> JudgeReply:
-        body = self.body(request)
-        structured = "response_format" in body
-        try:
-            data = await self._send(body)
-        except ProviderError as exc:
-            # A server without json_schema support refuses the request outright (400/422, or
-            # 404/501 on some gateways): ask again as text, and keep asking as text.
-            if not structured or exc.context.get("status") not in _REFUSALS:
-                raise
-            self.structured_output_refused = str(exc)
-            body.pop("response_format")
-            structured = False
-            data = await self._send(body)
-        reply = _reply_from(data, requested_logprobs=request.logprobs)
-        return dataclasses.replace(reply, structured=structured)
-
-    async def _send(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await with_retries(
-            lambda: self._attempt(body),
-            policy=self.policy,
-            provider=self.name,
-            url=self.url,
-            slot=self.limiter.slot,
-            breaker=self.breaker,
-        )
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    # -- internals -------------------------------------------------------------------------
-    def _http(self) -> httpx.AsyncClient:
+    async def open(self) -> None:
         # A client's connection pool belongs to one event loop; the sync grade path runs a loop
         # per call, so a new loop gets a new client.
         loop = asyncio.get_running_loop()
@@ -178,39 +156,98 @@ class OpenAICompatibleProvider:
             headers = {"Content-Type": "application/json", **self._headers}
             if self._api_key:
                 headers["Authorization"] = f"Bearer {self._api_key}"
-            self._client = httpx.AsyncClient(headers=headers, timeout=self.policy.timeout_s)
+            # httpx's own limits sit above the wrapper's whole-attempt timeout: never first.
+            self._client = httpx.AsyncClient(headers=headers, timeout=self._timeout_s * 2)
             self._client_loop = loop
-        return self._client
 
-    async def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.calls += 1
-        try:
-            response = await self._http().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise TransientFailure(f"timed out ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise TransientFailure(f"{type(exc).__name__}: {exc}") from exc
+    async def send(
+        self, request: JudgeRequest, *, knobs: dict[str, Any], structured: bool
+    ) -> JudgeReply:
+        if self._client is None or self._client_loop is not asyncio.get_running_loop():
+            await self.open()
+        assert self._client is not None
+        body = self.body(request, knobs=knobs, structured=structured)
+        response = await self._client.post(self.url, json=body)
         status = response.status_code
         if status >= 400:
             detail = f"{response.reason_phrase}: {response.text[:300]}".strip()
-            if status in RETRYABLE_STATUSES or status >= 500:
-                raise TransientFailure(
-                    detail,
-                    status=status,
-                    retry_after=parse_retry_after(response.headers.get("retry-after")),
-                )
-            raise PermanentFailure(detail, status=status)
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            raise _StatusError(detail, status=status, retry_after=retry_after)
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise PermanentFailure(
+            raise _BodyError(
                 f"response body is not JSON ({exc}): {response.text[:200]!r}", status=status
             ) from exc
         if not isinstance(data, dict) or not data.get("choices"):
-            raise PermanentFailure(
-                f"response has no choices: {response.text[:200]!r}", status=status
+            raise _BodyError(f"response has no choices: {response.text[:200]!r}", status=status)
+        return _reply_from(data, requested_logprobs=request.logprobs)
+
+    def classify(self, error: Exception) -> Failure | None:
+        if isinstance(error, _StatusError):
+            retryable = error.status in RETRYABLE_STATUSES or error.status >= 500
+            return Failure(
+                error.detail,
+                retryable=retryable,
+                status=error.status,
+                retry_after=error.retry_after if retryable else None,
             )
-        return data
+        if isinstance(error, _BodyError):
+            return Failure(error.detail, retryable=False, status=error.status)
+        if isinstance(error, httpx.TimeoutException):
+            return Failure(f"timed out ({type(error).__name__})", retryable=True)
+        if isinstance(error, httpx.TransportError):
+            return Failure(f"{type(error).__name__}: {error}", retryable=True)
+        return None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class OpenAICompatibleProvider(ManagedProvider):
+    """The OpenAI-compatible backend in the shared wrapper: what `build_provider` returns for
+    `provider: openai-compatible`, and the direct way to build one in code."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        api_key: str | None = None,
+        knobs: tuple[str, ...] | list[str] = DEFAULT_KNOBS,
+        structured_output: bool = True,
+        timeout_s: float = 30.0,
+        max_attempts: int = 4,
+        backoff_base_s: float = 0.5,
+        requests_per_minute: int | None = None,
+        max_concurrency: int | None = 4,
+        headers: dict[str, str] | None = None,
+        circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
+    ) -> None:
+        backend = OpenAICompatibleBackend(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            api_key=api_key,
+            knobs=knobs,
+            structured_output=structured_output,
+            headers=headers,
+            timeout_s=timeout_s,
+        )
+        super().__init__(
+            backend,
+            timeout_s=timeout_s,
+            max_attempts=max_attempts,
+            backoff_base_s=backoff_base_s,
+            requests_per_minute=requests_per_minute,
+            max_concurrency=max_concurrency,
+            circuit_breaker_failures=circuit_breaker_failures,
+        )
+        self.base_url = backend.base_url
+        self.url = backend.url
 
 
 def _reply_from(data: dict[str, Any], *, requested_logprobs: bool) -> JudgeReply:

@@ -1,6 +1,9 @@
-"""The judge provider contract: what judges and rubric judges call, what providers implement.
+"""The judge provider contract: what judges and rubric judges call (`JudgeProvider`) and what
+a provider backend implements (`ProviderBackend`: send one request, classify a failure).
 
-Providers live beside this module (OpenAI-compatible over httpx, LangChain adapter).
+Backends live beside this module (OpenAI-compatible over httpx, LangChain adapter) or in
+plugins (entry-point group `tracegrade.providers`); `harness.judging.managed.ManagedProvider`
+wraps every backend with the shared policies.
 """
 
 from __future__ import annotations
@@ -8,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["JudgeProvider", "JudgeReply", "JudgeRequest", "TokenLogprob"]
+__all__ = [
+    "Failure",
+    "JudgeProvider",
+    "JudgeReply",
+    "JudgeRequest",
+    "ProviderBackend",
+    "TokenLogprob",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,4 +82,63 @@ class JudgeProvider(Protocol):
     async def acomplete(self, request: JudgeRequest) -> JudgeReply:
         """One call, with the provider's rate limiting, retries and timeout applied.
         Raises `harness.errors.ProviderError` when it cannot get an answer."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A backend's classification of one failed attempt."""
+
+    detail: str
+    """What went wrong, for the error message (no secrets)."""
+    retryable: bool
+    """Another attempt may succeed (429, 5xx, timeout, connection); False for 401, 404, a
+    malformed body..."""
+    status: int | None = None
+    """The HTTP status, when there was one."""
+    retry_after: float | None = None
+    """Seconds the server asked to wait (`Retry-After`), when it did."""
+
+
+@runtime_checkable
+class ProviderBackend(Protocol):
+    """What a provider plugin implements. A class registered in the `tracegrade.providers`
+    entry-point group also has `config_keys` (the judge-block keys it reads) and
+    `from_config(config, *, base_dir) -> backend` (raising `ConfigError` naming the key)."""
+
+    name: str
+    """Provider kind, e.g. "openai-compatible"."""
+    model: str
+    advertised_knobs: frozenset[str]
+    """Sampling knobs it accepts among temperature, top_p, seed (the wrapper pins them)."""
+    supports_structured_output: bool
+    """It can enforce a JSON schema on the answer (`send(..., structured=True)`)."""
+
+    def location(self) -> str:
+        """Where requests go (a URL, or the model name), for error messages."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Identity details beyond kind and model (base URL, class; never a key)."""
+        ...
+
+    async def open(self) -> None:
+        """Make ready for the running event loop (build an HTTP client); idempotent. Called
+        before the first timed attempt."""
+        ...
+
+    async def send(
+        self, request: JudgeRequest, *, knobs: dict[str, Any], structured: bool
+    ) -> JudgeReply:
+        """One attempt: send `request` with `knobs` pinned (and the response schema enforced
+        when `structured`), return the reply. Raises on any failure."""
+        ...
+
+    def classify(self, error: Exception) -> Failure | None:
+        """What kind of failure `error` (raised by `send`) is; None when it is not a provider
+        failure at all (a bug: it propagates unchanged)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release clients."""
         ...
