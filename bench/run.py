@@ -11,12 +11,15 @@ real model. For each concurrency (1, 10, 50) it prints, side by side:
 
 Then tracegrade's own CPU per question (serial, latency 0), the raw agent and the runner's
 per-question path interleaved question by question so this shared machine's drift cancels (see
-`overhead`), and the peak Python heap (tracemalloc) of a run of `--questions / 4` vs
-`--questions` questions, to show memory is flat in the number of questions.
+`overhead`), redaction's share of it (the same per-question path with the run's redaction policy
+and with a pass-through one, interleaved; see `redaction`), and the peak Python heap
+(tracemalloc) of a run of `--questions / 4` vs `--questions` questions, to show memory is flat
+in the number of questions.
 
     .venv/bin/python bench/run.py                 # 1,000 questions, 50 ms per model call
     .venv/bin/python bench/run.py --questions 200 --latency 0.02 --serial-questions 50   # quick
     .venv/bin/python bench/run.py --parts overhead                                       # one part
+    .venv/bin/python bench/run.py --parts redaction                       # redaction's cost
 """
 
 from __future__ import annotations
@@ -172,9 +175,9 @@ def main() -> None:
     parser.add_argument(
         "--parts",
         nargs="+",
-        choices=["throughput", "overhead", "memory"],
-        default=["throughput", "overhead", "memory"],
-        help="which measurements to run (default: all three)",
+        choices=["throughput", "overhead", "redaction", "memory"],
+        default=["throughput", "overhead", "redaction", "memory"],
+        help="which measurements to run (default: all)",
     )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="tracegrade-bench-"))
@@ -185,6 +188,8 @@ def main() -> None:
         throughput(args, root)
     if "overhead" in args.parts:
         overhead(args, root)
+    if "redaction" in args.parts:
+        redaction(args, root)
     if "memory" in args.parts:
         memory(args, root)
 
@@ -324,6 +329,141 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         f"  plus {setup * 1000:.0f} ms per run (config, run directory, identity, store, "
         f"telemetry, compiling the dataset schema): "
         f"{(per_question + setup / 1000) * 1000:.2f} ms/question at 1,000 questions"
+    )
+
+
+def redaction(args: argparse.Namespace, root: Path) -> None:
+    """Redaction's CPU per question: the runner's per-question path (agent under the recorder,
+    grading, the SQLite commit, which redacts every row) with the run's policy and with a
+    pass-through one, interleaved question by question (order swapped each time) so the
+    machine's drift hits both alike. The paired difference is as noisy as the figure is small,
+    so the CPU spent inside the policy's own calls on that same path is added up too (the
+    figure reported); plus the trace file's encoding of the same question's spans with either
+    policy (the writer thread's share), timed apart on the captured spans."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from harness.capture.recorder import Recorder
+    from harness.capture.telemetry import RunTelemetry
+    from harness.capture.tracefile import encode_line
+    from harness.redaction import RedactionPolicy
+    from harness.runs.grading import attach_graders
+    from harness.runs.lifecycle import _plan, _select, run_services
+    from harness.runs.runner import _run_one
+    from harness.runs.store import ResultStore
+
+    class PassThrough(RedactionPolicy):
+        """Redacts nothing: the baseline the real policy is measured against."""
+
+        def text(self, text):
+            return text
+
+        def value(self, value, *, name="", by_name=True):
+            return value
+
+        def answer(self, text):
+            return text
+
+        def mentions_secret_name(self, text):
+            return False
+
+    spent = [0.0]  # CPU inside the policy's top-level calls (nested ones are not re-counted)
+    inside = threading.local()
+
+    def timed(method):
+        def wrapper(self, *args, **kwargs):
+            if getattr(inside, "on", False):
+                return method(self, *args, **kwargs)
+            inside.on = True
+            started = time.thread_time()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                spent[0] += time.thread_time() - started
+                inside.on = False
+
+        return wrapper
+
+    class Counted(RedactionPolicy):
+        """The run's policy, adding up the CPU its calls take."""
+
+    for method in ("text", "value", "answer", "arguments", "spans", "is_secret_name"):
+        setattr(Counted, method, timed(getattr(RedactionPolicy, method)))
+
+    os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
+    n = args.overhead_questions
+    path = write_project(root / "redaction", n, 1)
+    config = load_config(path)
+    target = config.targets["support_desk"]
+    dataset, questions = _select(target, Selection())
+    counted = Counted(**{f: getattr(config.redaction, f) for f in ("names", "patterns", "allow")})
+    plans, stores, tracers = {}, {}, {}
+    spans = InMemorySpanExporter()
+    telemetries = []
+    for name, policy in (("redacted", counted), ("plain", PassThrough())):
+        run_dir = root / "redaction" / name
+        services = run_services(config, run_dir, True)
+        services.redaction = policy
+        attached = attach_graders(target.graders, grading_module=None, services=services)
+        plans[name] = _plan(target, questions, dataset, attached, services)
+        stores[name] = ResultStore.in_run_dir(run_dir, redaction=policy)
+        telemetry = RunTelemetry(trace_file=None)
+        if name == "redacted":
+            telemetry._provider.add_span_processor(SimpleSpanProcessor(spans))
+        telemetries.append(telemetry)
+        tracers[name] = telemetry.tracer
+    gradings = {name: store.new_grading(mode="run") for name, store in stores.items()}
+
+    async def one(name: str, question) -> None:
+        stored, score = await _run_one(
+            plans[name], question, tracer=tracers[name], shared=None, record_class=Recorder
+        )
+        stores[name].commit_question(stored, score, grading_id=gradings[name])
+
+    async def interleave() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {"redacted": [], "plain": []}
+        for i, question in enumerate(questions):
+            for name in ("redacted", "plain")[:: 1 if i % 2 else -1]:
+                started = time.thread_time()
+                await one(name, question)
+                times[name].append(time.thread_time() - started)
+        return times
+
+    asyncio.run(interleave())  # warm-up pass
+    spans.clear()
+    gc.collect()
+    spent[0] = 0.0
+    times = asyncio.run(interleave())
+    direct = spent[0] / n
+    for telemetry in telemetries:
+        telemetry.shutdown()
+    for store in stores.values():
+        store.close()
+    diffs = [r - p for r, p in zip(times["redacted"], times["plain"], strict=True)]
+    path_cost = statistics.fmean(diffs)
+    spread = statistics.stdev(diffs) / len(diffs) ** 0.5
+    finished = spans.get_finished_spans()
+    encode = {}
+    for name, policy in (("redacted", config.redaction), ("plain", PassThrough())):
+        encode_line(finished, policy=policy)  # warm
+        started = time.process_time()
+        for _ in range(5):
+            encode_line(finished, policy=policy)
+        encode[name] = (time.process_time() - started) / 5 / n
+    trace_cost = encode["redacted"] - encode["plain"]
+    total = direct + trace_cost
+    plain = statistics.fmean(times["plain"])
+    print(
+        f"\nredaction (concurrency 1, latency 0, {n} questions interleaved with and without it, "
+        f"CPU time):\n"
+        f"  per-question path {plain * 1000:.2f} ms without, "
+        f"{statistics.fmean(times['redacted']) * 1000:.2f} ms with: paired difference "
+        f"{path_cost * 1000:.3f} ms (+/- {spread * 1000:.3f}); inside the policy's calls "
+        f"{direct * 1000:.3f} ms (store rows, grading)\n"
+        f"  trace file encoding {encode['plain'] * 1000:.3f} ms without, "
+        f"{encode['redacted'] * 1000:.3f} ms with: {trace_cost * 1000:.3f} ms\n"
+        f"  redaction costs {total * 1000:.3f} ms/question "
+        f"({total / plain * 100:.1f}% of the per-question path; policy calls + trace file)"
     )
 
 
