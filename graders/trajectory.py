@@ -107,7 +107,7 @@ class Trajectory:
 
 
 def _freeze(raw: Any) -> str:
-    return json.dumps(raw, sort_keys=True, default=repr)
+    return json.dumps(raw, default=repr)  # keys in authored order: reasons follow it
 
 
 @lru_cache(maxsize=512)

@@ -44,6 +44,11 @@ def shown(value: Any, key: str = "") -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
+def _key_of(path: str) -> str:
+    """The argument name a path ends in: `address.zip` -> `zip`, `ids[1]` -> `ids`."""
+    return path.rsplit(".", 1)[-1].split("[", 1)[0]
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -91,8 +96,10 @@ class Matcher:
         """The differences, each `<path> expected <what>, got <value>` ([] when it matches)."""
         if self.test(present, value):
             return []
-        got = shown(value, path.rsplit(".", 1)[-1]) if present else "nothing (absent)"
-        return [f"{path} expected {self.describe()}, got {got}"]
+        key = _key_of(path)
+        what = REDACTED if is_secret_name(key) else self.describe()
+        got = shown(value, key) if present else "nothing (absent)"
+        return [f"{path} expected {what}, got {got}"]
 
 
 class Literal(Matcher):
@@ -108,6 +115,21 @@ class Literal(Matcher):
 
     def describe(self) -> str:
         return shown(self.value)
+
+    def explain(self, present: bool, value: Any, path: str) -> list[str]:
+        # Two mappings (or two lists of one length): name the keys (items) that differ.
+        if present and not is_secret_name(_key_of(path)):
+            if isinstance(self.value, Mapping) and isinstance(value, Mapping):
+                return MappingOf({str(k): Literal(v) for k, v in self.value.items()}).explain(
+                    present, value, path
+                )
+            if (
+                isinstance(self.value, list | tuple)
+                and isinstance(value, list | tuple)
+                and len(self.value) == len(value)
+            ):
+                return ListOf([Literal(v) for v in self.value]).explain(present, value, path)
+        return super().explain(present, value, path)
 
 
 class Regex(Matcher):
@@ -285,14 +307,14 @@ class Schema(Matcher):
         return "to match its schema"
 
     def explain(self, present: bool, value: Any, path: str) -> list[str]:
-        if not present or self.test(present, value):
+        if not present or self.test(present, value) or is_secret_name(_key_of(path)):
             return super().explain(present, value, path)
         from jsonschema.exceptions import best_match
 
         error = best_match(self.validator.iter_errors(value))
         where = "".join(f"[{p!r}]" for p in error.absolute_path) if error else ""
         why = f" ({where + ': ' if where else ''}{error.message})" if error else ""
-        return [f"{path} expected to match its schema{why}, got {shown(value, path)}"]
+        return [f"{path} expected to match its schema{why}, got {shown(value)}"]
 
 
 class Not(Matcher):

@@ -37,6 +37,7 @@ from harness.inputs.sourcefile import (
     validate_document,
 )
 from harness.inputs.splits import SPLIT_NAMES, assign_split
+from harness.inputs.trajectory import trajectory_problems
 
 __all__ = [
     "Dataset",
@@ -181,6 +182,9 @@ class Question(BaseModel):
     """Ground truth for the fact-checking judges (legacy `must_not_contain`: list of strings)."""
     expected_tools: list[ExpectedTool] | None = None
     """Assertions about the tools the agent ran."""
+    trajectory: dict[str, Any] | None = None
+    """Assertions about the whole run (match mode, argument matchers, forbid, only, count,
+    max_calls), graded by trajectory_grader; checked by `trajectory_problems`."""
     rubric_ref: Annotated[str, Field(pattern=RUBRIC_REF_PATTERN)] | None = None
     """`rubric/<id>@<version>`: a shared rubric."""
     choices: Annotated[list[str], Field(min_length=1)] | None = None
@@ -197,6 +201,15 @@ class Question(BaseModel):
     """Free-form labels."""
     metadata: dict[str, Any] | None = None
     """Case-level carry-all (`metadata.state`: state_grader assertions)."""
+
+    @field_validator("trajectory")
+    @classmethod
+    def _trajectory_well_formed(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problems = trajectory_problems(value) if value is not None else []
+        if problems:
+            pointer, message = problems[0]
+            raise ValueError(f"{message} (at trajectory{pointer})")
+        return value
 
     @field_validator("expected_facts")
     @classmethod

@@ -12,7 +12,10 @@ ignored by other validators so the schemas stay portable:
   jsonschema's wording for a failure of that sub-schema, so a message names the rule it enforces.
 - `x-sumsTo` (number) on an object of numbers, and `x-uniqueBy` (key) on an array of objects:
   checks JSON Schema cannot express (ratios summing to 1.0, unique question ids). Other
-  validators skip them; `tracegrade validate` and the loaders enforce them.
+  validators skip them; `tracegrade validate` and the loaders enforce them. The trajectory
+  block adds four: `x-ordered` ([low, high] keys: low not above high), `x-disjoint` (pairs of
+  keys: no name of a mapping's keys in the list), `x-regex` (compiles with Python's `re`) and
+  `x-jsonSchema` (a valid Draft 2020-12 schema).
 
 `conforms` is the quick yes/no a loader asks first: the same schema compiled to Python by
 fastjsonschema (draft-07 semantics, which covers every keyword these schemas use; the `x-`
@@ -43,6 +46,14 @@ from harness.inputs.sourceparse import (
     escape_pointer_token,
     load_document,
     pointer_of,
+)
+from harness.inputs.trajectory import (
+    BAD_REGEX,
+    BAD_SCHEMA,
+    MIN_ABOVE_MAX,
+    bounds_problem,
+    regex_problem,
+    schema_problem,
 )
 
 __all__ = [
@@ -108,8 +119,51 @@ def _unique_by(validator: Any, key: str, instance: Any, schema: dict) -> Iterato
             first[value] = index
 
 
+def _ordered(validator: Any, keys: list, instance: Any, schema: dict) -> Iterator[ValidationError]:
+    if isinstance(instance, dict):
+        why = bounds_problem(instance.get(keys[0]), instance.get(keys[1]))
+        if why == MIN_ABOVE_MAX:
+            yield ValidationError(f"{instance[keys[0]]!r} is above {instance[keys[1]]!r}")
+
+
+def _disjoint(
+    validator: Any, pairs: list, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    if not isinstance(instance, dict):
+        return
+    for first, second in pairs:
+        names, others = instance.get(first), instance.get(second)
+        if isinstance(names, dict) and isinstance(others, list):
+            for name in names:
+                if name in others:
+                    yield ValidationError(f"{name!r} is in {second}", path=[first, name])
+
+
+def _regex(validator: Any, on: bool, instance: Any, schema: dict) -> Iterator[ValidationError]:
+    why = regex_problem(instance) if on and isinstance(instance, str) else None
+    if why:
+        yield ValidationError(why.removeprefix(BAD_REGEX + ": "))
+
+
+def _json_schema(
+    validator: Any, on: bool, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    why = schema_problem(instance) if on and isinstance(instance, dict | bool) else None
+    if why:
+        yield ValidationError(why.removeprefix(BAD_SCHEMA + ": "))
+
+
 _Validator = jsonschema.validators.extend(
-    Draft202012Validator, {"x-sumsTo": _sums_to, "x-uniqueBy": _unique_by}
+    Draft202012Validator,
+    {
+        "x-sumsTo": _sums_to,
+        "x-uniqueBy": _unique_by,
+        # the trajectory block's rules (harness.inputs.trajectory words them the same way)
+        "x-ordered": _ordered,
+        "x-disjoint": _disjoint,
+        "x-regex": _regex,
+        "x-jsonSchema": _json_schema,
+    },
 )
 
 
@@ -163,6 +217,7 @@ def _type_of(value: Any) -> str:
     return next((name for cls, name in _PY_TYPES if isinstance(value, cls)), type(value).__name__)
 
 
+_DETAILED = ("x-sumsTo", "x-ordered", "x-disjoint", "x-regex", "x-jsonSchema")
 _NAMED = ("type", "enum", "const", "minLength", "minItems", "pattern")
 
 
@@ -231,7 +286,7 @@ def _render(error: ValidationError, doc: Document) -> list[Problem]:
         return [_problem(doc, pointer, f"{base}: {missing!r} is missing")]
     if custom:
         message = custom
-        if error.validator == "x-sumsTo":
+        if error.validator in _DETAILED:
             message = f"{custom} ({error.message})"
     elif error.validator == "type":
         wanted = error.validator_value
