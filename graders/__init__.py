@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "Similarity": "graders.code",
     "StateGrader": "graders.state",
     "ToolUsageGrader": "graders.tool_usage",
+    "TrajectoryGrader": "graders.trajectory",
     "advisories": "graders.advisories",
     "attachment_of": "graders.code",
     "build_context": "graders.context",

@@ -31,6 +31,7 @@ __all__ = [
     "TRAJECTORY_KEYS",
     "TYPE_NAMES",
     "is_matcher",
+    "tool_names",
     "trajectory_problems",
     "value_problems",
 ]
@@ -247,8 +248,12 @@ def trajectory_problems(raw: Any) -> list[Problem]:
         problems.extend(_call_problems(call, f"/calls/{index}"))
     for key in ("forbid", "only"):
         names = raw.get(key, [])
-        if not isinstance(names, list) or not all(_is_name(n) for n in names):
+        if not isinstance(names, list):
             problems.append((f"/{key}", BAD_TOOL_LIST))
+            continue
+        problems.extend(
+            (f"/{key}/{i}", BAD_TOOL_LIST) for i, n in enumerate(names) if not _is_name(n)
+        )
     forbidden = set(raw.get("forbid") or ()) if isinstance(raw.get("forbid"), list) else set()
     count = raw.get("count", {})
     if not isinstance(count, Mapping):
@@ -258,14 +263,12 @@ def trajectory_problems(raw: Any) -> list[Problem]:
         where = f"/count/{_token(tool)}"
         if tool in forbidden:
             problems.append((where, COUNT_FORBIDDEN))
-        if (
-            not isinstance(bound, Mapping)
-            or not bound
-            or set(bound) - {"min", "max"}
-            or not all(_is_int(v) and v >= 0 for v in bound.values())
-        ):
+        if not isinstance(bound, Mapping) or not bound:
             problems.append((where, BAD_COUNT))
-        elif bounds_problem(bound.get("min"), bound.get("max")):
+            continue
+        bad = [k for k, v in bound.items() if k not in ("min", "max") or not _is_int(v) or v < 0]
+        problems.extend((f"{where}/{_token(k)}", BAD_COUNT) for k in bad)
+        if not bad and bounds_problem(bound.get("min"), bound.get("max")):
             problems.append((where, MIN_ABOVE_MAX))
     if "max_calls" in raw and not (_is_int(raw["max_calls"]) and raw["max_calls"] >= 0):
         problems.append(("/max_calls", BAD_MAX_CALLS))
@@ -292,3 +295,24 @@ def _call_problems(call: Any, at: str) -> Iterator[Problem]:
             return
         for key, value in args.items():
             yield from value_problems(value, f"{at}/args/{_token(key)}")
+
+
+def tool_names(raw: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every tool name a well-formed `trajectory` block writes, with its path inside the block
+    (`("calls", 0, "tool")`, `("forbid", 1)`, `("count", "x")`...), for the check of names
+    against the target's graph."""
+    if not isinstance(raw, Mapping):
+        return []
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for i, call in enumerate(raw.get("calls") or ()):
+        if isinstance(call, Mapping) and isinstance(call.get("tool"), str):
+            out.append((("calls", i, "tool"), call["tool"]))
+    for key in ("forbid", "only"):
+        names = raw.get(key)
+        for i, name in enumerate(names if isinstance(names, list) else ()):
+            if isinstance(name, str):
+                out.append(((key, i), name))
+    count = raw.get("count")
+    for name in count if isinstance(count, Mapping) else ():
+        out.append((("count", name), str(name)))
+    return out
