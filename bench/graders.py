@@ -1,8 +1,11 @@
 """Benchmark: tool_usage_grader over 10,000 records of 20 calls with 4 expectations each
-(`args` and `after` included). Target: at least 10,000 gradings per second.
+(`args` and `after` included), and trajectory_grader over 10,000 records of 10 calls with 5
+expected calls in `unordered` mode (argument matchers included). Target for both: at least
+10,000 gradings per second.
 
 Prints gradings per second next to a baseline (a trivial loop touching every call of the same
-records once), and the ratio of the two.
+records once), and the ratio of the two; then the cost of a trajectory of 25 expected calls
+against 50 calls (the assignment must stay polynomial), measured beside the 10-call case.
 
     .venv/bin/python bench/graders.py [--records N]
 """
@@ -21,6 +24,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from graders.context import build_context  # noqa: E402
 from graders.tool_usage import ToolUsageGrader  # noqa: E402
+from graders.trajectory import TrajectoryGrader  # noqa: E402
 from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 
 TOOLS = [
@@ -39,6 +43,26 @@ EXPECTED = [
     {"tool": "get_user", "should_run": True, "args": {"id": 7}},
     {"tool": "delete_ticket", "should_run": False},
 ]
+
+
+def trajectory_case(rng: random.Random, calls: int, expected: int) -> tuple[ToolRecord, dict]:
+    """A record of `calls` calls (two parallel per model turn) and an `unordered` trajectory of
+    `expected` calls drawn from it, with matchers: a literal, a regex, an `in`, a range."""
+    record = make_record(rng, calls)
+    picked = rng.sample(list(record), expected)
+    expected_calls = []
+    for n, c in enumerate(picked):
+        args: dict = {
+            "query": c.arguments["query"]
+            if n % 4 == 0
+            else {"regex": c.arguments["query"][:3] + ".*"}
+            if n % 4 == 1
+            else {"in": ["refund", "invoice"]}
+        }
+        if n % 2:
+            args["id"] = {"min": 1, "max": 9}
+        expected_calls.append({"tool": c.name, "args": args})
+    return record, {"match": "unordered", "calls": expected_calls}
 
 
 def make_record(rng: random.Random, calls: int = 20) -> ToolRecord:
@@ -113,6 +137,67 @@ def main() -> None:
     print(
         f"ratio grader/baseline time: {elapsed / baseline:.1f}x   target >= 10,000 gradings/s: "
         f"{'met' if rate >= 10_000 else 'NOT met'}"
+    )
+
+    trajectory_bench(options.records, options.repeat)
+
+
+def trajectory_bench(records: int, repeat: int) -> None:
+    rng = random.Random(11)
+    grader = TrajectoryGrader()
+
+    def contexts_for(n: int, calls: int, expected: int) -> list[dict]:
+        out = []
+        for i in range(n):
+            record, trajectory = trajectory_case(rng, calls, expected)
+            row = {"id": f"q{i}", "trajectory": trajectory}
+            out.append(build_context(row, messages=[], tool_calls=record))
+        return out
+
+    def timed(contexts: list[dict]) -> float:
+        start = time.perf_counter()
+        for context in contexts:
+            grader.grade("", "", context)
+        return time.perf_counter() - start
+
+    def baseline(contexts: list[dict]) -> float:
+        start = time.perf_counter()
+        touched = 0
+        for context in contexts:
+            for call in context["tool_calls"]:
+                touched += call.name == "search"
+        return time.perf_counter() - start
+
+    small = contexts_for(records, 10, 5)
+    large = contexts_for(max(records // 20, 50), 50, 25)
+    small_s = min(timed(small) for _ in range(repeat))
+    base_s = min(baseline(small) for _ in range(repeat))
+    large_s = min(timed(large) for _ in range(repeat))
+    scores = [grader.grade("", "", c).score for c in small]
+    # Every expected call is drawn from its record, so each is met; in unordered mode the five
+    # other calls break "no other calls": 5 of 6 constraints, 0.83 each.
+    mean = sum(scores) / len(scores)
+    rate = records / small_s
+    small_us, large_us = small_s * 1e6 / records, large_s * 1e6 / len(large)
+    print()
+    print(
+        f"records: {records} x 10 calls, 5 expected calls (unordered, matchers); best of {repeat}"
+    )
+    print(
+        f"trajectory_grader: {rate:12,.0f} gradings/s  ({small_us:.1f} us each, mean score "
+        f"{mean:.2f})"
+    )
+    print(
+        f"baseline loop:     {records / base_s:12,.0f} records/s   "
+        f"({base_s * 1e6 / records:.1f} us each, touching every call once)"
+    )
+    print(
+        f"ratio grader/baseline time: {small_s / base_s:.1f}x   target >= 10,000 gradings/s: "
+        f"{'met' if rate >= 10_000 else 'NOT met'}"
+    )
+    print(
+        f"50 calls x 25 expected: {large_us:.1f} us each ({len(large)} records), "
+        f"{large_us / small_us:.1f}x the 10 x 5 case for 5x the calls and 5x the expectations"
     )
 
 

@@ -22,10 +22,8 @@ other calls" in `strict`, `unordered` and `subset`; each forbidden tool; each co
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from graders.base import Grader, GraderServices
@@ -106,23 +104,9 @@ class Trajectory:
     max_calls: int | None
 
 
-def _freeze(raw: Any) -> str:
-    return json.dumps(raw, default=repr)  # keys in authored order: reasons follow it
-
-
-@lru_cache(maxsize=512)
-def _compile_cached(key: str) -> Trajectory:
-    return _compile(json.loads(key))
-
-
 def compile_trajectory(raw: Any) -> Trajectory:
-    """Check and compile a `trajectory` block; raise `TrajectoryError` naming the first problem.
-    Compiled blocks are cached by content: a dataset grades the same block many times."""
-    try:
-        key = _freeze(raw)
-    except (TypeError, ValueError) as exc:
-        raise TrajectoryError(f"trajectory is not plain data: {exc}") from None
-    return _compile_cached(key)
+    """Check and compile a `trajectory` block; raise `TrajectoryError` naming the first problem."""
+    return _compile(raw)
 
 
 def _compile(raw: Any) -> Trajectory:
@@ -179,13 +163,14 @@ def _times(n: int) -> str:
 class _Calls:
     """The record in request order, numbered (`#1`...), with the executed calls by name."""
 
-    __slots__ = ("executed", "number", "ordered", "started")
+    __slots__ = ("executed", "index", "number", "ordered", "started")
 
     def __init__(self, record: ToolRecord) -> None:
         self.ordered = request_order(record)
         self.number = {id(c): n for n, c in enumerate(self.ordered, 1)}
         self.executed = [c for c in self.ordered if c.outcome in EXECUTED_OUTCOMES]
         self.started = [c for c in self.ordered if c.outcome in ATTEMPTED_OUTCOMES]
+        self.index = _NameIndex(self.executed)
 
     def tag(self, call: ToolCall) -> str:
         return f"#{self.number[id(call)]} `{call.name}`"
@@ -195,8 +180,26 @@ class _Calls:
         return shown + (f" (+{len(calls) - limit} more)" if len(calls) > limit else "")
 
 
-def _named(calls: Sequence[ToolCall], tool: str) -> list[int]:
-    return [j for j, c in enumerate(calls) if c.matches(tool)]
+class _NameIndex:
+    """Positions of the executed calls by emitted name and by qualified id, built once per
+    grading: the same answers as `ToolCall.matches`, without a scan per expectation."""
+
+    __slots__ = ("by_name", "by_qualified")
+
+    def __init__(self, calls: Sequence[ToolCall]) -> None:
+        self.by_name: dict[str, list[int]] = {}
+        self.by_qualified: dict[str, list[int]] = {}
+        for j, c in enumerate(calls):
+            self.by_name.setdefault(c.name, []).append(j)
+            self.by_qualified.setdefault(c.qualified_id, []).append(j)
+
+    def named(self, tool: str) -> list[int]:
+        """Positions of the calls `tool` names (see `ToolCall.matches`), ascending."""
+        if ":" in tool:
+            return self.by_qualified.get(tool, [])
+        by_name = self.by_name.get(tool, [])
+        by_qualified = self.by_qualified.get(tool)  # a qualified id recorded without an agent
+        return sorted(set(by_name) | set(by_qualified)) if by_qualified else by_name
 
 
 class TrajectoryGrader(Grader):
@@ -250,9 +253,8 @@ class TrajectoryGrader(Grader):
 
     def _grade_record(self, spec: Trajectory, calls: _Calls) -> GradeResult:
         executed = calls.executed
-        edges = []
-        for e in spec.calls:
-            edges.append([j for j in _named(executed, e.tool) if e.accepts(executed[j])])
+        index = calls.index
+        edges = [[j for j in index.named(e.tool) if e.accepts(executed[j])] for e in spec.calls]
         assign = (align_in_order if spec.mode in _ORDERED else max_matching)(edges, len(executed))
         taken = {j: i for i, j in enumerate(assign) if j is not None}
 
@@ -352,7 +354,7 @@ class TrajectoryGrader(Grader):
                 )
             return f"{e.label}: expected to run, never called"
         taken = {j for j in assign if j is not None}
-        named_at = _named(executed, e.tool)
+        named_at = calls.index.named(e.tool)
         ranked = sorted(
             named_at,
             key=lambda j: (len(e.differences(executed[j])), j in taken, j),

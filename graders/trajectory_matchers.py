@@ -33,6 +33,12 @@ __all__ = [
     "shown",
 ]
 
+
+def _is_map(value: Any) -> bool:
+    """A mapping; a plain dict answers without the ABC machinery (the common, hot case)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 _SHOWN_CHARS = 80
 
 
@@ -56,6 +62,8 @@ def _is_number(value: Any) -> bool:
 def deep_equal(expected: Any, actual: Any) -> bool:
     """Deep equality: mappings by keys and values, lists item by item, numbers by value,
     booleans and strings only with their own kind."""
+    if type(expected) is str:  # the common case, fast
+        return type(actual) is str and expected == actual
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     if _is_number(expected):
@@ -64,9 +72,9 @@ def deep_equal(expected: Any, actual: Any) -> bool:
         return isinstance(actual, str) and expected == actual
     if expected is None:
         return actual is None
-    if isinstance(expected, Mapping):
+    if _is_map(expected):
         return (
-            isinstance(actual, Mapping)
+            _is_map(actual)
             and len(expected) == len(actual)
             and all(k in actual and deep_equal(v, actual[k]) for k, v in expected.items())
         )
@@ -119,7 +127,7 @@ class Literal(Matcher):
     def explain(self, present: bool, value: Any, path: str) -> list[str]:
         # Two mappings (or two lists of one length): name the keys (items) that differ.
         if present and not is_secret_name(_key_of(path)):
-            if isinstance(self.value, Mapping) and isinstance(value, Mapping):
+            if isinstance(self.value, Mapping) and _is_map(value):
                 return MappingOf({str(k): Literal(v) for k, v in self.value.items()}).explain(
                     present, value, path
                 )
@@ -203,7 +211,7 @@ _TYPES: dict[str, tuple[str, Any]] = {
     "boolean": ("a boolean", lambda v: isinstance(v, bool)),
     "null": ("null", lambda v: v is None),
     "array": ("an array", lambda v: isinstance(v, list | tuple)),
-    "object": ("an object", lambda v: isinstance(v, Mapping)),
+    "object": ("an object", lambda v: _is_map(v)),
 }
 
 
@@ -263,7 +271,7 @@ class Contains(Matcher):
             return isinstance(self.item, str) and self.item in value
         if isinstance(value, list | tuple):
             return any(deep_equal(self.item, member) for member in value)
-        if isinstance(value, Mapping):
+        if _is_map(value):
             return self.item in value if isinstance(self.item, str) else False
         return False
 
@@ -341,7 +349,7 @@ class MappingOf(Matcher):
         self.items = items
 
     def test(self, present: bool, value: Any) -> bool:
-        if not present or not isinstance(value, Mapping):
+        if not present or not _is_map(value):
             return False
         if any(k not in self.items for k in value):
             return False
@@ -351,7 +359,7 @@ class MappingOf(Matcher):
         return "a mapping with keys " + ", ".join(self.items)
 
     def explain(self, present: bool, value: Any, path: str) -> list[str]:
-        if not present or not isinstance(value, Mapping):
+        if not present or not _is_map(value):
             return super().explain(present, value, path)
         out = [
             line
@@ -399,7 +407,7 @@ _PRESENT, _ABSENT = Present(), Absent()
 
 
 def _holds_matcher(value: Any) -> bool:
-    if isinstance(value, Mapping):
+    if _is_map(value):
         return is_matcher(value) or any(_holds_matcher(v) for v in value.values())
     if isinstance(value, list):
         return any(_holds_matcher(v) for v in value)
@@ -409,7 +417,7 @@ def _holds_matcher(value: Any) -> bool:
 def compile_value(value: Any) -> Matcher:
     """One argument value, as authored, as a Matcher (see the module docstring)."""
     if not is_matcher(value):
-        if isinstance(value, Mapping) and _holds_matcher(value):
+        if _is_map(value) and _holds_matcher(value):
             return MappingOf({str(k): compile_value(v) for k, v in value.items()})
         if isinstance(value, list) and _holds_matcher(value):
             return ListOf([compile_value(v) for v in value])

@@ -36,6 +36,12 @@ __all__ = [
     "value_problems",
 ]
 
+
+def _is_map(value: Any) -> bool:
+    """A mapping; a plain dict answers without the ABC machinery (the common, hot case)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 MODES = ("strict", "unordered", "subset", "superset", "subsequence")
 """How expected calls relate to the calls that executed."""
 DEFAULT_MODE = "superset"
@@ -99,7 +105,7 @@ Problem = tuple[str, str]
 
 def is_matcher(value: Any) -> bool:
     """A non-empty mapping whose keys are all matcher keywords."""
-    return isinstance(value, Mapping) and bool(value) and _KEYWORDS.issuperset(value)
+    return _is_map(value) and bool(value) and _KEYWORDS.issuperset(value)
 
 
 def _is_number(value: Any) -> bool:
@@ -156,7 +162,7 @@ def value_problems(value: Any, at: str = "") -> Iterator[Problem]:
         for index, item in enumerate(value):
             yield from value_problems(item, f"{at}/{index}")
         return
-    if not isinstance(value, Mapping):
+    if not _is_map(value):
         return
     keys = set(value)
     if not keys & _KEYWORDS:  # a literal mapping: its values are argument values again
@@ -228,7 +234,7 @@ def _keyword_problems(value: Mapping[str, Any], at: str) -> Iterator[Problem]:
 
 def trajectory_problems(raw: Any) -> list[Problem]:
     """Every problem of a `trajectory` block, in document order; [] when it is well formed."""
-    if not isinstance(raw, Mapping):
+    if not _is_map(raw):
         return [("", "trajectory must be a mapping")]
     problems: list[Problem] = []
     for key in raw:
@@ -256,14 +262,14 @@ def trajectory_problems(raw: Any) -> list[Problem]:
         )
     forbidden = set(raw.get("forbid") or ()) if isinstance(raw.get("forbid"), list) else set()
     count = raw.get("count", {})
-    if not isinstance(count, Mapping):
+    if not _is_map(count):
         problems.append(("/count", "count must be a mapping of tool names to bounds"))
         count = {}
     for tool, bound in count.items():
         where = f"/count/{_token(tool)}"
         if tool in forbidden:
             problems.append((where, COUNT_FORBIDDEN))
-        if not isinstance(bound, Mapping) or not bound:
+        if not _is_map(bound) or not bound:
             problems.append((where, BAD_COUNT))
             continue
         bad = [k for k, v in bound.items() if k not in ("min", "max") or not _is_int(v) or v < 0]
@@ -276,7 +282,7 @@ def trajectory_problems(raw: Any) -> list[Problem]:
 
 
 def _call_problems(call: Any, at: str) -> Iterator[Problem]:
-    if not isinstance(call, Mapping):
+    if not _is_map(call):
         yield at, "a trajectory call must be a mapping"
         return
     for key in call:
@@ -290,7 +296,7 @@ def _call_problems(call: Any, at: str) -> Iterator[Problem]:
         yield f"{at}/outcome", BAD_OUTCOME
     if "args" in call:
         args = call["args"]
-        if not isinstance(args, Mapping):
+        if not _is_map(args):
             yield f"{at}/args", "args must be a mapping"
             return
         for key, value in args.items():
@@ -301,11 +307,11 @@ def tool_names(raw: Any) -> list[tuple[tuple[str | int, ...], str]]:
     """Every tool name a well-formed `trajectory` block writes, with its path inside the block
     (`("calls", 0, "tool")`, `("forbid", 1)`, `("count", "x")`...), for the check of names
     against the target's graph."""
-    if not isinstance(raw, Mapping):
+    if not _is_map(raw):
         return []
     out: list[tuple[tuple[str | int, ...], str]] = []
     for i, call in enumerate(raw.get("calls") or ()):
-        if isinstance(call, Mapping) and isinstance(call.get("tool"), str):
+        if _is_map(call) and isinstance(call.get("tool"), str):
             out.append((("calls", i, "tool"), call["tool"]))
     for key in ("forbid", "only"):
         names = raw.get(key)
@@ -313,6 +319,6 @@ def tool_names(raw: Any) -> list[tuple[tuple[str | int, ...], str]]:
             if isinstance(name, str):
                 out.append(((key, i), name))
     count = raw.get("count")
-    for name in count if isinstance(count, Mapping) else ():
+    for name in count if _is_map(count) else ():
         out.append((("count", name), str(name)))
     return out
