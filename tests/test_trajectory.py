@@ -624,3 +624,32 @@ def test_registered_through_the_entry_point_group():
         True,
         True,
     )
+
+
+# -- the documented examples hold -------------------------------------------------------------
+def documented_trajectories() -> list[dict]:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "graders.md").read_text()
+    section = text.split("## trajectory_grader", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for block in re.findall(r"```yaml\n(.*?)```", section, re.S):
+        for chunk in block.split("\n\n"):
+            data = yaml.safe_load(chunk)
+            if isinstance(data, dict) and "trajectory" in data:
+                found.append(data["trajectory"])
+    return found
+
+
+def test_documented_examples_are_valid_and_the_mode_examples_pass(booking):
+    from harness.inputs.trajectory import MODES, trajectory_problems
+
+    documented = documented_trajectories()
+    assert all(trajectory_problems(t) == [] for t in documented)
+    by_mode = {t.get("match", "superset"): t for t in documented[1:]}
+    assert set(by_mode) == set(MODES)  # one example per mode
+    for mode, trajectory in by_mode.items():
+        assert grade(trajectory, booking).score == 1.0, mode
