@@ -100,6 +100,7 @@ def test_the_example_datasets_exercise_every_dataset_feature():
         "bundle": all("bundle" in q for q in questions),
         "tags": all(q.get("tags") for q in questions),
         "rubric_ref": any("rubric_ref" in q for q in questions),
+        "trajectory": any("trajectory" in q for q in questions),
         "expected.format json": any(
             q.get("expected", {}).get("format") == "json" for q in questions
         ),
@@ -217,6 +218,15 @@ def test_the_regressed_report_names_each_planted_mistake(demo, checkout):
     # Forbidden tool: the call that must not run, and the refund it left behind.
     assert "issue_refund" in failures["refund_over_limit"]["tool_usage_grader"]
     assert "refund:B101" in failures["refund_over_limit"]["state_grader"]
+    # The trajectories: the argument that differed, and the forbidden tool that started.
+    assert (
+        "date expected '2026-12-03', got '2026-12-04'"
+        in (failures["book_consultation"]["trajectory_grader"])
+    )
+    assert (
+        "`issue_refund`: forbidden, started 1 time"
+        in (failures["refund_over_limit"]["trajectory_grader"])
+    )
 
     markdown = (reports / "support_desk_regressed.md").read_text()
     junit = ET.parse(reports / "support_desk_regressed.junit.xml").getroot()
