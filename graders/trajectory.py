@@ -267,10 +267,13 @@ class TrajectoryGrader(Grader):
             extra = [c for j, c in enumerate(executed) if j not in taken]
             why = ""
             if extra:
-                why = (
-                    f"no other calls ({spec.mode}): {calls.tags(extra)} "
-                    f"{'matches' if len(extra) == 1 else 'match'} no expected call"
+                verb = "is" if len(extra) == 1 else "are"
+                where = (
+                    "not in the expected sequence"
+                    if spec.mode == "strict"
+                    else "not matched to an expected call"
                 )
+                why = f"no other calls ({spec.mode}): {calls.tags(extra)} {verb} {where}"
             checks.append(("no other calls", not extra, why))
         for tool in spec.forbid:
             ran = [c for c in calls.started if c.matches(tool)]
@@ -303,8 +306,9 @@ class TrajectoryGrader(Grader):
             outside = [c for c in calls.started if not any(c.matches(t) for t in allowed)]
             why = ""
             if outside:
-                names = ", ".join(f"`{t}`" for t in allowed) or "no tool"
-                why = f"only {names} may run, but {calls.tags(outside)} started"
+                names = ", ".join(f"`{t}`" for t in allowed)
+                may = f"only {names} may run" if allowed else "no tool may run"
+                why = f"{may}, but {calls.tags(outside)} started"
             checks.append(("only", not outside, why))
         if spec.max_calls is not None:
             n = len(executed)

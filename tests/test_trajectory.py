@@ -190,15 +190,15 @@ MODES = [
         "3 of 5 trajectory constraints met (strict; from the agent tool-call record); broken: "
         "calls[2] `check_availability`: expected in this order; the call that fits, "
         "#2 `check_availability`, ran out of order; "
-        "no other calls (strict): #2 `check_availability` matches no expected call",
+        "no other calls (strict): #2 `check_availability` is not in the expected sequence",
     ),
     (
         "strict",
         [LOOKUP, BOOK],
         2 / 3,
         "2 of 3 trajectory constraints met (strict; from the agent tool-call record); broken: "
-        "no other calls (strict): #2 `check_availability`, #3 `check_availability` match no "
-        "expected call",
+        "no other calls (strict): #2 `check_availability`, #3 `check_availability` are not in "
+        "the expected sequence",
     ),
     # unordered: the same calls in any order, nothing else
     ("unordered", [BOOK, CHECK_11, LOOKUP, CHECK_10], 1.0, None),
@@ -207,7 +207,7 @@ MODES = [
         [BOOK, CHECK_11, LOOKUP],
         0.75,
         "3 of 4 trajectory constraints met (unordered; from the agent tool-call record); broken: "
-        "no other calls (unordered): #2 `check_availability` matches no expected call",
+        "no other calls (unordered): #2 `check_availability` is not matched to an expected call",
     ),
     # superset: every expected call appears, others allowed
     ("superset", [BOOK, LOOKUP], 1.0, None),
@@ -225,7 +225,7 @@ MODES = [
         [LOOKUP, {"tool": "check_availability"}, BOOK],
         0.0,
         "0 of 1 trajectory constraint met (subset; from the agent tool-call record); broken: "
-        "no other calls (subset): #3 `check_availability` matches no expected call",
+        "no other calls (subset): #3 `check_availability` is not matched to an expected call",
     ),
     # subsequence: the expected calls in this order, others allowed between
     ("subsequence", [LOOKUP, BOOK], 1.0, None),
@@ -379,6 +379,14 @@ def test_each_broken_constraint_is_named(booking):
         "only `lookup_customer` may run, but #2 `check_availability`, #3 `check_availability`, "
         "#4 `book_appointment` started; "
         "expected at most 3 calls, 4 executed"
+    )
+
+
+def test_only_empty_means_no_tool_may_run(booking):
+    result = grade({"only": []}, booking)
+    assert result.reason.endswith(
+        "no tool may run, but #1 `lookup_customer`, #2 `check_availability`, "
+        "#3 `check_availability`, #4 `book_appointment` started"
     )
 
 
