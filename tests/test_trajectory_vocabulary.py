@@ -170,3 +170,33 @@ def test_run_grades_a_trajectory_from_the_record(tmp_path, capsys):
     assert (
         "calls[0] `lookup`: expected to run, never called" in results["rome_trajectory"]["reason"]
     )
+
+
+def test_trajectory_tool_names_are_checked_against_the_graph(capsys, tmp_path):
+    row = {
+        "id": "names",
+        "input": "weather in Rome?",
+        "trajectory": {
+            "calls": [{"tool": "lokup"}, {"tool": "helper:lookup"}],
+            "forbid": ["stal"],
+            "only": ["lookup", "helper:stall"],
+            "count": {"lookups": {"max": 1}},
+        },
+    }
+    config = write_project(tmp_path, questions=[], extra_questions=[row])
+    assert main(["validate", str(config)]) == 4
+    err = capsys.readouterr().err
+    dataset = tmp_path / "data" / "questions.yaml"
+    lines = dataset.read_text().splitlines()
+    line_of_lokup = next(n for n, text in enumerate(lines, 1) if "lokup" in text)
+    assert (
+        f"{dataset}:{line_of_lokup}: question 'names': at /questions/0/trajectory/calls/0/tool: "
+        "the target's graph has no tool 'lokup' (did you mean 'lookup'?)"
+    ) in err
+    assert "at /questions/0/trajectory/forbid/0: the target's graph has no tool 'stal'" in err
+    assert (
+        "at /questions/0/trajectory/count/lookups: the target's graph has no tool 'lookups'" in err
+    )
+    for fine in ("calls/1/tool", "only/0", "only/1"):
+        assert f"trajectory/{fine}:" not in err
+    assert main(["validate", "--no-build", str(config)]) == 0

@@ -11,7 +11,8 @@ need no graph, so the two reject the same input with the same words.
 - the agent, chat model and environment factory references (`load_object` names the module's
   callables in its did-you-mean);
 - every `rubric_ref` of the dataset, at its line in the dataset file;
-- every `expected_tools` `tool` and `after` name against the built graph's tools and agents.
+- every `expected_tools` `tool` and `after` name, and every tool name of a `trajectory`, against
+  the built graph's tools and agents.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from harness.errors import InputError, TracegradeError
 from harness.inputs.config import Config, TargetConfig
 from harness.inputs.sourcefile import Document, Problem, load_document, pointer_of
+from harness.inputs.trajectory import tool_names
 
 __all__ = [
     "Preflight",
@@ -184,8 +186,9 @@ def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any
 def check_expected_tools(
     dataset_path: Path, questions: Iterable[Any], catalog: Any
 ) -> list[Problem]:
-    """A problem for every `expected_tools` `tool` or `after` naming nothing the graph can
-    call (`catalog`: a `ToolCatalog`), at its line in the dataset, with a did-you-mean."""
+    """A problem for every `expected_tools` `tool` or `after`, and every tool a `trajectory`
+    names (its calls, `forbid`, `only`, `count`), naming nothing the graph can call
+    (`catalog`: a `ToolCatalog`), at its line in the dataset, with a did-you-mean."""
     lines = _DatasetLines(dataset_path)
     problems = []
     for question in questions:
@@ -198,6 +201,13 @@ def check_expected_tools(
                     message, hint = found
                     parts = ["expected_tools", j, key]
                     problems.append(lines.problem(str(row.get("id")), parts, message, hint))
+        # the same check for every tool a `trajectory` names: calls, forbid, only, count
+        for path, name in tool_names(row.get("trajectory")):
+            found = catalog.problem(name)
+            if found is not None:
+                message, hint = found
+                parts = ["trajectory", *path]
+                problems.append(lines.problem(str(row.get("id")), parts, message, hint))
     return problems
 
 
@@ -256,7 +266,7 @@ def _check_target(
     result.problems += check_rubric_refs(target.dataset, dataset.questions, services.rubrics)
     if target.mode != "agent" or not loaded:
         return
-    if not any(q.expected_tools for q in dataset.questions):
+    if not any(q.expected_tools or q.trajectory for q in dataset.questions):
         return
     if not build:
         result.notes.append(f"{target.name}: tool names not checked (--no-build)")
