@@ -143,3 +143,38 @@ def test_bad_chat_model_specs_are_config_errors(tmp_path):
         assert info.value.key == "judge.chat_model"
     with pytest.raises(ConfigError):
         build_provider({"provider": "langchain"})
+
+
+class StructuredModel(KnobbedModel):
+    """A model class with its own `with_structured_output` (as ChatOpenAI has): the schema it
+    was given and the temperature it ran at are recorded; `refuse` makes it raise."""
+
+    refuse: bool = False
+    schemas: list[Any] = Field(default_factory=list)
+
+    def with_structured_output(self, schema, **kwargs):
+        from langchain_core.runnables import RunnableLambda
+
+        if self.refuse:
+            raise NotImplementedError("no schema support in this model")
+        self.schemas.append((schema, self.temperature))
+        return RunnableLambda(lambda messages: {"score": 5, "reason": "structured"})
+
+
+async def test_structured_output_goes_through_with_structured_output_and_falls_back():
+    model = StructuredModel()
+    grader = RelevanceGrader(
+        services=GraderServices(judge_provider=LangChainProvider(chat_model=model))
+    )
+    result = await grader.agrade("q", "a", {})
+    assert (result.score, result.identity["answer_format"]) == (5.0, "json_schema")
+    ((schema, temperature),) = model.schemas
+    assert schema["required"] == ["score", "reason"] and temperature == 0.0  # knobs pinned
+
+    refusing = StructuredModel(refuse=True)
+    grader = RelevanceGrader(
+        services=GraderServices(judge_provider=LangChainProvider(chat_model=refusing))
+    )
+    result = await grader.agrade("q", "a", {})
+    assert (result.score, result.identity["answer_format"]) == (3.0, "text")
+    assert len(refusing.seen) == 1  # then asked once as text
