@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "REDACTED",
     "SECRET_NAME_FRAGMENTS",
+    "RedactingFormatter",
     "RedactionPolicy",
     "compile_pattern",
     "is_secret_name",
@@ -232,6 +233,19 @@ class RedactionPolicy:
 
 DEFAULT_POLICY = RedactionPolicy()
 """The built-in names and patterns, no additions."""
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose whole output (message, arguments, traceback) is redacted: the
+    console is an exit too, and an isolated exception logged with its traceback quotes the
+    agent's, tool's or grader's message."""
+
+    def __init__(self, fmt: str | None = None, *, policy: RedactionPolicy | None = None) -> None:
+        super().__init__(fmt)
+        self.policy = policy or DEFAULT_POLICY
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.policy.text(super().format(record))
 
 
 def is_secret_name(name: str) -> bool:

@@ -12,16 +12,19 @@ the OTLP receiver received and what the judge server received. Zero hits.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import yaml
 
-from harness.cli import main
 from tests import openai_server as loopback
 from tests import otlp_receiver as otlp
 from tests.openai_server import reply, score
 
+ROOT = Path(__file__).resolve().parent.parent
 openai_server = loopback.openai_server
 otlp_receiver = otlp.otlp_receiver
 
@@ -262,8 +265,20 @@ def hits(label: str, data: bytes) -> list[str]:
     return [f"{label}: {kind}" for kind, needle in needles().items() if needle in text]
 
 
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
-    tmp_path, capsys, openai_server, otlp_receiver
+    tmp_path, openai_server, otlp_receiver
 ):
     openai_server.responder = judge_answer
     path = write_project(tmp_path, openai_server, otlp_receiver)
@@ -274,15 +289,19 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
         names = (f"{stem}.json", f"{stem}.xml", f"{stem}.md")
         return [a for flag, n in zip(flags, names, strict=True) for a in (flag, str(reports / n))]
 
-    code = main(["run", "--config", str(path), *report_args("run")])
-    run_console = capsys.readouterr()
-    assert code in (2, 3), run_console.out + run_console.err  # the planted failures count
+    # The real CLI in its own process, so its console (logging included) is what a user sees;
+    # --verbose: the debug log prints every exception the run isolates, with its traceback.
+    run_console = cli("--verbose", "run", "--config", str(path), *report_args("run"))
+    assert run_console.returncode in (2, 3), run_console.stdout + run_console.stderr
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
-    code = main(["grade", str(run_dir), "--config", str(path), *report_args("grade")])
-    grade_console = capsys.readouterr()
-    assert code in (2, 3), grade_console.out + grade_console.err
+    grade_console = cli(
+        "--verbose", "grade", str(run_dir), "--config", str(path), *report_args("grade")
+    )
+    assert grade_console.returncode in (2, 3), grade_console.stdout + grade_console.stderr
 
-    # The channels were exercised: the judge saw prompts, the receiver spans, the store rows.
+    # The channels were exercised: the judge saw prompts, the receiver spans, the store rows,
+    # the debug log the isolated exceptions.
+    assert "Traceback" in run_console.stderr and "(redacted)" in run_console.stderr
     assert openai_server.requests and otlp_receiver.spans()
     assert (run_dir / "results.sqlite").stat().st_size > 0
     assert list((run_dir / "traces").iterdir())
@@ -296,8 +315,8 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
     for file in sorted(reports.iterdir()):
         found += hits(file.name, file.read_bytes())
     for label, captured in (("run", run_console), ("grade", grade_console)):
-        found += hits(f"console {label} stdout", captured.out.encode())
-        found += hits(f"console {label} stderr", captured.err.encode())
+        found += hits(f"console {label} stdout", captured.stdout.encode())
+        found += hits(f"console {label} stderr", captured.stderr.encode())
     for i, request in enumerate(otlp_receiver.requests):
         found += hits(f"otlp request {i}", request.SerializeToString())
     for i, request in enumerate(openai_server.requests):

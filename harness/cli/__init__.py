@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Sequence
 
 from harness.errors import ExitCode, TracegradeError
+from harness.redaction import RedactingFormatter, redact_text
 
 __all__ = ["build_parser", "main"]
 
@@ -77,9 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The console is an exit like any other: log lines, tracebacks and error messages are
+    # printed through the redaction policy.
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
+        level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler]
     )
     if getattr(args, "handler", None) is None:
         parser.print_help()
@@ -87,13 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except TracegradeError as exc:
-        print(f"tracegrade: error: {exc}", file=sys.stderr)
+        print(f"tracegrade: error: {redact_text(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("tracegrade: interrupted", file=sys.stderr)
         return 130
     except Exception:  # the CLI's isolation point: anything else is a bug, exit 1
-        traceback.print_exc()
+        print(redact_text(traceback.format_exc()), end="", file=sys.stderr)
         print("tracegrade: internal error (exit 1); this is a bug", file=sys.stderr)
         return ExitCode.INTERNAL
 
