@@ -2,14 +2,17 @@
 
 ```
 {"format": "tracegrade.results", "version": 1, "run_id", "grading_id", "target", "targets",
- "identity", "questions": [{"target", "id", "split", "bundle", "tags", "composite",
- "objective", "degraded", "error", "error_type", "trace_id", "graders": [{"id", "score", "min",
- "max", "mapped", "reason", "error", "skipped", "binary", "passed", "must_pass", "weight",
- "threshold", "samples", "spread"}], "checks": [{"grader", "id", "version", "rubric",
- "rubric_version", "rubric_ref", "kind", "status", "severity", "required", "reason", ...}]}],
+ "identity", "questions": [{"target", "id", "trial", "split", "bundle", "tags", "composite",
+ "objective", "degraded", "error", "error_type", "trace_id", "passed", "content_sha256",
+ "rubrics", "tool_calls": [{"name", "args", "outcome"}] | null, "graders": [{"id", "score",
+ "min", "max", "mapped", "reason", "error", "skipped", "binary", "passed", "must_pass",
+ "weight", "threshold", "pass_bar", "samples", "spread", "details"}], "checks": [{"grader",
+ "id", "version", "rubric", "rubric_version", "rubric_ref", "kind", "status", "severity",
+ "required", "reason", ...}]}],
  "summary": {"<target>": {...}}, "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
 ```
-Version 1 only ever gains keys; a removed or renamed key is version 2.
+Version 1 only ever gains keys; a removed or renamed key is version 2. A question entry is a
+`harness.runs.record.QuestionResult` (every field documented there).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.runs.scoring import GraderScore, QuestionScore, pass_bar
+from harness.runs.record import QuestionResult
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -26,47 +29,18 @@ FORMAT = "tracegrade.results"
 VERSION = 1
 
 
-def _grader(g: GraderScore) -> dict[str, Any]:
-    return {
-        "id": g.grader_id,
-        "score": g.score,
-        "min": g.min_score,
-        "max": g.max_score,
-        "mapped": g.mapped,
-        "reason": g.reason,
-        "error": g.error,
-        "skipped": g.skipped,
-        "binary": g.binary,
-        "passed": g.passed,
-        "must_pass": g.must_pass,
-        "weight": g.weight,
-        "threshold": g.threshold,
-        "pass_bar": pass_bar(
-            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
-        ),
-        "samples": list(g.sample_scores),
-        "spread": g.spread,
-    }
+def _questions(outcome) -> list[dict[str, Any]]:
+    """Each question result as `QuestionResult` writes it, with the calls from the trace file
+    (arguments as exported: redacted), so `compare` can diff tool calls from this file alone."""
+    from harness.runs.history import tool_calls_of
 
-
-def _question(q: QuestionScore) -> dict[str, Any]:
-    return {
-        "target": q.target,
-        "id": q.question_id,
-        "split": q.split,
-        "bundle": q.bundle,
-        "tags": list(q.tags),
-        "composite": q.composite,
-        "objective": q.objective,
-        "degraded": q.degraded,
-        "error": q.error,
-        "error_type": q.error_type,
-        "trace_id": q.trace_id,
-        "graders": [_grader(g) for g in q.graders],
-        # Every rubric check, optional ones and those of errored graders too, with all a
-        # grader recorded (outcome, probabilities, confidence, rule, evidence...).
-        "checks": [{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
-    }
+    out = []
+    for t in outcome.targets:
+        calls = tool_calls_of(Path(outcome.run_dir), t.target)
+        for q in t.questions:
+            result = QuestionResult.from_score(q, tool_calls=calls.get(q.question_id))
+            out.append(result.model_dump(mode="json"))
+    return out
 
 
 def build_json_report(outcome) -> dict[str, Any]:
@@ -80,7 +54,7 @@ def build_json_report(outcome) -> dict[str, Any]:
         "target": ",".join(names),
         "targets": names,
         "identity": outcome.identity,
-        "questions": [_question(q) for t in outcome.targets for q in t.questions],
+        "questions": _questions(outcome),
         "summary": {
             t.target: {
                 "mode": t.mode,

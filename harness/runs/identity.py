@@ -22,6 +22,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from harness.errors import InputError
+from harness.runs.record import RunManifest
+
 __all__ = [
     "IDENTITY_FILE",
     "copy_grading_module",
@@ -29,6 +34,7 @@ __all__ = [
     "grader_code_hash",
     "package_versions",
     "read_identity",
+    "read_manifest",
     "sha256_file",
     "write_identity",
 ]
@@ -147,11 +153,35 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_identity(run_dir: Path, identity: Mapping[str, Any]) -> Path:
+    """Write the manifest, validated against `RunManifest` (a malformed one is a bug here,
+    not a file a later `show` or `compare` trips over)."""
     path = run_dir / IDENTITY_FILE
-    path.write_text(json.dumps(_jsonable(identity), indent=2) + "\n", encoding="utf-8")
+    manifest = RunManifest.model_validate(_jsonable(identity))
+    text = json.dumps(manifest.model_dump(mode="json"), indent=2)
+    path.write_text(text + "\n", encoding="utf-8")
     return path
 
 
 def read_identity(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / IDENTITY_FILE
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The manifest as a plain mapping (validated; a manifest of the first release gains the
+    defaults of its version: `version` 1, `repeats` 1)."""
+    return read_manifest(run_dir).model_dump(mode="json")
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    """The typed manifest of `run_dir`; a missing or malformed one is invalid input (exit 4)."""
+    path = Path(run_dir) / IDENTITY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"no run manifest at {path}", file=str(path)) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} is not a readable run manifest: {exc}", file=str(path)) from exc
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = "/" + "/".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"{path}: {first['msg']} at {key}", file=str(path), key=key
+        ) from exc

@@ -217,9 +217,13 @@ class QuestionScore:
     """The question's id."""
     target: str = ""
     """The target it ran against."""
+    trial: int = 0
+    """Trial index (0-based) when the target repeats each question."""
     split: str | None = None
     bundle: str | None = None
     tags: list[str] = field(default_factory=list)
+    content_sha256: str | None = None
+    """Fingerprint of the question's content (input, expected, expected_tools, rubric_ref)."""
     graders: list[GraderScore] = field(default_factory=list)
     """Each attached grader's aggregated verdict, in attachment order."""
     error: str | None = None

@@ -6,8 +6,8 @@ rewrites what it already wrote. Re-grading adds rows under a new grading id.
 
 Result rows carry no tool arguments (seed 000): the tool-call record stays in the run's trace
 file; a row only says whether a record existed and how many calls it held. Every text a row
-holds (the question as authored, its input and messages, the answer, errors, grader reasons and
-rubric check entries) is written through the run's redaction policy: graders saw the raw values
+holds (the question as authored, its input and messages, the answer, errors, grader reasons,
+rubric check entries and grader details) is written through the run's redaction policy: graders saw the raw values
 in memory, the file keeps only redacted copies.
 """
 
@@ -22,11 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from harness.errors import InputError
+from harness.runs.record import question_fingerprint
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 
-__all__ = ["STORE_FILE", "QuestionRun", "ResultStore"]
+__all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
+
+SCHEMA_VERSION = 1
+"""`PRAGMA user_version` of a store this release writes. 0: the first release (no version,
+no trials, graders' details dropped); 1: a trial index on every row, graders' details kept,
+each question's content fingerprint (what `compare` checks for drift)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,6 +46,7 @@ CREATE TABLE IF NOT EXISTS gradings (
 CREATE TABLE IF NOT EXISTS questions (
     target TEXT NOT NULL,
     question_id TEXT NOT NULL,
+    trial INTEGER NOT NULL DEFAULT 0,
     ordinal INTEGER NOT NULL,
     split TEXT, bundle TEXT, tags TEXT NOT NULL,
     row TEXT NOT NULL,
@@ -51,12 +59,14 @@ CREATE TABLE IF NOT EXISTS questions (
     has_record INTEGER NOT NULL,
     tool_call_count INTEGER,
     finished TEXT NOT NULL,
-    PRIMARY KEY (target, question_id)
+    content_sha256 TEXT,
+    PRIMARY KEY (target, question_id, trial)
 );
 CREATE TABLE IF NOT EXISTS grades (
     grading_id INTEGER NOT NULL,
     target TEXT NOT NULL,
     question_id TEXT NOT NULL,
+    trial INTEGER NOT NULL DEFAULT 0,
     position INTEGER NOT NULL,
     grader_id TEXT NOT NULL,
     score REAL, min_score REAL NOT NULL, max_score REAL NOT NULL, mapped REAL,
@@ -65,17 +75,48 @@ CREATE TABLE IF NOT EXISTS grades (
     weight REAL NOT NULL, must_pass INTEGER NOT NULL, threshold REAL NOT NULL,
     samples TEXT NOT NULL,
     checks TEXT NOT NULL,
-    PRIMARY KEY (grading_id, target, question_id, position)
+    details TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (grading_id, target, question_id, trial, position)
 );
 CREATE TABLE IF NOT EXISTS scores (
     grading_id INTEGER NOT NULL,
     target TEXT NOT NULL,
     question_id TEXT NOT NULL,
+    trial INTEGER NOT NULL DEFAULT 0,
     composite REAL, objective REAL,
     degraded INTEGER NOT NULL,
     error TEXT, error_type TEXT,
-    PRIMARY KEY (grading_id, target, question_id)
+    PRIMARY KEY (grading_id, target, question_id, trial)
 );
+"""
+
+# Version 0 -> 1: SQLite cannot change a primary key in place, so each table with a new key is
+# rebuilt (created under a new name, filled, swapped). Columns a version-0 row lacks take their
+# defaults (trial 0, no details); the content fingerprint is computed from the stored row.
+_MIGRATE_0_TO_1 = """
+ALTER TABLE questions RENAME TO questions_v0;
+ALTER TABLE grades RENAME TO grades_v0;
+ALTER TABLE scores RENAME TO scores_v0;
+""" + _SCHEMA + """
+INSERT INTO questions (target, question_id, trial, ordinal, split, bundle, tags, row, input,
+    messages, response, error, error_type, trace_id, latency_s, usage, has_record,
+    tool_call_count, finished)
+  SELECT target, question_id, 0, ordinal, split, bundle, tags, row, input, messages, response,
+    error, error_type, trace_id, latency_s, usage, has_record, tool_call_count, finished
+  FROM questions_v0;
+INSERT INTO grades (grading_id, target, question_id, trial, position, grader_id, score,
+    min_score, max_score, mapped, reason, error, skipped, binary, weight, must_pass, threshold,
+    samples, checks)
+  SELECT grading_id, target, question_id, 0, position, grader_id, score, min_score, max_score,
+    mapped, reason, error, skipped, binary, weight, must_pass, threshold, samples, checks
+  FROM grades_v0;
+INSERT INTO scores (grading_id, target, question_id, trial, composite, objective, degraded,
+    error, error_type)
+  SELECT grading_id, target, question_id, 0, composite, objective, degraded, error, error_type
+  FROM scores_v0;
+DROP TABLE questions_v0;
+DROP TABLE grades_v0;
+DROP TABLE scores_v0;
 """
 
 
@@ -86,6 +127,8 @@ class QuestionRun:
     target: str
     """The target it ran against."""
     question_id: str
+    trial: int = 0
+    """Trial index (0-based) when the target repeats each question."""
     ordinal: int = 0
     """Position of the question in the selection, so reports keep dataset order."""
     split: str | None = None
@@ -109,6 +152,8 @@ class QuestionRun:
     """A tool-call record existed (agent mode, captured). False in chat mode."""
     tool_call_count: int | None = None
     """Number of calls in the record; None when no record exists."""
+    content_sha256: str | None = None
+    """Fingerprint of the question's content (computed from `row` when not given)."""
 
 
 _dumps = json.JSONEncoder(default=str).encode
@@ -124,23 +169,95 @@ def _now() -> str:
 
 
 class ResultStore:
-    """The SQLite results file of one run directory."""
+    """The SQLite results file of one run directory.
 
-    def __init__(self, path: Path | str, *, redaction: RedactionPolicy = DEFAULT_POLICY) -> None:
+    Opening a store written by an older release migrates it to `SCHEMA_VERSION` in one
+    transaction; `open_readonly` migrates an in-memory copy instead, so reading a run (`show`,
+    `compare`) never changes its files. A store newer than this release is refused (exit 4).
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        readonly: bool = False,
+        redaction: RedactionPolicy = DEFAULT_POLICY,
+    ) -> None:
         self.path = Path(path)
         self.redaction = redaction
         """Applied to every text written (reading returns what was written)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        if readonly:
+            if not self.path.is_file():
+                raise InputError(f"no results store at {self.path}", file=str(self.path))
+            source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
+            try:
+                source.backup(self._db)
+            except sqlite3.DatabaseError as exc:
+                raise InputError(
+                    f"{self.path} is not a readable results store: {exc}", file=str(self.path)
+                ) from exc
+            finally:
+                source.close()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
 
     @classmethod
     def in_run_dir(
         cls, run_dir: Path | str, *, redaction: RedactionPolicy = DEFAULT_POLICY
     ) -> ResultStore:
         return cls(Path(run_dir) / STORE_FILE, redaction=redaction)
+
+    @classmethod
+    def open_readonly(cls, run_dir: Path | str) -> ResultStore:
+        """The store of `run_dir`, migrated in memory: the file is read, never written."""
+        return cls(Path(run_dir) / STORE_FILE, readonly=True)
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        db = self._db
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise InputError(
+                f"{self.path} has store schema version {version}, newer than this tracegrade "
+                f"reads ({SCHEMA_VERSION})",
+                file=str(self.path),
+                hint="upgrade tracegrade to read this run",
+            )
+        if version == SCHEMA_VERSION:
+            return
+        exists = db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'questions'"
+        ).fetchone()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not exists:
+                for statement in _statements(_SCHEMA):
+                    db.execute(statement)
+            elif version == 0:
+                for statement in _statements(_MIGRATE_0_TO_1):
+                    db.execute(statement)
+                rows = db.execute("SELECT target, question_id, trial, row FROM questions")
+                db.executemany(
+                    "UPDATE questions SET content_sha256 = ? "
+                    "WHERE target = ? AND question_id = ? AND trial = ?",
+                    [
+                        (question_fingerprint(json.loads(r[3])), r[0], r[1], r[2])
+                        for r in rows.fetchall()
+                    ],
+                )
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -187,18 +304,25 @@ class ResultStore:
         """Write one finished question (run row, grade rows, score row) in one transaction."""
         db = self._db
         redact = self.redaction
+        row = redact.value(run.row)
+        # From the row as stored, so a run migrated from an older store (fingerprinted from
+        # its stored row) and a new run fingerprint the same question alike.
+        fingerprint = run.content_sha256 or question_fingerprint(row)
+        score.content_sha256 = fingerprint
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
-                "INSERT OR REPLACE INTO questions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO questions ({', '.join(_QUESTION_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(_QUESTION_COLUMNS))})",
                 (
                     run.target,
                     run.question_id,
+                    run.trial,
                     run.ordinal,
                     run.split,
                     run.bundle,
                     json.dumps(run.tags),
-                    _dumps(redact.value(run.row)),
+                    _dumps(row),
                     redact.text(run.input),
                     _dumps(redact.value(run.messages)),
                     redact.answer(run.response),
@@ -210,6 +334,7 @@ class ResultStore:
                     int(run.has_record),
                     run.tool_call_count,
                     _now(),
+                    fingerprint,
                 ),
             )
             self._write_score(run.target, score, grading_id)
@@ -231,12 +356,14 @@ class ResultStore:
     def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
         redact = self.redaction
         self._db.executemany(
-            "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO grades ({', '.join(_GRADE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(_GRADE_COLUMNS))})",
             [
                 (
                     grading_id,
                     target,
                     score.question_id,
+                    score.trial,
                     position,
                     g.grader_id,
                     g.score,
@@ -252,16 +379,19 @@ class ResultStore:
                     g.threshold,
                     json.dumps(g.sample_scores),
                     _dumps(redact.value(g.checks)),
+                    _dumps(redact.value(g.details)),
                 )
                 for position, g in enumerate(score.graders)
             ],
         )
         self._db.execute(
-            "INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO scores (grading_id, target, question_id, trial, composite, "
+            "objective, degraded, error, error_type) VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 grading_id,
                 target,
                 score.question_id,
+                score.trial,
                 score.composite,
                 score.objective,
                 int(score.degraded),
@@ -272,44 +402,37 @@ class ResultStore:
 
     # -- reading ---------------------------------------------------------------------------
     def finished_ids(self, target: str) -> set[str]:
-        """Questions of `target` already committed (what `--resume` skips)."""
-        rows = self._db.execute("SELECT question_id FROM questions WHERE target = ?", (target,))
-        return {r[0] for r in rows}
+        """Question ids of `target` with at least one committed trial."""
+        return {qid for qid, _trial in self.finished_trials(target)}
+
+    def finished_trials(self, target: str) -> set[tuple[str, int]]:
+        """(question id, trial) pairs of `target` already committed."""
+        rows = self._db.execute(
+            "SELECT question_id, trial FROM questions WHERE target = ?", (target,)
+        )
+        return {(r[0], r[1]) for r in rows}
 
     def targets(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT target FROM questions ORDER BY target")
         return [r[0] for r in rows]
 
     def load_runs(self, target: str | None = None) -> list[QuestionRun]:
-        """The stored question runs (in selection order)."""
-        sql = "SELECT * FROM questions"
+        """The stored question runs (in selection order, trials in order)."""
+        sql = f"SELECT {', '.join(_QUESTION_COLUMNS)} FROM questions"
         args: tuple[Any, ...] = ()
         if target is not None:
             sql += " WHERE target = ?"
             args = (target,)
-        rows = self._db.execute(sql + " ORDER BY target, ordinal", args).fetchall()
-        return [
-            QuestionRun(
-                target=r[0],
-                question_id=r[1],
-                ordinal=r[2],
-                split=r[3],
-                bundle=r[4],
-                tags=json.loads(r[5]),
-                row=json.loads(r[6]),
-                input=r[7],
-                messages=json.loads(r[8]),
-                response=r[9],
-                error=r[10],
-                error_type=r[11],
-                trace_id=r[12],
-                latency_s=r[13],
-                usage=json.loads(r[14]),
-                has_record=bool(r[15]),
-                tool_call_count=r[16],
-            )
-            for r in rows
-        ]
+        rows = self._db.execute(sql + " ORDER BY target, ordinal, trial", args).fetchall()
+        out = []
+        for values in rows:
+            r = dict(zip(_QUESTION_COLUMNS, values, strict=True))
+            del r["finished"]
+            for key in ("tags", "row", "messages", "usage"):
+                r[key] = json.loads(r[key])
+            r["has_record"] = bool(r["has_record"])
+            out.append(QuestionRun(**r))
+        return out
 
     def load_scores(
         self, *, grading_id: int | None = None, target: str | None = None
@@ -321,49 +444,55 @@ class ResultStore:
             if grading_id is None:
                 return []
         # Only the columns a score needs: rows, inputs and responses stay on disk.
-        sql = "SELECT target, question_id, split, bundle, tags, trace_id FROM questions"
+        sql = (
+            "SELECT target, question_id, trial, split, bundle, tags, trace_id, content_sha256 "
+            "FROM questions"
+        )
         args: tuple[Any, ...] = ()
         if target is not None:
             sql += " WHERE target = ?"
             args = (target,)
         runs = {
-            (r[0], r[1]): {
-                "split": r[2],
-                "bundle": r[3],
-                "tags": json.loads(r[4]),
-                "trace_id": r[5],
+            (r[0], r[1], r[2]): {
+                "split": r[3],
+                "bundle": r[4],
+                "tags": json.loads(r[5]),
+                "trace_id": r[6],
+                "content_sha256": r[7],
             }
-            for r in self._db.execute(sql + " ORDER BY target, ordinal", args)
+            for r in self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
         }
-        grades: dict[tuple[str, str], list[GraderScore]] = {}
+        grades: dict[tuple[str, str, int], list[GraderScore]] = {}
         for r in self._db.execute(
-            "SELECT target, question_id, grader_id, score, min_score, max_score, reason, error, "
-            "binary, weight, must_pass, threshold, samples, checks FROM grades "
-            "WHERE grading_id = ? ORDER BY target, question_id, position",
+            "SELECT target, question_id, trial, grader_id, score, min_score, max_score, reason, "
+            "error, binary, weight, must_pass, threshold, samples, checks, details FROM grades "
+            "WHERE grading_id = ? ORDER BY target, question_id, trial, position",
             (grading_id,),
         ):
-            grades.setdefault((r[0], r[1]), []).append(
+            grades.setdefault((r[0], r[1], r[2]), []).append(
                 GraderScore(
-                    grader_id=r[2],
-                    score=r[3],
-                    min_score=r[4],
-                    max_score=r[5],
-                    reason=r[6],
-                    error=bool(r[7]),
-                    binary=bool(r[8]),
-                    weight=r[9],
-                    must_pass=bool(r[10]),
-                    threshold=r[11],
-                    sample_scores=json.loads(r[12]),
-                    checks=json.loads(r[13]),
+                    grader_id=r[3],
+                    score=r[4],
+                    min_score=r[5],
+                    max_score=r[6],
+                    reason=r[7],
+                    error=bool(r[8]),
+                    binary=bool(r[9]),
+                    weight=r[10],
+                    must_pass=bool(r[11]),
+                    threshold=r[12],
+                    sample_scores=json.loads(r[13]),
+                    checks=json.loads(r[14]),
+                    details=json.loads(r[15]),
                 )
             )
         # The error is the grading's own: a re-grade can degrade a question the run scored
         # (its record missing from the trace file).
         scored = {
-            (r[0], r[1]): (r[2], r[3])
+            (r[0], r[1], r[2]): (r[3], r[4])
             for r in self._db.execute(
-                "SELECT target, question_id, error, error_type FROM scores WHERE grading_id = ?",
+                "SELECT target, question_id, trial, error, error_type FROM scores "
+                "WHERE grading_id = ?",
                 (grading_id,),
             )
         }
@@ -376,6 +505,7 @@ class ResultStore:
                     QuestionScore(
                         question_id=key[1],
                         target=key[0],
+                        trial=key[2],
                         graders=grades.get(key, []),
                         error=scored[key][0],
                         error_type=scored[key][1],
@@ -384,3 +514,56 @@ class ResultStore:
                 )
             )
         return out
+
+
+_QUESTION_COLUMNS = (
+    "target",
+    "question_id",
+    "trial",
+    "ordinal",
+    "split",
+    "bundle",
+    "tags",
+    "row",
+    "input",
+    "messages",
+    "response",
+    "error",
+    "error_type",
+    "trace_id",
+    "latency_s",
+    "usage",
+    "has_record",
+    "tool_call_count",
+    "finished",
+    "content_sha256",
+)
+
+_GRADE_COLUMNS = (
+    "grading_id",
+    "target",
+    "question_id",
+    "trial",
+    "position",
+    "grader_id",
+    "score",
+    "min_score",
+    "max_score",
+    "mapped",
+    "reason",
+    "error",
+    "skipped",
+    "binary",
+    "weight",
+    "must_pass",
+    "threshold",
+    "samples",
+    "checks",
+    "details",
+)
+
+
+def _statements(script: str) -> list[str]:
+    """A script split into statements, so a migration runs inside the caller's transaction
+    (`executescript` would commit first)."""
+    return [s.strip() for s in script.split(";") if s.strip()]
