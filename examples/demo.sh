@@ -3,6 +3,8 @@
 #
 #   1. the agent following its policy      -> its gate passes            (expected exit 0)
 #   2. the same agent with planted mistakes -> its gate fails, each named (expected exit 2)
+#   3. tracegrade compare of the two runs   -> the regressed questions with their tool-call
+#                                              differences, and the paired statistics (exit 2)
 #
 # No key, no network, no GPU: the agents run on a scripted chat model. The first run creates
 # .venv in the checkout if it is missing (that step alone needs the package index, or a local
@@ -47,6 +49,11 @@ passing=$?
 run_target support_desk_regressed
 regressed=$?
 
+step "tracegrade compare $OUT/support_desk.json $OUT/support_desk_regressed.json"
+"$TRACEGRADE_BIN" compare "$OUT/support_desk.json" "$OUT/support_desk_regressed.json" \
+  --markdown "$OUT/compare.md" --json "$OUT/compare.json"
+compared=$?
+
 for target in support_desk support_desk_regressed; do
   if [ -f "$OUT/$target.md" ]; then
     step "Markdown report of $target ($OUT/$target.md)"
@@ -71,9 +78,10 @@ for code in 0 1 2 3 4 5; do printf '  %s  %s\n' "$code" "$(meaning "$code")"; do
 echo
 printf '  support_desk            exited %s (%s), expected 0\n' "$passing" "$(meaning "$passing")"
 printf '  support_desk_regressed  exited %s (%s), expected 2\n' "$regressed" "$(meaning "$regressed")"
-echo "  reports: $OUT/ (Markdown, JUnit XML, JSON)"
+printf '  compare                 exited %s (%s), expected 2\n' "$compared" "$([ "$compared" -eq 2 ] && echo 'the candidate regressed' || meaning "$compared")"
+echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json)"
 
-if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ]; then
+if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ]; then
   echo
   echo "demo: as expected. The regressed agent's mistakes were caught from what it did, not what it said."
   exit 0

@@ -187,6 +187,51 @@ def test_demo_exits_0_after_a_passing_and_a_regressed_run(demo):
     assert "support_desk_regressed  exited 2" in demo.stdout
 
 
+def test_the_demo_compare_names_exactly_the_four_regressed_questions(demo, checkout):
+    reports = checkout / "reports"
+    assert "compare                 exited 2" in demo.stdout
+    data = json.loads((reports / "compare.json").read_text())
+    assert data["exit_code"] == 2 and data["regressed"]
+    newly = {q["id"]: q for q in data["questions"] if q["status"] == "newly_failing"}
+    assert set(newly) == {
+        "book_consultation",
+        "book_without_check",
+        "cancel_booking",
+        "refund_over_limit",
+    }
+    assert all(q["status"] == "still_passing" for q in data["questions"] if q["id"] not in newly)
+    changes = {
+        qid: {(t["kind"], t["name"]): t["changed"] for t in q["tool_changes"]}
+        for qid, q in newly.items()
+    }
+    assert changes["book_consultation"] == {
+        ("changed", "book_appointment"): {"date": ["2026-12-03", "2026-12-04"]}
+    }
+    assert changes["book_without_check"] == {("disappeared", "check_availability"): {}}
+    assert changes["cancel_booking"] == {("disappeared", "cancel_booking"): {}}
+    assert changes["refund_over_limit"] == {
+        ("disappeared", "escalate_to_human"): {},
+        ("appeared", "issue_refund"): {},
+    }
+    assert data["mcnemar"]["pass_to_fail"] == 4 and data["mcnemar"]["fail_to_pass"] == 0
+    assert data["composite_delta"]["high"] < 0
+    assert "(disappeared)" in demo.stdout and "exact McNemar p = 0.125" in demo.stdout
+
+
+def test_the_demo_run_compared_with_itself_exits_0(demo, checkout):
+    report = checkout / "reports" / "support_desk.json"
+    done = subprocess.run(
+        [str(TRACEGRADE), "compare", str(report), str(report)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "9 question(s) compared" in done.stdout
+    assert "newly failing" not in done.stdout
+    assert "verdict: no regression" in done.stdout
+
+
 def test_the_passing_target_passes_every_grader(demo, checkout):
     report = json.loads((checkout / "reports" / "support_desk.json").read_text())
     assert report["gate"]["exit_code"] == 0

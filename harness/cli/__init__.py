@@ -18,7 +18,17 @@ from harness.redaction import RedactingFormatter, redact_text
 
 __all__ = ["build_parser", "main"]
 
-SUBCOMMANDS: tuple[str, ...] = ("validate", "graders", "targets", "run", "grade", "export")
+SUBCOMMANDS: tuple[str, ...] = (
+    "validate",
+    "graders",
+    "targets",
+    "run",
+    "grade",
+    "runs",
+    "show",
+    "compare",
+    "export",
+)
 
 EPILOG = """\
 exit codes:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import EPILOG
+from harness.cli.compare import add_compare_flags, fail_on_of
 from harness.reports.flags import add_report_flags, write_reports
 
 __all__ = ["register", "run"]
@@ -53,6 +54,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--resume", default=None, metavar="RUN_ID", help="finish an interrupted run"
     )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="RUN_OR_JSON",
+        help="after the run, compare it with this run (id or dir) or results JSON; "
+        "a regression joins the gate (exit 2) and every report",
+    )
+    add_compare_flags(parser)
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -63,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.runs.lifecycle import ANSWERS_VERBATIM_NOTE, Selection, resume_run, start_run
 
     config = load_config(args.config)
+    baseline = None
+    if args.baseline:  # read before the run: a bad baseline is exit 4 before anything runs
+        from harness.runs.history import load_comparable
+
+        baseline = load_comparable(args.baseline, config_path=args.config)
     progress = Progress(quiet=args.quiet)
 
     started: list[Path] = []
@@ -107,5 +121,30 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         progress.close()
+    if baseline is not None:
+        _compare_with_baseline(args, outcome, baseline)
     write_reports(args, outcome)
     return outcome.exit_code
+
+
+def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:
+    """Attach the comparison to the outcome; a refused one (drift) is a note and exit 4, the
+    run's own reports still written."""
+    from harness.errors import TracegradeError
+    from harness.runs.compare import compare_runs
+    from harness.runs.history import load_stored_run
+
+    candidate = load_stored_run(outcome.run_dir, grading=outcome.grading_id, label=outcome.run_id)
+    try:
+        outcome.comparison = compare_runs(
+            baseline,
+            candidate,
+            allow_drift=args.allow_drift,
+            fail_on=fail_on_of(args),
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+    except TracegradeError as exc:
+        print(f"tracegrade: error: baseline comparison: {exc}", file=sys.stderr)
+        outcome.notes.append(f"baseline comparison refused: {exc}")
+        outcome.extra_exit_codes.append(int(exc.exit_code))

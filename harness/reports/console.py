@@ -78,6 +78,13 @@ def render_console(outcome, *, worst: int = 5) -> str:
                 lines.append(f"    {q.question_id}: composite {fmt(q.composite)}{trace}")
                 for reason in question_reasons(q):
                     lines.append(f"      {reason}")
+    comparison = getattr(outcome, "comparison", None)
+    if comparison is not None:
+        from harness.reports.compare_report import render_comparison_console
+
+        lines.append("")
+        lines.append("against the baseline:")
+        lines.extend(render_comparison_console(comparison).rstrip("\n").split("\n"))
     lines.append("")
     lines.append(f"exit code {outcome.exit_code}")
     return "\n".join(lines) + "\n"

@@ -76,7 +76,17 @@ def build_json_report(outcome) -> dict[str, Any]:
             "targets": {t.target: t.verdict.to_dict() for t in outcome.targets},
         },
         "notes": list(outcome.notes),
+        "comparison": _comparison(outcome),
     }
+
+
+def _comparison(outcome) -> dict[str, Any] | None:
+    comparison = getattr(outcome, "comparison", None)
+    if comparison is None:
+        return None
+    from harness.reports.compare_report import comparison_to_dict
+
+    return comparison_to_dict(comparison)
 
 
 def write_json_report(outcome, path: Path | str) -> Path:

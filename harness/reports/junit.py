@@ -95,6 +95,20 @@ def _suite_properties(suite: ET.Element, verdict) -> None:
             ET.SubElement(props, "property", name=name, value=str(value))
 
 
+def _comparison_suite(root: ET.Element, comparison) -> int:
+    suite = ET.SubElement(root, "testsuite", name="baseline comparison", tests="1")
+    case = ET.SubElement(
+        suite, "testcase", classname="baseline comparison", name=f"against {comparison.base}"
+    )
+    reasons = comparison.regressions
+    suite.set("failures", str(int(bool(reasons))))
+    suite.set("errors", "0")
+    if reasons:
+        failure = ET.SubElement(case, "failure", message=reasons[0])
+        failure.text = "\n".join(reasons)
+    return int(bool(reasons))
+
+
 def render_junit(outcome) -> str:
     """The XML document (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
@@ -113,6 +127,10 @@ def render_junit(outcome) -> str:
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
         total_f, total_e, total_t = total_f + failures, total_e + errors, total_t + len(t.questions)
+    comparison = getattr(outcome, "comparison", None)
+    if comparison is not None:  # one test: "no regression against the baseline"
+        failed = _comparison_suite(root, comparison)
+        total_t, total_f = total_t + 1, total_f + failed
     root.set("tests", str(total_t))
     root.set("failures", str(total_f))
     root.set("errors", str(total_e))

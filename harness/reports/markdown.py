@@ -73,6 +73,11 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
                     f"| `{q.question_id}` | {fmt(q.composite)} | {_cell(why)} | `{q.trace_id or '-'}` |"
                 )
             lines += ["", "</details>"]
+    comparison = getattr(outcome, "comparison", None)
+    if comparison is not None:
+        from harness.reports.compare_report import render_comparison_markdown
+
+        lines += ["", *render_comparison_markdown(comparison).rstrip("\n").split("\n")]
     return "\n".join(lines) + "\n"
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "grader_code_hash",
     "package_versions",
     "read_identity",
+    "read_json_file",
     "read_manifest",
     "sha256_file",
     "write_identity",
@@ -168,20 +169,23 @@ def read_identity(run_dir: Path) -> dict[str, Any]:
     return read_manifest(run_dir).model_dump(mode="json")
 
 
+def read_json_file(path: Path, what: str) -> Any:
+    """A JSON file's content; missing or unreadable is invalid input (exit 4) naming `what`."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"no {what} at {path}", file=str(path)) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} is not a readable {what}: {exc}", file=str(path)) from exc
+
+
 def read_manifest(run_dir: Path) -> RunManifest:
     """The typed manifest of `run_dir`; a missing or malformed one is invalid input (exit 4)."""
     path = Path(run_dir) / IDENTITY_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"no run manifest at {path}", file=str(path)) from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not a readable run manifest: {exc}", file=str(path)) from exc
+    data = read_json_file(path, "run manifest")
     try:
         return RunManifest.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = "/" + "/".join(str(p) for p in first["loc"])
-        raise InputError(
-            f"{path}: {first['msg']} at {key}", file=str(path), key=key
-        ) from exc
+        raise InputError(f"{path}: {first['msg']} at {key}", file=str(path), key=key) from exc

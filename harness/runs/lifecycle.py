@@ -126,10 +126,18 @@ class RunOutcome:
     grading_id: int
     notes: list[str] = field(default_factory=list)
     """Operator notes: export failures, resumed questions, changed datasets..."""
+    comparison: Any = None
+    """With `run --baseline`: the `harness.runs.compare.Comparison` against the baseline,
+    whose regression verdict joins the gate."""
+    extra_exit_codes: list[int] = field(default_factory=list)
+    """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""
 
     @property
     def exit_code(self) -> int:
-        return combine_exit_codes(t.verdict.exit_code for t in self.targets)
+        codes = [t.verdict.exit_code for t in self.targets] + list(self.extra_exit_codes)
+        if self.comparison is not None:
+            codes.append(self.comparison.exit_code)
+        return combine_exit_codes(codes)
 
 
 def new_run_id() -> str:

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 from harness.errors import InputError
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
 from harness.runs.record import question_fingerprint
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 
@@ -93,11 +93,14 @@ CREATE TABLE IF NOT EXISTS scores (
 # Version 0 -> 1: SQLite cannot change a primary key in place, so each table with a new key is
 # rebuilt (created under a new name, filled, swapped). Columns a version-0 row lacks take their
 # defaults (trial 0, no details); the content fingerprint is computed from the stored row.
-_MIGRATE_0_TO_1 = """
+_MIGRATE_0_TO_1 = (
+    """
 ALTER TABLE questions RENAME TO questions_v0;
 ALTER TABLE grades RENAME TO grades_v0;
 ALTER TABLE scores RENAME TO scores_v0;
-""" + _SCHEMA + """
+"""
+    + _SCHEMA
+    + """
 INSERT INTO questions (target, question_id, trial, ordinal, split, bundle, tags, row, input,
     messages, response, error, error_type, trace_id, latency_s, usage, has_record,
     tool_call_count, finished)
@@ -118,6 +121,7 @@ DROP TABLE questions_v0;
 DROP TABLE grades_v0;
 DROP TABLE scores_v0;
 """
+)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,108 @@
+"""`tracegrade compare BASE CAND`: is the candidate worse than the baseline?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import EPILOG
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Compare two runs question by question. BASE and CAND are run ids (under the config's runs_dir),
+run directories, or JSON results files written by `run --json` (a CI job can compare against
+the artifact of the main branch's last run without its run directory).
+
+Questions are aligned by target and question id (a question's repeated trials together: it
+passes when every trial passed). A question whose content (input, expected, expected_tools,
+rubric_ref) or rubric versions differ between the runs is refused with exit 4, naming it,
+unless --allow-drift lists it apart. For each question: newly failing or passing, per-grader
+score deltas and the tool-call difference (calls that appeared, disappeared or changed
+arguments). Over all: the exact McNemar test on pass/fail and a seeded paired bootstrap
+interval on the mean composite delta.
+
+Exit 2 when the candidate regresses (--fail-on, repeatable; default must-pass and significant):
+  must-pass    a question newly fails a must-pass grader
+  significant  the composite interval lies wholly below zero
+  any          any question newly failing, or either of the above
+exit 0 otherwise; 4 on drift or bad input; 5 when no question is in both runs.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare a candidate run with a baseline; exit 2 on regression",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("base", metavar="BASE", help="baseline: run id, run dir or results JSON")
+    parser.add_argument("cand", metavar="CAND", help="candidate: run id, run dir or results JSON")
+    add_compare_flags(parser)
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown"
+    )
+    parser.set_defaults(handler=run)
+
+
+def add_compare_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags `compare` shares with `run --baseline`."""
+    parser.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="compare despite questions that differ between the runs (listed apart)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        choices=("must-pass", "significant", "any"),
+        default=None,
+        help="what counts as a regression (repeatable; default must-pass and significant)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)"
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="bootstrap resamples (default 10000)",
+    )
+
+
+def fail_on_of(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(args.fail_on or ("must-pass", "significant"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.reports.compare_report import (
+        render_comparison_console,
+        write_comparison_json,
+        write_comparison_markdown,
+    )
+    from harness.runs.compare import compare_runs
+    from harness.runs.history import load_comparable
+
+    base = load_comparable(args.base, config_path=args.config)
+    cand = load_comparable(args.cand, config_path=args.config)
+    comparison = compare_runs(
+        base,
+        cand,
+        allow_drift=args.allow_drift,
+        fail_on=fail_on_of(args),
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    sys.stdout.write(render_comparison_console(comparison))
+    if args.json:
+        write_comparison_json(comparison, args.json)
+    if args.markdown:
+        write_comparison_markdown(comparison, args.markdown)
+    return comparison.exit_code

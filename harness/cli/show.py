@@ -1,0 +1,46 @@
+"""`tracegrade show RUN`: print a stored grading with the usual report flags; nothing re-graded,
+no provider called."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from harness.cli import EPILOG
+from harness.reports.flags import add_report_flags, write_reports
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Print a stored grading of a run (the latest by default) as `run` printed it: the console
+report, and the report files the flags ask for. Nothing runs, nothing is re-graded, no judge is
+called; the gate is decided again from the stored scores and the run's own gate settings, and
+the exit code is that gate's. A run from an older release is read without changing its files.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "show",
+        help="print a stored run's report (no re-grade)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dir", metavar="RUN", help="run directory, or run id under runs_dir")
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument(
+        "--grading", type=int, default=None, metavar="N", help="which grading (default latest)"
+    )
+    add_report_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.runs.history import load_outcome, resolve_run
+
+    run_dir = resolve_run(args.run_dir, config_path=args.config)
+    outcome = load_outcome(run_dir, grading=args.grading)
+    write_reports(args, outcome)
+    return outcome.exit_code

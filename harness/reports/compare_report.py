@@ -1,0 +1,257 @@
+"""A comparison of two runs (`harness.runs.compare.Comparison`) as console text, Markdown and
+a JSON mapping (`format: tracegrade.comparison`, version 1; only ever gains keys)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.reports.common import fmt
+
+__all__ = [
+    "COMPARISON_FORMAT",
+    "comparison_to_dict",
+    "render_comparison_console",
+    "render_comparison_markdown",
+    "write_comparison_json",
+    "write_comparison_markdown",
+]
+
+COMPARISON_FORMAT = "tracegrade.comparison"
+
+
+def _value(v: Any) -> str:
+    text = json.dumps(v, default=str, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _call(name: str, args: dict[str, Any]) -> str:
+    return f"{name}({', '.join(f'{k}={_value(v)}' for k, v in args.items())})"
+
+
+def tool_change_lines(change: Any) -> str:
+    """`+ lookup(city="Rome")`, `- book(...)`, `~ book: slot "10:00" -> "11:00"`."""
+    if change.kind == "appeared":
+        return f"+ {_call(change.name, change.args)}  (appeared)"
+    if change.kind == "disappeared":
+        return f"- {_call(change.name, change.args)}  (disappeared)"
+    diffs = ", ".join(f"{k} {_value(a)} -> {_value(b)}" for k, (a, b) in change.changed.items())
+    return f"~ {change.name}: {diffs}  (changed)"
+
+
+def _signed(v: float | None) -> str:
+    return "-" if v is None else ("+" if v > 0 else "") + fmt(v)
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _question_lines(q: Any, indent: str) -> list[str]:
+    head = f"{q.question_id}: composite {fmt(q.base_composite)} -> {fmt(q.cand_composite)}"
+    head += f" ({_signed(q.composite_delta)})"
+    if max(q.trials) > 1:
+        head += f"; pass rate {_rate(q.base_pass_rate)} -> {_rate(q.cand_pass_rate)}"
+    lines = [indent + head]
+    if q.must_pass_newly_failing:
+        lines.append(f"{indent}  must-pass newly failing: {', '.join(q.must_pass_newly_failing)}")
+    if q.cand_error and q.cand_error != q.base_error:
+        lines.append(f"{indent}  candidate agent error: {q.cand_error}")
+    for g in q.graders:
+        if g.delta or g.base_passed != g.cand_passed:
+            lines.append(
+                f"{indent}  {g.grader_id} {fmt(g.base)} -> {fmt(g.cand)} / {fmt(g.max_score)}"
+                f" ({_signed(g.delta)})"
+            )
+    if q.tool_changes:
+        lines.append(f"{indent}  tool calls:")
+        lines += [f"{indent}    {tool_change_lines(c)}" for c in q.tool_changes]
+    return lines
+
+
+def _statistics(c: Any) -> list[str]:
+    m = c.mcnemar
+    lines = [
+        f"pass/fail: {m.pass_to_fail} pass->fail, {m.fail_to_pass} fail->pass; "
+        f"exact McNemar p = {m.p_value:.4g}"
+    ]
+    b = c.bootstrap
+    if b is None:
+        lines.append("mean composite delta: - (no question has a composite in both runs)")
+    else:
+        lines.append(
+            f"mean composite delta {_signed(round(b.mean, 4))}, {b.confidence:.0%} paired bootstrap "
+            f"interval [{b.low:+.2f}, {b.high:+.2f}] over {b.n} question(s) "
+            f"({b.resamples} resamples, seed {b.seed})"
+        )
+    return lines
+
+
+_SECTIONS = (
+    ("newly_failing", "newly failing"),
+    ("newly_passing", "newly passing"),
+    ("still_failing", "still failing, changed"),
+    ("still_passing", "still passing, changed"),
+    ("undecided", "undecided (an evaluation failed), changed"),
+)
+
+
+def render_comparison_console(c: Any) -> str:
+    """The text `tracegrade compare` prints."""
+    lines = [f"compare {c.base}", f"     -> {c.cand}"]
+    lines += [f"note: {n}" for n in c.notes]
+    lines.append(
+        f"  {len(c.questions)} question(s) compared; only in baseline {len(c.only_base)}, "
+        f"only in candidate {len(c.only_cand)}, drifted {len(c.drifted)}"
+    )
+    for status, title in _SECTIONS:
+        group = [q for q in c.with_status(status) if status.startswith("newly") or q.changed]
+        if not group:
+            continue
+        lines.append(f"  {title} ({len(group)}):")
+        for q in group:
+            lines += _question_lines(q, "    ")
+    if c.drifted:
+        lines.append(f"  drifted, not compared ({len(c.drifted)}):")
+        lines += [f"    {d.question_id}: {'; '.join(d.reasons)}" for d in c.drifted]
+    for title, names in (("only in baseline", c.only_base), ("only in candidate", c.only_cand)):
+        if names:
+            lines.append(f"  {title}: {', '.join(names)}")
+    lines += ["  " + s for s in _statistics(c)]
+    reasons = c.regressions
+    lines.append(
+        f"  verdict: {'REGRESSED (exit 2)' if reasons else 'no regression'}"
+        f" [fail on: {', '.join(c.fail_on)}]"
+    )
+    lines += [f"    - {r}" for r in reasons]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_comparison_markdown(c: Any) -> str:
+    """A Markdown section for a CI job page."""
+    reasons = c.regressions
+    lines = [
+        f"## tracegrade compare: {'regressed (exit 2)' if reasons else 'no regression'}",
+        "",
+        f"Baseline `{c.base}` → candidate `{c.cand}`",
+        "",
+    ]
+    lines += [f"> {_cell(n)}" for n in c.notes]
+    lines += [f"- {_cell(r)}" for r in reasons]
+    lines += ["", *[f"{s}  " for s in _statistics(c)], ""]
+    changed = [q for q in c.questions if q.changed]
+    if changed:
+        lines += ["| question | status | composite | tool calls |", "|---|---|---|---|"]
+        for q in changed:
+            calls = "<br>".join(_cell(tool_change_lines(t)) for t in q.tool_changes) or "-"
+            status = q.status.replace("_", " ")
+            if q.must_pass_newly_failing:
+                status += f" (must-pass: {', '.join(q.must_pass_newly_failing)})"
+            lines.append(
+                f"| `{q.question_id}` | {status} | {fmt(q.base_composite)} → "
+                f"{fmt(q.cand_composite)} | {calls} |"
+            )
+    if c.drifted:
+        lines += ["", "Drifted, not compared:", ""]
+        lines += [f"- `{d.question_id}`: {_cell('; '.join(d.reasons))}" for d in c.drifted]
+    for title, names in (("Only in baseline", c.only_base), ("Only in candidate", c.only_cand)):
+        if names:
+            lines += ["", f"{title}: " + ", ".join(f"`{n}`" for n in names)]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_to_dict(c: Any) -> dict[str, Any]:
+    """The comparison as a plain mapping (the `--json` file; also embedded in a run's JSON
+    report under `comparison` when the run had a `--baseline`)."""
+    b = c.bootstrap
+    return {
+        "format": COMPARISON_FORMAT,
+        "version": 1,
+        "base": c.base,
+        "candidate": c.cand,
+        "targets": [list(p) for p in c.targets],
+        "exit_code": c.exit_code,
+        "regressed": bool(c.regressions),
+        "reasons": c.regressions,
+        "fail_on": list(c.fail_on),
+        "mcnemar": {
+            "pass_to_fail": c.mcnemar.pass_to_fail,
+            "fail_to_pass": c.mcnemar.fail_to_pass,
+            "p_value": c.mcnemar.p_value,
+        },
+        "composite_delta": None
+        if b is None
+        else {
+            "mean": b.mean,
+            "low": b.low,
+            "high": b.high,
+            "n": b.n,
+            "confidence": b.confidence,
+            "resamples": b.resamples,
+            "seed": b.seed,
+        },
+        "questions": [
+            {
+                "target": q.target,
+                "id": q.question_id,
+                "status": q.status,
+                "base_passed": q.base_passed,
+                "cand_passed": q.cand_passed,
+                "base_composite": q.base_composite,
+                "cand_composite": q.cand_composite,
+                "composite_delta": q.composite_delta,
+                "base_pass_rate": q.base_pass_rate,
+                "cand_pass_rate": q.cand_pass_rate,
+                "trials": list(q.trials),
+                "must_pass_newly_failing": q.must_pass_newly_failing,
+                "graders": [
+                    {
+                        "id": g.grader_id,
+                        "base": g.base,
+                        "cand": g.cand,
+                        "delta": g.delta,
+                        "max": g.max_score,
+                        "base_passed": g.base_passed,
+                        "cand_passed": g.cand_passed,
+                        "must_pass": g.must_pass,
+                    }
+                    for g in q.graders
+                ],
+                "tool_changes": [
+                    {
+                        "kind": t.kind,
+                        "name": t.name,
+                        "args": t.args,
+                        "changed": {k: list(v) for k, v in t.changed.items()},
+                    }
+                    for t in q.tool_changes
+                ],
+            }
+            for q in c.questions
+        ],
+        "drifted": [
+            {"target": d.target, "id": d.question_id, "reasons": d.reasons} for d in c.drifted
+        ],
+        "only_base": c.only_base,
+        "only_candidate": c.only_cand,
+        "notes": c.notes,
+    }
+
+
+def write_comparison_json(c: Any, path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(comparison_to_dict(c), indent=2, default=str) + "\n", "utf-8")
+    return path
+
+
+def write_comparison_markdown(c: Any, path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_comparison_markdown(c), encoding="utf-8")
+    return path

@@ -1,0 +1,302 @@
+"""Run history: listing past runs and reading a stored grading back, without re-grading and
+without any provider call.
+
+A run is named by its id (a directory under the config's `runs_dir`) or by its directory.
+Stores are opened read-only (`ResultStore.open_readonly`): a store written by an older release
+is migrated in memory, so reading history never changes a run's files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import InputError
+from harness.inputs.config import TargetConfig, parse_gate
+from harness.runs.identity import IDENTITY_FILE, read_json_file, read_manifest
+from harness.runs.lifecycle import RunOutcome, TargetResult, trace_file_of
+from harness.runs.record import QuestionResult, RunManifest, ToolCallResult
+from harness.runs.scoring import QuestionScore, evaluate_gate, summarise_graders
+from harness.runs.store import STORE_FILE, ResultStore
+
+__all__ = [
+    "RunSummary",
+    "StoredRun",
+    "list_runs",
+    "load_comparable",
+    "load_outcome",
+    "load_results_file",
+    "load_stored_run",
+    "locate_run",
+    "resolve_run",
+    "runs_dir_of",
+    "tool_calls_of",
+]
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """One line of `tracegrade runs`."""
+
+    run_id: str
+    """The run's id."""
+    run_dir: Path
+    """Where it lives."""
+    created: str
+    """When it started (ISO 8601, UTC)."""
+    targets: list[str]
+    """The targets it asked."""
+    questions: int
+    """Question results in its latest grading (trials counted)."""
+    exit_code: int | None
+    """The gate's exit code for the latest grading; None when nothing was graded yet."""
+    mean_composite: float | None
+    """Mean composite over non-degraded results, all targets together."""
+    git_commit: str | None
+    """The commit the config's repository was at."""
+    dataset_sha256: list[str]
+    """Each target's dataset sha256."""
+    grading_id: int | None
+    """The latest grading's id."""
+
+
+@dataclass(slots=True)
+class StoredRun:
+    """A run (or a JSON results file) read back for `compare`."""
+
+    label: str
+    """How the user named it (run id, directory or file)."""
+    run_id: str
+    """The run's id."""
+    grading_id: int | None
+    """Which grading the results come from."""
+    questions: list[QuestionResult]
+    """Every question result (each trial), in selection order."""
+    manifest: dict[str, Any]
+    """The run manifest, as stored (empty when the source did not carry one)."""
+
+
+def locate_run(run: str | Path, runs_dir: Path | None) -> Path:
+    """The directory of a run named by id (under `runs_dir`) or by path; exit 4 when neither."""
+    as_path = Path(run)
+    if (as_path / IDENTITY_FILE).is_file():
+        return as_path
+    if runs_dir is not None and (runs_dir / str(run) / IDENTITY_FILE).is_file():
+        return runs_dir / str(run)
+    where = f" or under {runs_dir}" if runs_dir is not None else ""
+    raise InputError(f"no run {str(run)!r}: no {IDENTITY_FILE} at {as_path}{where}", key="RUN")
+
+
+def runs_dir_of(config_path: Path | None, runs_dir: Path | None = None) -> Path:
+    """The runs directory: the one given, else the config's `runs_dir` (exit 4 when no config
+    is found)."""
+    if runs_dir is not None:
+        return runs_dir
+    from harness.inputs.config import load_config
+
+    return load_config(config_path).runs_dir
+
+
+def resolve_run(
+    run: str | Path, *, config_path: Path | None = None, runs_dir: Path | None = None
+) -> Path:
+    """A run named by directory (no config needed) or by id (under the runs directory)."""
+    if (Path(run) / IDENTITY_FILE).is_file():
+        return Path(run)
+    return locate_run(run, runs_dir_of(config_path, runs_dir))
+
+
+def _stored_targets(manifest: RunManifest) -> list[TargetConfig]:
+    """The targets as the run stored them: enough for the gate and the report headers."""
+    out = []
+    for name, t in manifest.targets.items():
+        out.append(
+            TargetConfig(
+                name=name,
+                mode=t.mode,
+                factory=str(t.config.get("agent") or t.config.get("chat_model") or ""),
+                dataset=Path(t.dataset.path),
+                gate=parse_gate(t.config.get("gate")),
+                raw=dict(t.config),
+            )
+        )
+    return out
+
+
+def _grading_id(store: ResultStore, grading: int | None, run_dir: Path) -> int | None:
+    ids = [g["grading_id"] for g in store.gradings()]
+    if grading is None:
+        return max(ids) if ids else None
+    if grading not in ids:
+        have = ", ".join(map(str, ids)) or "none"
+        raise InputError(
+            f"run {run_dir.name} has no grading {grading} (gradings: {have})", key="--grading"
+        )
+    return grading
+
+
+def load_outcome(run_dir: Path, *, grading: int | None = None) -> RunOutcome:
+    """A stored grading as the reports render it (no grader runs, no provider is built)."""
+    manifest = read_manifest(run_dir)
+    identity = manifest.model_dump(mode="json")
+    with ResultStore.open_readonly(run_dir) as store:
+        grading_id = _grading_id(store, grading, run_dir)
+        results = []
+        for target in _stored_targets(manifest):
+            questions = (
+                store.load_scores(grading_id=grading_id, target=target.name)
+                if grading_id is not None
+                else []
+            )
+            results.append(
+                TargetResult(
+                    target=target.name,
+                    mode=target.mode,
+                    dataset=str(target.dataset),
+                    questions=questions,
+                    verdict=evaluate_gate(questions, target.gate),
+                    graders=summarise_graders(questions),
+                )
+            )
+    notes = [] if grading_id is not None else ["nothing was graded in this run yet"]
+    return RunOutcome(manifest.run_id, run_dir, results, identity, grading_id or 0, notes)
+
+
+def _summary(run_dir: Path) -> RunSummary:
+    outcome = load_outcome(run_dir)
+    manifest = outcome.identity
+    questions = [q for t in outcome.targets for q in t.questions]
+    clean = [q.composite for q in questions if not q.degraded and q.composite is not None]
+    return RunSummary(
+        run_id=outcome.run_id,
+        run_dir=run_dir,
+        created=str(manifest.get("created", "")),
+        targets=[t.target for t in outcome.targets],
+        questions=len(questions),
+        exit_code=outcome.exit_code if questions else None,
+        mean_composite=sum(clean) / len(clean) if clean else None,
+        git_commit=manifest.get("git_commit"),
+        dataset_sha256=[t["dataset"]["sha256"] for t in manifest["targets"].values()],
+        grading_id=outcome.grading_id or None,
+    )
+
+
+def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSummary], list[str]]:
+    """Past runs under `runs_dir`, newest first, and a note for each directory that could not
+    be read (a run from a newer release, a broken manifest)."""
+    if not runs_dir.is_dir():
+        return [], []
+    dirs = [d for d in runs_dir.iterdir() if (d / IDENTITY_FILE).is_file()]
+    runs, problems = [], []
+    for run_dir in dirs:
+        if not (run_dir / STORE_FILE).is_file():
+            problems.append(f"{run_dir.name}: no results store (the run never started)")
+            continue
+        try:
+            runs.append(_summary(run_dir))
+        except InputError as exc:
+            problems.append(f"{run_dir.name}: {exc}")
+    # `created` has whole seconds: runs started within one second fall back to when their
+    # manifest was written.
+    runs.sort(
+        key=lambda r: (r.created, (r.run_dir / IDENTITY_FILE).stat().st_mtime_ns), reverse=True
+    )
+    return (runs[:limit] if limit else runs), problems
+
+
+def tool_calls_of(run_dir: Path, target: str) -> dict[str, list[ToolCallResult]]:
+    """Each question's tool calls from the run's trace file (arguments as exported, redacted);
+    empty when the run kept no trace file."""
+    trace_file = trace_file_of(run_dir, target)
+    if not trace_file.is_file():
+        return {}
+    from harness.capture.tracefile import read_records
+
+    return {
+        qid: [
+            ToolCallResult(name=c.name, args=dict(c.arguments), outcome=str(c.outcome.value))
+            for c in record
+        ]
+        for qid, record in read_records(trace_file).items()
+    }
+
+
+def _results(run_dir: Path, scores: Sequence[QuestionScore]) -> list[QuestionResult]:
+    calls: dict[str, dict[str, list[ToolCallResult]]] = {}
+    out = []
+    for q in scores:
+        if q.target not in calls:
+            calls[q.target] = tool_calls_of(run_dir, q.target)
+        out.append(QuestionResult.from_score(q, tool_calls=calls[q.target].get(q.question_id)))
+    return out
+
+
+def load_stored_run(run_dir: Path, *, grading: int | None = None, label: str = "") -> StoredRun:
+    """A run directory's results (its latest grading by default) with each question's calls."""
+    manifest = read_manifest(run_dir)
+    with ResultStore.open_readonly(run_dir) as store:
+        grading_id = _grading_id(store, grading, run_dir)
+        scores = store.load_scores(grading_id=grading_id) if grading_id is not None else []
+    return StoredRun(
+        label=label or str(run_dir),
+        run_id=manifest.run_id,
+        grading_id=grading_id,
+        questions=_results(run_dir, scores),
+        manifest=manifest.model_dump(mode="json"),
+    )
+
+
+def load_results_file(path: Path) -> StoredRun:
+    """A JSON results report (`--json`) read back: a CI job can compare against the artifact
+    of another run without keeping its run directory. A file that is not one is exit 4."""
+    data = read_json_file(path, "JSON results report")
+    if not isinstance(data, dict) or data.get("format") != "tracegrade.results":
+        raise InputError(
+            f"{path} is not a tracegrade JSON results report", file=str(path), key="/format"
+        )
+    questions = []
+    for index, raw in enumerate(data.get("questions") or []):
+        try:
+            question = QuestionResult.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = f"/questions/{index}/" + "/".join(str(p) for p in first["loc"])
+            raise InputError(f"{path}: {first['msg']}", file=str(path), key=key) from exc
+        if "passed" not in raw:  # a report from before `passed` was written: derive it
+            question.passed = _derived_pass(question)
+        questions.append(question)
+    return StoredRun(
+        label=str(path),
+        run_id=str(data.get("run_id", path.stem)),
+        grading_id=data.get("grading_id"),
+        questions=questions,
+        manifest=dict(data.get("identity") or {}),
+    )
+
+
+def _derived_pass(q: QuestionResult) -> bool | None:
+    if q.error is not None:
+        return False
+    if any(g.error for g in q.graders):
+        return None
+    return all(g.passed is not False for g in q.graders)
+
+
+def load_comparable(
+    name: str | Path,
+    *,
+    config_path: Path | None = None,
+    runs_dir: Path | None = None,
+    grading: int | None = None,
+) -> StoredRun:
+    """What `compare` and `run --baseline` accept: a JSON results file (`--json`), a run
+    directory, or a run id under the runs directory."""
+    path = Path(name)
+    if path.is_file():
+        return load_results_file(path)
+    run_dir = resolve_run(name, config_path=config_path, runs_dir=runs_dir)
+    return load_stored_run(run_dir, grading=grading, label=str(name))

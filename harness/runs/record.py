@@ -1,0 +1,263 @@
+"""The typed, versioned run record: the run manifest (`identity.json`) and the per-question
+results, as pydantic models.
+
+The same `QuestionResult` is what the store rebuilds, what the JSON report writes under
+`questions`, and what `tracegrade compare` reads back from either, so a comparison against a CI
+artifact (a JSON report) and against a run directory see the same fields. Each model only ever
+gains fields within a version; a removed or renamed field is a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.runs.scoring import GraderScore, QuestionScore, pass_bar
+
+__all__ = [
+    "CONTENT_KEYS",
+    "MANIFEST_VERSION",
+    "GraderResult",
+    "QuestionResult",
+    "RunManifest",
+    "TargetManifest",
+    "ToolCallResult",
+    "question_fingerprint",
+    "rubric_versions",
+]
+
+MANIFEST_VERSION = 1
+"""Version of `identity.json`. A manifest without the key was written by the first release
+and reads as version 1 (the shape has only gained keys since)."""
+
+CONTENT_KEYS = ("input", "expected", "expected_tools", "rubric_ref")
+"""What makes two runs' answers to a question comparable: the same input, the same expected
+values and tool expectations, the same rubric reference."""
+
+
+def question_fingerprint(row: Mapping[str, Any]) -> str:
+    """sha256 of the question's content (`CONTENT_KEYS`, canonical JSON): equal fingerprints
+    mean the question asked and expected the same thing in both runs."""
+    content = {k: row.get(k) for k in CONTENT_KEYS}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def rubric_versions(checks: list[Mapping[str, Any]]) -> list[str]:
+    """`<rubric id>@<version>` of every rubric whose checks graded the question (sorted)."""
+    out = set()
+    for c in checks:
+        rubric = c.get("rubric")
+        version = c.get("rubric_version") or c.get("version")
+        if rubric:
+            out.add(f"{rubric}@{version}" if version else str(rubric))
+    return sorted(out)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+
+class DatasetRef(_Model):
+    path: str
+    """The dataset file the run read."""
+    sha256: str
+    """sha256 of the file's bytes when the run started."""
+    name: str | None = None
+    """The dataset's name."""
+
+
+class TargetManifest(_Model):
+    mode: str
+    """`agent` (a LangGraph graph) or `chat` (a bare chat model)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The target's config block as authored."""
+    dataset: DatasetRef
+    """Which dataset, and its hash."""
+    grading_module: dict[str, Any] | None = None
+    """The user grading module (`path`, `sha256`, `copy` inside the run dir), if any."""
+    graders: list[dict[str, Any]] = Field(default_factory=list)
+    """Each attached grader: id, source, options, weight, must_pass, threshold, samples,
+    declared scale, code hash."""
+    repeats: int = 1
+    """How many trials each question ran."""
+
+
+class RunManifest(_Model):
+    """What produced a run's scores (`identity.json`)."""
+
+    version: int = MANIFEST_VERSION
+    """Format version of this manifest."""
+    run_id: str
+    """`YYYYmmdd-HHMMSS-xxxxxx`, sortable by start time."""
+    created: str
+    """When the run started (ISO 8601, UTC)."""
+    config_path: str | None = None
+    """The config file the run read."""
+    selection: dict[str, Any] = Field(default_factory=dict)
+    """The CLI's filters (targets, split, bundles, tags, limit), so a resume asks the same."""
+    judge: dict[str, Any] | None = None
+    """Judge provider identity and pinned knobs; None without a judge."""
+    packages: dict[str, str] = Field(default_factory=dict)
+    """Versions of Python and the packages that decide a run's behaviour."""
+    git_commit: str | None = None
+    """HEAD of the repository holding the config (with `-dirty`), or None."""
+    targets: dict[str, TargetManifest] = Field(default_factory=dict)
+    """Each target the run asked, by name."""
+
+
+class ToolCallResult(_Model):
+    name: str
+    """The tool name the model emitted."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments as the trace file keeps them (redacted on export)."""
+    outcome: str = "ok"
+    """How the call ended: ok, error, not_executed, interrupted, handoff, command, cancelled."""
+
+
+class GraderResult(_Model):
+    id: str
+    """The grader's id."""
+    score: float | None = None
+    """Mean sample score on the grader's own scale; None when skipped or errored."""
+    min: float = 0.0
+    """Declared lower bound of the grader's scale."""
+    max: float = 1.0
+    """Declared upper bound of the grader's scale."""
+    mapped: float | None = None
+    """The score on the 0–5 composite scale."""
+    reason: str = ""
+    """The grader's reason."""
+    error: bool = False
+    """The grader errored (the question is degraded)."""
+    skipped: bool = False
+    """The grader did not apply."""
+    binary: bool = False
+    """Pass/fail grader: passes only at its max."""
+    passed: bool | None = None
+    """The pass rule's verdict; None when skipped or errored."""
+    must_pass: bool = False
+    """A failure fails the gate."""
+    weight: float = 1.0
+    """Weight in the objective."""
+    threshold: float = 0.0
+    """Passing bar of a scalar grader."""
+    pass_bar: str | None = None
+    """The pass rule in words: "= 1" (binary), ">= 3", ">= 0 (any score)"."""
+    samples: list[float | None] = Field(default_factory=list)
+    """Each sample's score."""
+    spread: float | None = None
+    """Max minus min over scored samples."""
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    """Rubric check outcomes (id, version, rubric, status, severity, ...)."""
+    details: dict[str, Any] = Field(default_factory=dict)
+    """The grader's own details (e.g. which expectation failed)."""
+
+    @classmethod
+    def from_score(cls, g: GraderScore) -> GraderResult:
+        return cls(
+            id=g.grader_id,
+            score=g.score,
+            min=g.min_score,
+            max=g.max_score,
+            mapped=g.mapped,
+            reason=g.reason,
+            error=g.error,
+            skipped=g.skipped,
+            binary=g.binary,
+            passed=g.passed,
+            must_pass=g.must_pass,
+            weight=g.weight,
+            threshold=g.threshold,
+            pass_bar=pass_bar(
+                binary=g.binary,
+                threshold=g.threshold,
+                min_score=g.min_score,
+                max_score=g.max_score,
+            ),
+            samples=list(g.sample_scores),
+            spread=g.spread,
+            checks=[dict(c) for c in g.checks],
+            details=dict(g.details),
+        )
+
+
+class QuestionResult(_Model):
+    """One question's (one trial's) verdict as reports and `compare` read it."""
+
+    target: str
+    """The target it ran against."""
+    id: str
+    """The question's id."""
+    trial: int = 0
+    """Trial index (0-based) when the target repeats questions."""
+    split: str | None = None
+    """The question's split."""
+    bundle: str | None = None
+    """The question's bundle."""
+    tags: list[str] = Field(default_factory=list)
+    """The question's tags."""
+    composite: float | None = None
+    """0–5; 0 for an errored agent; None when every grader skipped."""
+    objective: float | None = None
+    """0–1; 0 for an errored agent or a failed must-pass grader."""
+    degraded: bool = False
+    """Excluded from the gate's mean (agent error or grader error)."""
+    error: str | None = None
+    """Why the agent run failed; None when it ran."""
+    error_type: str | None = None
+    """The error's class name."""
+    trace_id: str | None = None
+    """Hex trace id of the question's trace."""
+    passed: bool | None = None
+    """Every scored grader met its bar and no required rubric check failed; False for an
+    errored agent; None when the evaluation itself failed (a grader error)."""
+    content_sha256: str | None = None
+    """Fingerprint of the question's content (`question_fingerprint`); None when unknown."""
+    rubrics: list[str] = Field(default_factory=list)
+    """`<rubric>@<version>` of the rubrics that graded it."""
+    graders: list[GraderResult] = Field(default_factory=list)
+    """Each attached grader's verdict, in attachment order."""
+    tool_calls: list[ToolCallResult] | None = None
+    """The calls the agent made (from the trace file); None when no record is known."""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.target, self.id, self.trial)
+
+    def grader(self, grader_id: str) -> GraderResult | None:
+        return next((g for g in self.graders if g.id == grader_id), None)
+
+    @classmethod
+    def from_score(
+        cls, q: QuestionScore, *, tool_calls: list[ToolCallResult] | None = None
+    ) -> QuestionResult:
+        if q.errored:
+            passed: bool | None = False
+        elif any(g.error for g in q.graders):
+            passed = None
+        else:
+            passed = not q.unmet and not q.required_check_failures and not q.critical_failures
+        return cls(
+            target=q.target,
+            id=q.question_id,
+            trial=q.trial,
+            split=q.split,
+            bundle=q.bundle,
+            tags=list(q.tags),
+            composite=q.composite,
+            objective=q.objective,
+            degraded=q.degraded,
+            error=q.error,
+            error_type=q.error_type,
+            trace_id=q.trace_id,
+            passed=passed,
+            content_sha256=q.content_sha256,
+            rubrics=rubric_versions([c for g in q.graders for c in g.checks]),
+            graders=[GraderResult.from_score(g) for g in q.graders],
+            tool_calls=tool_calls,
+        )
