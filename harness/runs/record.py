@@ -152,8 +152,6 @@ class GraderResult(_Model):
     """Each sample's score."""
     spread: float | None = None
     """Max minus min over scored samples."""
-    checks: list[dict[str, Any]] = Field(default_factory=list)
-    """Rubric check outcomes (id, version, rubric, status, severity, ...)."""
     details: dict[str, Any] = Field(default_factory=dict)
     """The grader's own details (e.g. which expectation failed)."""
 
@@ -181,7 +179,6 @@ class GraderResult(_Model):
             ),
             samples=list(g.sample_scores),
             spread=g.spread,
-            checks=[dict(c) for c in g.checks],
             details=dict(g.details),
         )
 
@@ -222,6 +219,10 @@ class QuestionResult(_Model):
     """`<rubric>@<version>` of the rubrics that graded it."""
     graders: list[GraderResult] = Field(default_factory=list)
     """Each attached grader's verdict, in attachment order."""
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    """Every rubric check of the question (optional ones, those of an errored grader too),
+    with the grader that ran it (`grader`) and all it recorded: id, version, rubric,
+    rubric_version, status, severity, required, reason, ..."""
     tool_calls: list[ToolCallResult] | None = None
     """The calls the agent made (from the trace file); None when no record is known."""
 
@@ -259,5 +260,6 @@ class QuestionResult(_Model):
             content_sha256=q.content_sha256,
             rubrics=rubric_versions([c for g in q.graders for c in g.checks]),
             graders=[GraderResult.from_score(g) for g in q.graders],
+            checks=[{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
             tool_calls=tool_calls,
         )
