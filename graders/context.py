@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.records import RunRecord, ToolRecord
 
-__all__ = ["DEFAULT_RESPONSE_CHAR_LIMIT", "RESERVED_KEYS", "build_context"]
+__all__ = ["DEFAULT_RESPONSE_CHAR_LIMIT", "RESERVED_KEYS", "build_context", "trial_of"]
 
 DEFAULT_RESPONSE_CHAR_LIMIT = 4000
 """The response cap when neither the target nor the config sets one."""
@@ -70,3 +70,10 @@ def build_context(
     if policy is not None:
         context["policy"] = policy
     return context
+
+
+def trial_of(context: Mapping[str, Any]) -> int:
+    """The trial index of the question run being graded (0 without repeats). Judges offset
+    their cache's sample index by it, so each trial is judged afresh, not served the first
+    trial's cached answer."""
+    return int(getattr(context.get("run_record"), "trial", 0) or 0)

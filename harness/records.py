@@ -180,6 +180,8 @@ class RunRecord:
     """Why the agent run failed (exception text, "timed out after 30s"), None when it did not."""
     error_type: str | None = None
     trace_id: str | None = None
+    trial: int = 0
+    """Trial index of this run of the question (targets with `repeats`; 0 otherwise)."""
 
     @property
     def errored(self) -> bool:

@@ -67,6 +67,7 @@ MIME_TEXT = "text/plain"
 
 # -- tracegrade ----------------------------------------------------------------------------
 TG_QUESTION_ID = "tracegrade.question.id"
+TG_TRIAL = "tracegrade.trial"
 TG_DATASET = "tracegrade.dataset"
 TG_TARGET = "tracegrade.target"
 TG_AGENT = "tracegrade.agent"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from graders.base import Grader
+from graders.context import trial_of
 from harness.errors import ConfigError, JudgeError, ProviderError
 from harness.judging.provider import JudgeReply, JudgeRequest
 from harness.judging.rendering import escape_fences, fence, render_tool_calls
@@ -302,7 +303,10 @@ class LlmJudge(Grader):
                 identity=self.identity(),
             )
         prompt = self.build_prompt(input, response, context)
-        samples = await asyncio.gather(*(self._one_sample(prompt, i) for i in range(self.samples)))
+        first = trial_of(context) * self.samples
+        samples = await asyncio.gather(
+            *(self._one_sample(prompt, first + i) for i in range(self.samples))
+        )
         raw: Any = samples[0].raw if self.samples == 1 else [s.raw for s in samples]
         failed = [s for s in samples if s.error is not None]
         if failed:

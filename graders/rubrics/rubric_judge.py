@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from graders.base import Grader
+from graders.context import trial_of
 from graders.rubrics.attach import check_entry, rubric_for, store_of, summarize
 from graders.rubrics.evidence import Evidence, gather_evidence, render_evidence
 from graders.rubrics.judge_kinds import Question, interpret, questions_for
@@ -259,6 +260,7 @@ class RubricJudgeGrader(Grader):
             ),
             logprobs=True,
             top_logprobs=self.top_logprobs,
+            sample_index=trial_of(context) * self.samples,
         )
         event_ids = [e.id for e in evidence.tool_events or ()] if "toolEvents" in fields else []
         shown_evidence = {"fields": fields, "tool_event_ids": event_ids}
@@ -320,7 +322,10 @@ class RubricJudgeGrader(Grader):
         if unresolved and self.samples > 1:
             more = await asyncio.gather(
                 *(
-                    self._complete(dataclasses.replace(request, sample_index=i), questions)
+                    self._complete(
+                        dataclasses.replace(request, sample_index=request.sample_index + i),
+                        questions,
+                    )
                     for i in range(1, self.samples)
                 )
             )

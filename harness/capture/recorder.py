@@ -96,12 +96,15 @@ class Recorder(BaseCallbackHandler):
         target: str,
         agent_name: str,
         question_input: str | None = None,
+        trial: int = 0,
     ) -> None:
         self.tracer = tracer
         self.question_input = question_input
         """The question as the agent got it, for the question span's `input.value`."""
         self._sink = SpanSink(tracer)
         self.question_id = question_id
+        self.trial = trial
+        """Trial index of this question run (targets with `repeats`)."""
         self.dataset = dataset
         self.target = target
         self.agent_name = agent_name
@@ -166,6 +169,7 @@ class Recorder(BaseCallbackHandler):
             sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
             sc.GEN_AI_CONVERSATION_ID: self.question_id,
             sc.TG_QUESTION_ID: self.question_id,
+            sc.TG_TRIAL: self.trial,
             sc.TG_DATASET: self.dataset,
             sc.TG_TARGET: self.target,
             sc.TG_AGENT: self.agent_name,

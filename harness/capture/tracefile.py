@@ -29,6 +29,7 @@ __all__ = [
     "encode_line",
     "encode_spans",
     "read_records",
+    "read_trial_records",
     "redacted_attributes",
 ]
 
@@ -294,19 +295,26 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
 
 
 def read_records(path: Path | str) -> dict[str, ToolRecord]:
-    """The tool-call records in a run's trace file, keyed by question id.
+    """The tool-call records in a run's trace file, keyed by question id (the first trial of
+    each question; `read_trial_records` has every trial).
 
     A question run more than once in the file keeps its latest run. Calls are de-duplicated
     and numbered exactly as the live recorder does; completeness comes from the question span.
     """
+    return {qid: record for (qid, trial), record in read_trial_records(path).items() if not trial}
+
+
+def read_trial_records(path: Path | str) -> dict[tuple[str, int], ToolRecord]:
+    """Every record in a run's trace file, keyed by (question id, trial); a question span
+    without a trial attribute (an older trace file) is trial 0."""
     path = Path(path)
-    questions: dict[str, tuple[int, str, bool, tuple[str, ...]]] = {}
+    questions: dict[tuple[str, int], tuple[int, str, bool, tuple[str, ...]]] = {}
     calls: dict[str, list[ToolCall]] = {}
     for _line_no, span in _spans_of(path):
         attrs = {kv["key"]: _decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
         trace_id = span.get("traceId", "")
         if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
-            qid = str(attrs[sc.TG_QUESTION_ID])
+            qid = (str(attrs[sc.TG_QUESTION_ID]), int(attrs.get(sc.TG_TRIAL) or 0))
             start = int(span.get("startTimeUnixNano", 0))
             previous = questions.get(qid)
             if previous is None or previous[0] <= start:

@@ -55,6 +55,13 @@ def register(subparsers: Any) -> None:
         "--resume", default=None, metavar="RUN_ID", help="finish an interrupted run"
     )
     parser.add_argument(
+        "--repeats",
+        type=_positive,
+        default=None,
+        metavar="K",
+        help="run each question K times (trials), over every target's `repeats:`",
+    )
+    parser.add_argument(
         "--baseline",
         default=None,
         metavar="RUN_OR_JSON",
@@ -64,6 +71,13 @@ def register(subparsers: Any) -> None:
     add_compare_flags(parser)
     add_report_flags(parser)
     parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 bundles=tuple(args.bundle),
                 tags=tuple(args.tag),
                 limit=args.limit,
+                repeats=args.repeats,
             )
             outcome = start_run(
                 config,

@@ -52,7 +52,12 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG = "tracegrade.yaml"
-DEFAULTS: dict[str, Any] = {"response_char_limit": 4000, "concurrency": 8, "timeout_s": 60.0}
+DEFAULTS: dict[str, Any] = {
+    "response_char_limit": 4000,
+    "concurrency": 8,
+    "timeout_s": 60.0,
+    "repeats": 1,
+}
 _SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
 
 
@@ -69,6 +74,9 @@ class GateConfig:
     """Any failed critical rubric check fails the gate."""
     allow_review: bool = False
     """A required rubric check left in Review does not block the gate."""
+    min_pass_rate: float | None = None
+    """Minimum share of questions whose trials all passed (pass^k; with one trial the plain
+    pass rate); None: no bar."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +149,8 @@ class TargetConfig:
     response_char_limit: int = 4000
     concurrency: int = 8
     timeout_s: float = 60.0
+    repeats: int = 1
+    """Trials per question (`repeats:`): each runs, is graded and stored on its own."""
     graders: list[GraderSpec] = field(default_factory=list)
     gate: GateConfig = field(default_factory=GateConfig)
     base_dir: Path = Path(".")
@@ -357,6 +367,7 @@ def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
         max_errored=int(raw.get("max_errored", 0)),
         zero_critical_failures=bool(raw.get("zero_critical_failures", True)),
         allow_review=bool(raw.get("allow_review", False)),
+        min_pass_rate=raw.get("min_pass_rate"),
     )
 
 
@@ -423,6 +434,7 @@ def load_config(path: str | Path | None = None) -> Config:
             ),
             concurrency=int(raw.get("concurrency", defaults["concurrency"])),
             timeout_s=float(raw.get("timeout_s", defaults["timeout_s"])),
+            repeats=int(raw.get("repeats", defaults["repeats"])),
             graders=[
                 dataclasses.replace(
                     parse_grader_spec(g),

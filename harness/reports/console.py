@@ -21,6 +21,31 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
+def _yes(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "?"}[value]
+
+
+def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
+    """With repeats: per question the trials passed, pass@k, pass^k, composite mean and spread."""
+    if not any(q.trial for q in questions):
+        return []
+    from harness.runs.trials import pass_at_k_rate, summarise_trials
+
+    summaries = summarise_trials(questions)
+    k = max(s.trials for s in summaries)
+    lines = [
+        f"  trials (k = {k}): pass@k {fmt(pass_at_k_rate(summaries))}, "
+        f"pass^k {fmt(pass_hat_rate)} of {len(summaries)} question(s)"
+    ]
+    for s in summaries:
+        spread = f" spread {fmt(s.composite_spread)}" if s.composite_spread else ""
+        lines.append(
+            f"    {s.question_id}: {s.passed}/{s.trials} passed, pass@k {_yes(s.pass_at_k)}, "
+            f"pass^k {_yes(s.pass_hat_k)}; composite {fmt(s.composite_mean)}{spread}"
+        )
+    return lines
+
+
 def render_console(outcome, *, worst: int = 5) -> str:
     """The text printed after a run or re-grade (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
@@ -70,6 +95,7 @@ def render_console(outcome, *, worst: int = 5) -> str:
         if findings:
             lines.append("  rubric checks to look at:")
             lines.extend(f"    {finding}" for finding in findings)
+        lines.extend(_trial_lines(t.questions, v.pass_rate))
         flagged = worst_questions(t.questions, worst)
         if flagged:
             lines.append("  worst questions:")

@@ -43,6 +43,18 @@ def _questions(outcome) -> list[dict[str, Any]]:
     return out
 
 
+def _trials(questions) -> list[dict[str, Any]] | None:
+    """Per question over its trials (targets with repeats): passed, pass@k, pass^k, each
+    grader's mean and spread. None when every question ran once."""
+    if not any(q.trial for q in questions):
+        return None
+    from dataclasses import asdict
+
+    from harness.runs.trials import summarise_trials
+
+    return [asdict(s) for s in summarise_trials(questions)]
+
+
 def build_json_report(outcome) -> dict[str, Any]:
     """The report as a plain mapping (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
     names = [t.target for t in outcome.targets]
@@ -67,6 +79,8 @@ def build_json_report(outcome) -> dict[str, Any]:
                 "critical_failures": t.verdict.critical_failures,
                 "graders": [g.to_dict() for g in t.graders],
                 "advisories": list(t.advisories),
+                "pass_rate": t.verdict.pass_rate,
+                "trials": _trials(t.questions),
             }
             for t in outcome.targets
         },

@@ -21,6 +21,7 @@ from typing import Any
 from harness.errors import ExitCode, InputError, NothingToRunError
 from harness.runs.history import StoredRun
 from harness.runs.record import QuestionResult, ToolCallResult
+from harness.runs.scoring import all_passed
 from harness.runs.stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
 
 __all__ = [
@@ -251,14 +252,6 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(got) / len(got) if got else None
 
 
-def _all_passed(values: Sequence[bool | None]) -> bool | None:
-    if any(v is False for v in values):
-        return False
-    if any(v is None for v in values):
-        return None
-    return True
-
-
 def _pass_rate(trials: Sequence[QuestionResult]) -> float | None:
     decided = [t.passed for t in trials if t.passed is not None]
     return sum(decided) / len(decided) if decided else None
@@ -318,8 +311,8 @@ def _question_change(
     return QuestionChange(
         target=target,
         question_id=cand[0].id,
-        base_passed=_all_passed([t.passed for t in base]),
-        cand_passed=_all_passed([t.passed for t in cand]),
+        base_passed=all_passed([t.passed for t in base]),
+        cand_passed=all_passed([t.passed for t in cand]),
         base_composite=_mean(t.composite for t in base if _counts(t)),
         cand_composite=_mean(t.composite for t in cand if _counts(t)),
         base_pass_rate=_pass_rate(base),

@@ -16,6 +16,7 @@ returns a `RunOutcome` the reports render and whose `exit_code` the CLI returns.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -80,6 +81,8 @@ class Selection:
     bundles: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     limit: int | None = None
+    repeats: int | None = None
+    """Trials per question for every target (`--repeats`); None: each target's `repeats:`."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +91,7 @@ class Selection:
             "bundles": list(self.bundles),
             "tags": list(self.tags),
             "limit": self.limit,
+            "repeats": self.repeats,
         }
 
     @classmethod
@@ -98,6 +102,7 @@ class Selection:
             bundles=tuple(data.get("bundles") or ()),
             tags=tuple(data.get("tags") or ()),
             limit=data.get("limit"),
+            repeats=data.get("repeats"),
         )
 
 
@@ -197,6 +202,7 @@ def _target_identity(
         specs.append(spec)
     return {
         "mode": target.mode,
+        "repeats": target.repeats,
         "config": target.raw,
         "dataset": {"path": str(target.dataset), "sha256": dataset.sha256, "name": dataset.name},
         "grading_module": {
@@ -349,6 +355,8 @@ async def astart_run(
     run directory exists; `on_done(question)` after each question is committed.
     """
     targets = config.select_targets(selection.targets)
+    if selection.repeats is not None:
+        targets = [dataclasses.replace(t, repeats=selection.repeats) for t in targets]
     run_id = run_id or new_run_id()
     run_dir = config.runs_dir / run_id
     services = run_services(config, run_dir, use_cache)
@@ -365,7 +373,7 @@ async def astart_run(
         )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         prepared.append((target, dataset, questions, attached))
-    total = sum(len(p[2]) for p in prepared)
+    total = sum(len(p[2]) * p[0].repeats for p in prepared)
     if total == 0:
         raise NothingToRunError("the selection matched no question", hint=_describe(selection))
     plans = [_plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs]
@@ -465,14 +473,30 @@ async def aresume_run(
             stored_sha = identity["targets"][target.name]["dataset"]["sha256"]
             if dataset.sha256 != stored_sha:
                 notes.append(f"{target.name}: the dataset changed since the run started")
-            done = store.finished_ids(target.name)
-            missing = [q for q in questions if str(q.id) not in done]
+            # Per trial: the repeats the run started with (its manifest), each trial missing.
+            repeats = int(identity["targets"][target.name].get("repeats") or 1)
+            done = store.finished_trials(target.name)
+            trials = {
+                str(q.id): [t for t in range(repeats) if (str(q.id), t) not in done]
+                for q in questions
+            }
+            missing = [q for q in questions if trials[str(q.id)]]
             plan = _plan(target, missing, dataset, attached[target.name], services)
             plan.ordinals = {str(q.id): i for i, q in enumerate(questions)}
+            plan.trials = trials
             plans.append(plan)
-            notes.append(f"{target.name}: resumed {len(missing)} of {len(questions)} question(s)")
+            if repeats > 1:
+                left = sum(len(t) for t in trials.values())
+                notes.append(
+                    f"{target.name}: resumed {left} of {len(questions) * repeats} trial(s) "
+                    f"({len(missing)} question(s))"
+                )
+            else:
+                notes.append(
+                    f"{target.name}: resumed {len(missing)} of {len(questions)} question(s)"
+                )
         if on_start is not None:
-            on_start(run_dir, sum(len(p.questions) for p in plans))
+            on_start(run_dir, sum(p.work_count() for p in plans))
         notes += await _arun_plans(
             [p for p in plans if p.questions],
             config=config,

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.runs.scoring import GraderScore, QuestionScore, pass_bar
+from harness.runs.scoring import GraderScore, QuestionScore, pass_bar, question_passed
 
 __all__ = [
     "CONTENT_KEYS",
@@ -237,12 +237,6 @@ class QuestionResult(_Model):
     def from_score(
         cls, q: QuestionScore, *, tool_calls: list[ToolCallResult] | None = None
     ) -> QuestionResult:
-        if q.errored:
-            passed: bool | None = False
-        elif any(g.error for g in q.graders):
-            passed = None
-        else:
-            passed = not q.unmet and not q.required_check_failures and not q.critical_failures
         return cls(
             target=q.target,
             id=q.question_id,
@@ -256,7 +250,7 @@ class QuestionResult(_Model):
             error=q.error,
             error_type=q.error_type,
             trace_id=q.trace_id,
-            passed=passed,
+            passed=question_passed(q),
             content_sha256=q.content_sha256,
             rubrics=rubric_versions([c for g in q.graders for c in g.checks]),
             graders=[GraderResult.from_score(g) for g in q.graders],

@@ -98,6 +98,7 @@ async def _regrade_question(
             usage=dict(stored.usage),
             latency_s=stored.latency_s,
             trace_id=stored.trace_id,
+            trial=stored.trial,
         )
         context = build_context(
             row,
@@ -146,6 +147,7 @@ async def _regrade_question(
         QuestionScore(
             question_id=stored.question_id,
             target=stored.target,
+            trial=stored.trial,
             split=stored.split,
             bundle=stored.bundle,
             tags=list(stored.tags),
@@ -169,16 +171,16 @@ async def aregrade(
     on_done: Callable[[QuestionScore], None] | None = None,
 ) -> list[str]:
     """Re-score every stored question of `targets` under `grading_id`; returns notes."""
-    from harness.capture.tracefile import read_records
+    from harness.capture.tracefile import read_trial_records
     from harness.runs.lifecycle import trace_file_of
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())
     for target in targets:
         trace_file = trace_file_of(run_dir, target.name)
-        records = read_records(trace_file) if trace_file.is_file() else {}
+        records = read_trial_records(trace_file) if trace_file.is_file() else {}
         previous = {
-            q.question_id: {g.grader_id: g for g in q.graders}
+            (q.question_id, q.trial): {g.grader_id: g for g in q.graders}
             for q in store.load_scores(grading_id=first, target=target.name)
         }
         rows = _current_rows(target) if current_rows else {}
@@ -193,11 +195,11 @@ async def aregrade(
             score = await _regrade_question(
                 stored,
                 row=rows.get(stored.question_id, stored.row),
-                record=records.get(stored.question_id),
+                record=records.get((stored.question_id, stored.trial)),
                 attached=attached.get(target.name, ()),
                 target=target,
                 services=services,
-                previous=previous.get(stored.question_id, {}),
+                previous=previous.get((stored.question_id, stored.trial), {}),
             )
             store.commit_score(target.name, score, grading_id=grading_id)
             if on_done is not None:

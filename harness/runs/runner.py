@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,25 @@ class TargetPlan:
     factory: Any = None
     """The loaded agent factory (agent mode) or chat model / factory (chat mode)."""
     environment_factory: Callable[[], Any] | None = None
+    trials: dict[str, list[int]] | None = None
+    """Question id -> the trials still to run (a resume); None: every trial of every question
+    (`target.repeats` of them)."""
+
+    def work(self) -> Iterator[tuple[Any, int]]:
+        """(question, trial) pairs to run, trials of a question together."""
+        for question in self.questions:
+            trials = (
+                range(max(1, self.target.repeats))
+                if self.trials is None
+                else self.trials.get(str(question.id), ())
+            )
+            for trial in trials:
+                yield question, trial
+
+    def work_count(self) -> int:
+        if self.trials is None:
+            return len(self.questions) * max(1, self.target.repeats)
+        return sum(len(self.trials.get(str(q.id), ())) for q in self.questions)
 
 
 def messages_for_agent(messages: Sequence[dict[str, Any]], system_prompt: str | None) -> list[dict]:
@@ -157,7 +176,13 @@ async def _invoke(
 
 
 async def _run_one(
-    plan: TargetPlan, question: Any, *, tracer: Any, shared: Any, record_class: Any
+    plan: TargetPlan,
+    question: Any,
+    *,
+    tracer: Any,
+    shared: Any,
+    record_class: Any,
+    trial: int = 0,
 ) -> tuple[QuestionRun, QuestionScore]:
     target = plan.target
     row = question.row()
@@ -166,7 +191,7 @@ async def _run_one(
     graded_input, graded_messages = grader_input(question, target.system_prompt)
     environment = plan.environment_factory() if plan.environment_factory is not None else None
     started = time.perf_counter()
-    run = RunRecord(question_id=str(question.id))
+    run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
     try:
         runnable = shared
@@ -180,6 +205,7 @@ async def _run_one(
             target=target.name,
             agent_name=str(agent_name),
             question_input=question.flattened_input(),
+            trial=trial,
         )
         state: Any = None
         # A deadline on this task rather than wait_for's extra task per question; and it tells
@@ -237,6 +263,7 @@ async def _run_one(
     stored = QuestionRun(
         target=target.name,
         question_id=str(question.id),
+        trial=trial,
         ordinal=plan.ordinals.get(str(question.id), 0),
         split=_attr(question, row, "split"),
         bundle=_attr(question, row, "bundle"),
@@ -257,6 +284,7 @@ async def _run_one(
         QuestionScore(
             question_id=stored.question_id,
             target=target.name,
+            trial=trial,
             split=stored.split,
             bundle=stored.bundle,
             tags=stored.tags,
@@ -295,22 +323,28 @@ async def arun_target(
     elif plan.environment_factory is None:
         shared = _build_graph(plan, None)
     committed = 0
-    pending = iter(plan.questions)
+    pending = plan.work()
+    total = plan.work_count()
 
     async def worker() -> None:
         # A fixed pool of `concurrency` workers sharing one iterator: no coroutine per pending
         # question, so memory stays flat in the number of questions.
         nonlocal committed
-        for question in pending:
+        for question, trial in pending:
             stored, score = await _run_one(
-                plan, question, tracer=tracer, shared=shared, record_class=record_class
+                plan,
+                question,
+                tracer=tracer,
+                shared=shared,
+                record_class=record_class,
+                trial=trial,
             )
             store.commit_question(stored, score, grading_id=grading_id)
             committed += 1
             if on_done is not None:
                 on_done(score)
 
-    size = max(1, min(plan.target.concurrency, len(plan.questions)))
+    size = max(1, min(plan.target.concurrency, total))
     workers = [asyncio.ensure_future(worker()) for _ in range(size)]
     try:
         await asyncio.gather(*workers)

@@ -35,10 +35,13 @@ __all__ = [
     "GraderSummary",
     "QuestionScore",
     "aggregate_samples",
+    "all_passed",
     "combine_exit_codes",
     "evaluate_gate",
     "pass_bar",
+    "pass_rate",
     "passes",
+    "question_passed",
     "score_question",
     "summarise_graders",
 ]
@@ -292,6 +295,40 @@ def _check_name(check: dict[str, Any]) -> str:
     return f"{name}@{check['version']}" if check.get("version") else name
 
 
+def question_passed(question: QuestionScore) -> bool | None:
+    """One question run's pass/fail: every scored grader met its bar and no required or
+    critical rubric check failed; False for an errored agent; None when a grader errored (the
+    evaluation, not the agent, failed)."""
+    if question.errored:
+        return False
+    if any(g.error for g in question.graders):
+        return None
+    return (
+        not question.unmet
+        and not question.required_check_failures
+        and not question.critical_failures
+    )
+
+
+def all_passed(verdicts: Sequence[bool | None]) -> bool | None:
+    """pass^k of one question's trials: False if any failed, None if any is undecided."""
+    if any(v is False for v in verdicts):
+        return False
+    if any(v is None for v in verdicts):
+        return None
+    return True
+
+
+def pass_rate(questions: Sequence[QuestionScore]) -> float | None:
+    """Share of questions whose trials all passed (pass^k), over questions with a verdict; with
+    one trial per question, the plain pass rate."""
+    trials: dict[tuple[str, str], list[bool | None]] = {}
+    for q in questions:
+        trials.setdefault((q.target, q.question_id), []).append(question_passed(q))
+    decided = [v for v in (all_passed(t) for t in trials.values()) if v is not None]
+    return sum(decided) / len(decided) if decided else None
+
+
 def score_question(question: QuestionScore) -> QuestionScore:
     """Fill in `composite` and `objective` from the question's graders (in place; returned)."""
     if question.errored:
@@ -340,6 +377,8 @@ class GateVerdict:
     required_check_failures: int
     reviews: int
     max_errored: int
+    pass_rate: float | None = None
+    """Share of questions whose trials all passed (`pass_rate`); None when none is decided."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
@@ -396,6 +435,12 @@ def evaluate_gate(
             reasons.append(
                 f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
             )
+    rate = pass_rate(questions)
+    if gate.min_pass_rate is not None:
+        if rate is None:
+            reasons.append("no question has a pass/fail verdict to hold against min_pass_rate")
+        elif rate < gate.min_pass_rate:
+            reasons.append(f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g}")
     incomplete_reasons = []
     if len(degraded) > gate.max_errored:
         incomplete_reasons.append(
@@ -431,6 +476,7 @@ def evaluate_gate(
         required_check_failures=len(required),
         reviews=len(reviews),
         max_errored=gate.max_errored,
+        pass_rate=rate,
     )
 
 
