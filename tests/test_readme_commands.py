@@ -45,6 +45,6 @@ def test_the_readme_commands_run_from_the_checkout_root(tmp_path):
         if found:
             run_id = Path(found.group(1)).name
         ran.append(command.split()[1])
-    assert ran == ["validate", "targets", "run", "grade", "graders"]
+    assert ran == ["validate", "targets", "run", "grade", "runs", "show", "compare", "graders"]
     for report in ("junit.xml", "summary.md", "results.json"):
         assert (tmp_path / "runs" / report).is_file(), report
