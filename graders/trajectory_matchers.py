@@ -119,6 +119,8 @@ class Literal(Matcher):
         self.value = value
 
     def test(self, present: bool, value: Any) -> bool:
+        if type(self.value) is str:  # the usual literal, fast
+            return present and type(value) is str and self.value == value
         return present and deep_equal(self.value, value)
 
     def describe(self) -> str:
@@ -158,13 +160,19 @@ class Regex(Matcher):
 class In(Matcher):
     """`{in: [...]}`: equal to one of the options."""
 
-    __slots__ = ("options",)
+    __slots__ = ("options", "strings")
 
     def __init__(self, options: Sequence[Any]) -> None:
         self.options = list(options)
+        # string options answer a string by one set lookup (the usual case: slots, states)
+        self.strings = frozenset(o for o in self.options if type(o) is str)
 
     def test(self, present: bool, value: Any) -> bool:
-        return present and any(deep_equal(option, value) for option in self.options)
+        if not present:
+            return False
+        if type(value) is str:
+            return value in self.strings
+        return any(deep_equal(option, value) for option in self.options)
 
     def describe(self) -> str:
         return f"in {shown(self.options)}"
@@ -404,6 +412,7 @@ class ListOf(Matcher):
 
 
 _PRESENT, _ABSENT = Present(), Absent()
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def _holds_matcher(value: Any) -> bool:
@@ -416,6 +425,8 @@ def _holds_matcher(value: Any) -> bool:
 
 def compile_value(value: Any) -> Matcher:
     """One argument value, as authored, as a Matcher (see the module docstring)."""
+    if type(value) in _SCALAR_TYPES:
+        return Literal(value)
     if not is_matcher(value):
         if _is_map(value) and _holds_matcher(value):
             return MappingOf({str(k): compile_value(v) for k, v in value.items()})

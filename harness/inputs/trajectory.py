@@ -72,6 +72,7 @@ MATCHER_PAIRS = (frozenset({"min", "max"}), frozenset({"approx", "tol"}))
 TYPE_NAMES = ("string", "integer", "number", "boolean", "null", "array", "object")
 
 _KEYWORDS = frozenset(MATCHER_KEYWORDS)
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _ASSERTING = ("calls", "forbid", "only", "count", "max_calls")
 
 # The rules, worded as the schema's errorMessage words them (tests compare the two).
@@ -251,7 +252,7 @@ def trajectory_problems(raw: Any) -> list[Problem]:
         problems.append(("/calls", "calls must be a list"))
         calls = []
     for index, call in enumerate(calls):
-        problems.extend(_call_problems(call, f"/calls/{index}"))
+        _call_problems(call, f"/calls/{index}", problems)
     for key in ("forbid", "only"):
         names = raw.get(key, [])
         if not isinstance(names, list):
@@ -281,26 +282,28 @@ def trajectory_problems(raw: Any) -> list[Problem]:
     return problems
 
 
-def _call_problems(call: Any, at: str) -> Iterator[Problem]:
+def _call_problems(call: Any, at: str, out: list[Problem]) -> None:
+    """Append the problems of one expected call to `out` (a plain loop: it runs per grading)."""
     if not _is_map(call):
-        yield at, "a trajectory call must be a mapping"
+        out.append((at, "a trajectory call must be a mapping"))
         return
     for key in call:
         if key not in CALL_KEYS:
-            yield f"{at}/{_token(key)}", f"unknown key {key!r}"
+            out.append((f"{at}/{_token(key)}", f"unknown key {key!r}"))
     if "tool" not in call:
-        yield at, CALL_NEEDS_TOOL
+        out.append((at, CALL_NEEDS_TOOL))
     elif not _is_name(call["tool"]):
-        yield f"{at}/tool", BAD_TOOL
+        out.append((f"{at}/tool", BAD_TOOL))
     if "outcome" in call and call["outcome"] not in OUTCOME_NAMES:
-        yield f"{at}/outcome", BAD_OUTCOME
+        out.append((f"{at}/outcome", BAD_OUTCOME))
     if "args" in call:
         args = call["args"]
         if not _is_map(args):
-            yield f"{at}/args", "args must be a mapping"
+            out.append((f"{at}/args", "args must be a mapping"))
             return
         for key, value in args.items():
-            yield from value_problems(value, f"{at}/args/{_token(key)}")
+            if type(value) not in _SCALAR_TYPES:  # a scalar is a literal: nothing to check
+                out.extend(value_problems(value, f"{at}/args/{_token(key)}"))
 
 
 def tool_names(raw: Any) -> list[tuple[tuple[str | int, ...], str]]:
