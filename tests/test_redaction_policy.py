@@ -271,3 +271,16 @@ def test_pathological_input_stays_linear():
     assert time.perf_counter() - started < 60
     # a whole pathological value still redacts what it should
     assert policy.text("a" * 1000 + "b") == REDACTED
+
+
+def test_validate_never_prints_a_rejected_secret(tmp_path, capsys):
+    # A schema problem quotes the value it rejects; the console is an exit like the others.
+    path = tmp_path / "questions.yaml"
+    path.write_text(
+        "questions:\n  - id: password=Hunter2Plaintext\n    input: hi\n"
+        "  - id: password=Hunter2Plaintext\n    input: hi\n",
+        encoding="utf-8",
+    )
+    assert main(["validate", str(path)]) == 4
+    err = capsys.readouterr().err
+    assert f"{path}:4" in err and "Hunter2Plaintext" not in err and "password=" in err

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ExitCode, InputError
+from harness.redaction import redact_text
 
 if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
     from harness.inputs.sourcefile import Problem
@@ -176,12 +177,12 @@ def run(args: argparse.Namespace) -> int:
         kind, problems = validate_file(path, build=not args.no_build, notes=notes)
         if problems:
             failed += 1
-            for problem in problems:
-                print(problem, file=sys.stderr)
+            for problem in problems:  # a problem may quote the value it rejects
+                print(redact_text(str(problem)), file=sys.stderr)
         else:
             print(_summary(kind, path))
         for note in notes:
-            print(f"  note: {note}", file=sys.stderr)
+            print(f"  note: {redact_text(note)}", file=sys.stderr)
     if failed:
         noun = "file" if len(paths) == 1 else "files"
         print(f"tracegrade: {failed} of {len(paths)} {noun} invalid", file=sys.stderr)
