@@ -55,6 +55,7 @@ RULES = {
     "split must be one of train, validation, test",
     "bundle must be snake_case",
     "expected.format must be one of text, json, yaml, markdown",
+    "expected must be a mapping",
     "expected_facts values must be strings, numbers, or lists of them",
     "must_not_contain must be a list of strings",
     # metadata.state (state_grader's assertions)
