@@ -26,8 +26,9 @@ __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_config", "v
 
 # kind -> "module:function", each `(path: Path) -> list[Problem]`, imported on first use so a
 # kind whose module is not there yet fails only for files of that kind.
+_DATASETS = "harness.inputs.dataset:validate_dataset_file"
 VALIDATORS: dict[str, str] = {
-    "dataset": "harness.inputs.dataset:validate_dataset_file",
+    "dataset": _DATASETS,
     "config": "harness.cli.validate:validate_config",
     "rubric": "graders.rubrics:validate_rubric_file",
 }
@@ -95,6 +96,10 @@ def detect_kind(data: Any) -> str:
     return "dataset"
 
 
+# path -> enabled questions, from the one parse of a valid dataset (for its summary line)
+_counts: dict[Path, int | None] = {}
+
+
 def _validator(kind: str) -> Callable[[Path], list[Problem]]:
     module_name, _, function = VALIDATORS[kind].partition(":")
     try:
@@ -127,6 +132,12 @@ def validate_file(
     try:
         if kind == "config" and validator is validate_config:
             return kind, validate_config(path, build=build, notes=notes)
+        if kind == "dataset" and VALIDATORS["dataset"] == _DATASETS:
+            from harness.inputs.dataset import check_dataset
+
+            problems, count = check_dataset(path, document=doc)  # parsed once, not again
+            _counts[path] = count
+            return kind, problems
         return kind, list(validator(path))
     except InputError as exc:  # a validator that raises rather than returning its problems
         problems = exc.context.get("problems") or [
@@ -159,9 +170,11 @@ def _summary(kind: str, path: Path) -> str:
         return f"ok: {path} (config, with everything it references)"
     if kind != "dataset":
         return f"ok: {path} ({kind})"
-    from harness.inputs.dataset import load_dataset  # the dataset floor; only for the count
+    count = _counts.pop(path, None)
+    if count is None:
+        from harness.inputs.dataset import load_dataset  # the dataset floor; only for the count
 
-    count = len(load_dataset(path).questions)
+        count = len(load_dataset(path).questions)
     return f"ok: {path} ({count} question{'s' if count != 1 else ''})"
 
 

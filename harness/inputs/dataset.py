@@ -49,6 +49,7 @@ __all__ = [
     "Splits",
     "StateAssertion",
     "StateSpec",
+    "check_dataset",
     "load_dataset",
     "select_questions",
     "validate_dataset_file",
@@ -373,20 +374,47 @@ def _pydantic_problems(doc: Document, error: ValidationError) -> list[Problem]:
 
 
 def _read(path: Path, *, error_cls: type[InputError]) -> tuple[Document, Dataset]:
-    doc = load_document(path, error_cls=error_cls)
+    return _from_document(load_document(path, error_cls=error_cls), error_cls=error_cls)
+
+
+def _from_document(doc: Document, *, error_cls: type[InputError]) -> tuple[Document, Dataset]:
     if doc.format == "jsonl":
         doc = doc.wrapped("questions")
     if not conforms(doc, "dataset"):
         raise_problems(validate_document(doc, "dataset"), error_cls)
     try:
-        dataset = Dataset.model_validate(doc.data)
-    except ValidationError as exc:
+        dataset = _models(doc.data)
+    except (ValidationError, ValueError) as exc:
         # The models enforce the schema's `x-` checks (unique ids, ratios summing to 1), which
-        # the fast path skips: the schema's own wording first, then the models'.
+        # the fast path skips: the schema's own wording first, then the models'. The rows were
+        # let go as their models were built: read the file again for the wording.
+        doc = load_document(doc.path, error_cls=error_cls)
+        if doc.format == "jsonl":
+            doc = doc.wrapped("questions")
         raise_problems(validate_document(doc, "dataset"), error_cls)
-        raise_problems(_pydantic_problems(doc, exc), error_cls)
-        raise  # unreachable: a ValidationError always has errors
+        try:  # the whole document at once, so each error's location is the document's
+            Dataset.model_validate(doc.data)
+        except ValidationError as located:
+            raise_problems(_pydantic_problems(doc, located), error_cls)
+        raise error_cls(str(exc), file=str(doc.path)) from exc
     return doc, dataset
+
+
+def _models(data: Any) -> Dataset:
+    """The Dataset model of a document's data, question by question: each raw row is let go
+    once its model exists, so a large file never holds both in full (peak memory halves).
+    The rows of `data` are None afterwards."""
+    rows = data.get("questions") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        return Dataset.model_validate(data)
+    questions = []
+    for index, row in enumerate(rows):
+        questions.append(Question.model_validate(row))
+        rows[index] = None
+    dataset = Dataset.model_validate({**data, "questions": []})
+    dataset.questions = questions
+    dataset._unique_ids()  # the model-level rule, on the whole list
+    return dataset
 
 
 def load_dataset(path: str | Path) -> Dataset:
@@ -404,16 +432,28 @@ def load_dataset(path: str | Path) -> Dataset:
     return dataset
 
 
-def validate_dataset_file(path: Path) -> list[Problem]:
-    """Every problem of a dataset file (parse errors included); [] when it is valid."""
+def validate_dataset_file(path: Path, *, document: Document | None = None) -> list[Problem]:
+    """Every problem of a dataset file (parse errors included); [] when it is valid.
+    `document`: the file already parsed (it is not read again)."""
+    return check_dataset(path, document=document)[0]
+
+
+def check_dataset(
+    path: Path, *, document: Document | None = None
+) -> tuple[list[Problem], int | None]:
+    """(every problem, the number of enabled questions) of a dataset file; the count is None
+    when there are problems. `document`: the file already parsed."""
     try:
-        _read(Path(path), error_cls=DatasetError)
+        if document is not None:
+            _, dataset = _from_document(document, error_cls=DatasetError)
+        else:
+            _, dataset = _read(Path(path), error_cls=DatasetError)
     except DatasetError as exc:
         problems = exc.context.get("problems")
         if problems:
-            return list(problems)
-        return [Problem(str(path), exc.line, exc.key or "", exc.message)]
-    return []
+            return list(problems), None
+        return [Problem(str(path), exc.line, exc.key or "", exc.message)], None
+    return [], sum(1 for q in dataset.questions if not q.disabled)
 
 
 def select_questions(

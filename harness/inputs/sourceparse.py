@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -17,8 +17,26 @@ from typing import Any, NoReturn
 import yaml
 
 from harness.errors import DatasetError, InputError
+from harness.inputs.yamlbuild import (
+    ALIAS_EXPANSION_MIN,
+    ALIAS_EXPANSION_RATIO,
+    MAX_DEPTH,
+    Bounded,
+    Built,
+    build,
+)
 
-__all__ = ["SUFFIXES", "Document", "Problem", "escape_pointer_token", "load_document", "pointer_of"]
+__all__ = [
+    "ALIAS_EXPANSION_MIN",
+    "ALIAS_EXPANSION_RATIO",
+    "MAX_DEPTH",
+    "SUFFIXES",
+    "Document",
+    "Problem",
+    "escape_pointer_token",
+    "load_document",
+    "pointer_of",
+]
 
 SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 
@@ -69,18 +87,31 @@ class Document:
     """The file read."""
     data: Any
     """The parsed content (JSONL: a list, one item per non-blank line)."""
-    lines: dict[str, int] = field(default_factory=dict)
-    """JSON pointer -> 1-based line (of the key for a mapping entry, of the item in a list)."""
+    known_lines: dict[str, int] | None = None
+    """The line map once built (see `lines`); None until then."""
     format: str = "yaml"
     """`yaml`, `json` or `jsonl`."""
     problems: list[Problem] = field(default_factory=list)
     """Problems found while parsing that do not stop it (duplicate mapping keys)."""
+    mapper: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
+    """Builds the line map on first use: a valid file never needs one, and for a large file
+    it costs a dozen times the file in memory."""
+
+    @property
+    def lines(self) -> dict[str, int]:
+        """JSON pointer -> 1-based line (of the key for a mapping entry, of the item in a
+        list)."""
+        if self.known_lines is None:
+            self.known_lines = self.mapper() if self.mapper is not None else {"": 1}
+            self.mapper = None
+        return self.known_lines
 
     def line_of(self, pointer: str) -> int | None:
         """Line of `pointer`, or of its nearest ancestor that has one; None when none has."""
+        lines = self.lines
         while True:
-            if pointer in self.lines:
-                return self.lines[pointer]
+            if pointer in lines:
+                return lines[pointer]
             if not pointer:
                 return None
             pointer = pointer.rsplit("/", 1)[0]
@@ -88,13 +119,17 @@ class Document:
     def wrapped(self, key: str) -> Document:
         """This document as the value of `key` in a new mapping (a JSONL file as `questions`)."""
         prefix = "/" + escape_pointer_token(key)
-        lines = {prefix + p: n for p, n in self.lines.items()}
-        lines.setdefault("", 1)
+
+        def mapper() -> dict[str, int]:
+            lines = {prefix + p: n for p, n in self.lines.items()}
+            lines.setdefault("", 1)
+            return lines
+
         problems = [
             Problem(p.file, p.line, prefix + p.pointer, p.message, p.question_id, p.hint)
             for p in self.problems
         ]
-        return Document(self.path, {key: self.data}, lines, self.format, problems)
+        return Document(self.path, {key: self.data}, None, self.format, problems, mapper)
 
 
 # ---------------------------------------------------------------------------------- parsing
@@ -114,8 +149,6 @@ _Loader.yaml_implicit_resolvers = {
     for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
 
 def _parse_error(
     path: Path, error_cls: type[InputError], message: str, line: int | None, pointer: str = ""
@@ -124,108 +157,31 @@ def _parse_error(
     raise error_cls(message, file=str(path), line=line, key=pointer or None, problems=[problem])
 
 
-# Hostile input stays bounded. An alias names a node already written, so a few lines of YAML
-# can stand for billions of values ("billion laughs"); every consumer (the line map, the
-# schema, the models) walks the expanded document. Expansion is measured on the node graph
-# before anything walks it, in time linear in the nodes written.
-MAX_DEPTH = 100
-"""Deepest nesting of mappings and lists a source file may have (JSON, JSONL and YAML alike;
-aliases count at the depth they are used)."""
-ALIAS_EXPANSION_MIN = 100_000
-"""Nodes aliases may add to any YAML document (each use of an alias counts every node under
-what it names, merges `<<:` included)."""
-ALIAS_EXPANSION_RATIO = 10
-"""Beyond `ALIAS_EXPANSION_MIN`, aliases may expand a document to this many times the nodes it
-writes."""
-
-
 class _Bounded(Exception):
-    """A document past a bound: message, line, pointer."""
+    """A JSON document past a bound: message, line, pointer."""
 
     def __init__(self, message: str, line: int | None, pointer: str) -> None:
         super().__init__(message)
         self.message, self.line, self.pointer = message, line, pointer
 
 
-def _yaml_lines(path: Path, root: yaml.Node) -> tuple[dict[str, int], list[Problem]]:
-    """The pointer -> line map and duplicate keys, walking each written node once. Raises
-    `_Bounded` for a recursive alias, nesting past `MAX_DEPTH`, or aliases expanding past the
-    budget."""
-    lines: dict[str, int] = {"": root.start_mark.line + 1}
-    problems: list[Problem] = []
-    # id(node) -> (expanded size, expanded height); a node on the current path has no entry yet
-    done: dict[int, tuple[int, int]] = {}
-    on_path: set[int] = set()
-    widest: list[tuple[int, str, int]] = []  # (size, pointer, line) of the largest alias use
-
-    def walk(node: yaml.Node, pointer: str, line: int, depth: int, record: bool) -> tuple[int, int]:
-        key = id(node)
-        if key in on_path:
-            raise _Bounded("recursive YAML alias: a value contains itself", line, pointer)
-        if key in done:  # an alias: counted, not walked again
-            size, height = done[key]
-            if depth + height > MAX_DEPTH:
-                raise _Bounded(f"nested deeper than {MAX_DEPTH} levels", line, pointer)
-            if not widest or size > widest[0][0]:
-                widest[:] = [(size, pointer, line)]
-            return size, height
-        if depth > MAX_DEPTH:
-            raise _Bounded(f"nested deeper than {MAX_DEPTH} levels", line, pointer)
-        on_path.add(key)
-        size, height = 1, 0
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
-            for key_node, value_node in node.value:
-                key_line = key_node.start_mark.line + 1
-                if key_node.tag == _MERGE_TAG:  # merged pairs count, their lines are elsewhere
-                    s, h = walk(value_node, pointer, key_line, depth + 1, False)
-                    size, height = size + s, max(height, h)
-                    continue
-                name = str(key_node.value)
-                child = f"{pointer}/{escape_pointer_token(name)}"
-                if record and name in seen:
-                    message = f"duplicate key {name!r} (first at line {seen[name]})"
-                    problems.append(Problem(str(path), key_line, child, message))
-                elif record:
-                    seen[name] = key_line
-                    lines[child] = key_line
-                s, h = walk(value_node, child, key_line, depth + 1, record)
-                size, height = size + 1 + s, max(height, h + 1)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                child = f"{pointer}/{index}"
-                item_line = item.start_mark.line + 1
-                if record:
-                    lines[child] = item_line
-                s, h = walk(item, child, item_line, depth + 1, record)
-                size, height = size + s, max(height, h + 1)
-        on_path.discard(key)
-        done[key] = (size, height)
-        return size, height
-
-    expanded, _ = walk(root, "", lines[""], 0, True)
-    written = len(done)
-    allowed = max(ALIAS_EXPANSION_MIN, ALIAS_EXPANSION_RATIO * written)
-    if expanded - written > ALIAS_EXPANSION_MIN and expanded > allowed:
-        _, pointer, line = widest[0]
-        raise _Bounded(
-            f"YAML aliases expand {written:,} written nodes to {expanded:,}: more than the "
-            f"{allowed:,} allowed (an alias bomb?)",
-            line,
-            pointer,
-        )
-    return lines, problems
+def _build_yaml(text: str, record_lines: bool) -> Built:
+    loader = _Loader(text)
+    try:
+        return build(loader, record_lines=record_lines)
+    finally:
+        loader.dispose()
 
 
 def _load_yaml(path: Path, text: str, error_cls: type[InputError]) -> Document:
-    loader = _Loader(text)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return Document(path, None, {"": 1}, "yaml")
-        lines, problems = _yaml_lines(path, root)
-        data = loader.construct_document(root)
-    except _Bounded as exc:
+        try:
+            built = _build_yaml(text, record_lines=False)
+            if built.duplicates:  # name each with its pointer and both lines
+                built = _build_yaml(text, record_lines=True)
+        except Bounded:  # locate it: the same parse again, recording pointers
+            built = _build_yaml(text, record_lines=True)
+    except Bounded as exc:
         _parse_error(path, error_cls, exc.message, exc.line, exc.pointer)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -238,9 +194,20 @@ def _load_yaml(path: Path, text: str, error_cls: type[InputError]) -> Document:
         _parse_error(path, error_cls, f"YAML syntax error: {detail}", line)
     except yaml.YAMLError as exc:
         _parse_error(path, error_cls, f"YAML syntax error: {exc}", None)
-    finally:
-        loader.dispose()
-    return Document(path, data, lines, "yaml", problems)
+    problems = [
+        Problem(str(path), line, pointer, f"duplicate key {key!r} (first at line {first})")
+        for pointer, line, key, first in built.duplicates
+    ]
+    if built.lines is not None:
+        return Document(path, built.data, built.lines, "yaml", problems)
+
+    def mapper() -> dict[str, int]:  # the file again: keeping its text costs as much
+        again = path.read_text(encoding="utf-8-sig")
+        lines = _build_yaml(again, record_lines=True).lines
+        return lines if lines is not None else {"": 1}
+
+    del text
+    return Document(path, built.data, None, "yaml", problems, mapper)
 
 
 class _JsonLines:
@@ -393,6 +360,7 @@ def load_document(path: str | Path, *, error_cls: type[InputError] = DatasetErro
         line = raw.count(b"\n", 0, exc.start) + 1
         message = f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start} ({exc.reason})"
         _parse_error(path, error_cls, message, line)
+    del raw  # the text alone from here (a large file is otherwise held twice)
     if suffix == ".json":
         return _load_json(path, text, error_cls)
     if suffix == ".jsonl":
