@@ -105,6 +105,9 @@ def test_two_letters_for_one_question_is_ambiguous(first, second, how):
 def test_prose_is_not_an_answer():
     assert parse_answers("The response is fine.\n2026-12-03: booked") == {}
     assert "Q1" not in parse_answers("1. The response complies with the policy.")
+    # Numbered reasoning after the answers never adds a second letter.
+    reasoning = "Q1: B\nQ2: C\n\nWhy:\n1. A claim of booking was made.\n2. A refund too."
+    assert {q: v[0] for q, v in parse_answers(reasoning).items()} == {"Q1": "B", "Q2": "C"}
 
 
 score_st = st.one_of(

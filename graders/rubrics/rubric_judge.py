@@ -55,10 +55,11 @@ SINGLE_SOURCE = "single answer (counted as probability 1)"
 # One answer on a line, in any of the forms models really write: `Q1: A`, `**Q1:** A`, `q1: a`,
 # `1: A`, `1. A`, `Q1 - A`, `- Q1) (A)`, `Question 1: A`, markdown emphasis and list marks around.
 _LINE_ANSWER = re.compile(
-    r"^[ \t>*_`#-]*(?:Q(?:uestion)?[ \t]*)?(\d+)[*_`]*[ \t]*[:.)=\-–—][ \t]*[*_`]*[ \t]*"
+    r"^[ \t>*_`#-]*(Q(?:uestion)?[ \t]*)?(\d+)[*_`]*[ \t]*[:.)=\-–—][ \t]*[*_`]*[ \t]*"
     r"[(\[]?([A-Za-z])(?![A-Za-z0-9'’])[)\]]?[*_`]*(.*)$",
     re.MULTILINE | re.IGNORECASE,
 )
+_BARE_REST = re.compile(r"^[ \t]*(?:$|[(\[:;,.!\-–—*_`/|&]|or\b|and\b)", re.IGNORECASE)
 # JSON-ish pairs, wherever they are: {"Q1": "A", "Q2": "b"}, {"1": "A"}, {'q1': 'A'}.
 _PAIR_ANSWER = re.compile(
     r"""["']\s*(?:Q(?:uestion)?\s*)?(\d+)\s*["']\s*:\s*["']\s*([A-Za-z])\s*["']""",
@@ -94,10 +95,15 @@ def parse_answers(text: str) -> dict[str, tuple[str, int]]:
             conflicts[qid] = [seen[0], letter]
 
     for match in _LINE_ANSWER.finditer(text):
-        note(match[1], match[2], match.start(2))
-        second = _SECOND_LETTER.match(match[3])
+        prefix, number, letter, rest = match.groups()
+        # Without a Q, `1. A claim was made` is a numbered sentence, not an answer: a bare
+        # number answers only when nothing but markup, a note or a dash follows the letter.
+        if not prefix and not _BARE_REST.match(rest):
+            continue
+        note(number, letter, match.start(3))
+        second = _SECOND_LETTER.match(rest)
         if second:
-            note(match[1], second[1], -1)
+            note(number, second[1], -1)
     for match in _PAIR_ANSWER.finditer(text):
         note(match[1], match[2], match.start(2))
     for qid, letters in conflicts.items():
