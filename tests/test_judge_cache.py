@@ -152,3 +152,25 @@ def test_concurrent_threads_share_one_cache(tmp_path):
 
 def test_default_path_sits_beside_the_runs(tmp_path):
     assert JudgeCache.default_path(tmp_path / "runs") == tmp_path / "runs" / "judge-cache.sqlite3"
+
+
+async def test_each_trial_is_judged_afresh_and_its_own_rerun_is_a_hit(openai_server, tmp_path):
+    from harness.records import RunRecord
+
+    def trial(t: int) -> dict:
+        return {"run_record": RunRecord(question_id="q", response="same answer", trial=t)}
+
+    openai_server.enqueue(score(4), score(2))
+    cache = JudgeCache(tmp_path / "c.sqlite3")
+    grader = RelevanceGrader(services=services(openai_server, cache))
+    first = await grader.agrade("q", "same answer", trial(0))
+    second = await grader.agrade("q", "same answer", trial(1))
+    # The same response in two trials: two judge calls, two verdicts (a repeat measures the
+    # judge's spread too, not the first trial's cached answer).
+    assert (first.score, second.score) == (4.0, 2.0)
+    assert len(openai_server.requests) == 2
+    # Re-grading trial 1 hits its own entry; a run without repeats keeps trial 0's keys.
+    again = await grader.agrade("q", "same answer", trial(1))
+    plain = await grader.agrade("q", "same answer", {})
+    assert (again.score, plain.score) == (2.0, 4.0)
+    assert len(openai_server.requests) == 2

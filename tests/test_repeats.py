@@ -220,11 +220,24 @@ def test_regrade_scores_each_trial_with_its_own_record(tmp_path, capsys):
             assert tool[(city.lower(), trial)].score == (5.0 if looked_up else 0.0)
 
 
-def test_compare_with_repeats_shows_pass_rates(tmp_path, capsys):
+def test_compare_with_repeats_takes_trials_together(tmp_path, capsys):
     config = _project(tmp_path)
-    main(["run", "--config", str(config), "--quiet", "--json", str(tmp_path / "a.json")])
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    main(["run", "--config", str(config), "--quiet", "--json", str(a)])
+    # The same process draws on: the second run gets draws 4-6 of each city, worked out from
+    # random.Random(f"6:<city>"): Paris F,F,T (1/3); Oslo T,T,F (2/3); Rome T,F,T (2/3).
+    main(["run", "--config", str(config), "--quiet", "--json", str(b)])
     capsys.readouterr()
-    code = main(["compare", str(tmp_path / "a.json"), str(tmp_path / "a.json")])
+    assert main(["compare", str(a), str(a)]) == 0
+    assert "3 question(s) compared" in capsys.readouterr().out
+    code = main(["compare", str(a), str(b), "--json", str(tmp_path / "c.json")])
     out = capsys.readouterr().out
-    assert code == 0
-    assert "3 question(s) compared" in out
+    assert code == 0  # no must-pass grader; the mean composite delta is 0
+    assert "oslo: composite 5 -> 4.17 (-0.83); pass rate 100% -> 67%" in out
+    assert "paris: composite 2.5 -> 3.33 (+0.83); pass rate 0% -> 33%" in out
+    data = json.loads((tmp_path / "c.json").read_text())
+    status = {q["id"]: q["status"] for q in data["questions"]}
+    assert status == {"paris": "still_failing", "oslo": "newly_failing", "rome": "still_failing"}
+    assert data["mcnemar"] == {"pass_to_fail": 1, "fail_to_pass": 0, "p_value": 1.0}
+    assert data["composite_delta"]["mean"] == pytest.approx(0.0, abs=1e-12)
+    assert main(["compare", str(a), str(b), "--fail-on", "any"]) == 2

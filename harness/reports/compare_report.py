@@ -60,9 +60,9 @@ def _question_lines(q: Any, indent: str) -> list[str]:
         lines.append(f"{indent}  candidate agent error: {q.cand_error}")
     for g in q.graders:
         if g.delta or g.base_passed != g.cand_passed:
+            delta = f" ({_signed(g.delta)})" if g.delta is not None else ""
             lines.append(
-                f"{indent}  {g.grader_id} {fmt(g.base)} -> {fmt(g.cand)} / {fmt(g.max_score)}"
-                f" ({_signed(g.delta)})"
+                f"{indent}  {g.grader_id} {fmt(g.base)} -> {fmt(g.cand)} / {fmt(g.max_score)}{delta}"
             )
     if q.tool_changes:
         lines.append(f"{indent}  tool calls:")
