@@ -62,6 +62,18 @@ _EXPORTS: dict[str, str] = {
     "regrade_run": "harness.runs.regrade",
     "resume_run": "harness.runs.lifecycle",
     "start_run": "harness.runs.lifecycle",
+    # the run record, history and comparison
+    "Comparison": "harness.runs.compare",
+    "QuestionResult": "harness.runs.record",
+    "RunManifest": "harness.runs.record",
+    "StoredRun": "harness.runs.history",
+    "compare_runs": "harness.runs.compare",
+    "list_runs": "harness.runs.history",
+    "load_comparable": "harness.runs.history",
+    "load_outcome": "harness.runs.history",
+    "mcnemar_exact": "harness.runs.stats",
+    "paired_bootstrap": "harness.runs.stats",
+    "summarise_trials": "harness.runs.trials",
 }
 
 __all__ = sorted(_EXPORTS)
