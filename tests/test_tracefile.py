@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.tools import tool
@@ -30,7 +29,6 @@ from agents.testing_graphs import (
 from harness.capture.recorder import Recorder
 from harness.capture.telemetry import RunTelemetry
 from harness.capture.tracefile import encode_line, encode_spans, read_records, redacted_attributes
-from harness.errors import CaptureError
 from harness.records import Outcome
 from harness.redaction import REDACTED, redact_text
 
@@ -161,12 +159,12 @@ def test_incomplete_record_reads_back_incomplete(tmp_path, monkeypatch):
     assert any("ZeroDivisionError" in p for p in back.problems)
 
 
-def test_a_broken_line_names_file_and_line(tmp_path):
+def test_a_broken_line_is_skipped_and_named(tmp_path):
     path = tmp_path / "traces.jsonl"
     path.write_text('{"resourceSpans": []}\nnot json\n')
-    with pytest.raises(CaptureError) as info:
-        read_records(path)
-    assert info.value.file == str(path) and info.value.line == 2
+    unreadable: list[str] = []
+    assert read_records(path, unreadable=unreadable) == {}
+    assert unreadable == [f"{path}:2: not an OTLP JSON line; skipped"]
 
 
 # -- the direct line encoder ----------------------------------------------------------------

@@ -190,11 +190,13 @@ class RunTelemetry:
             ),
         )
         self._file_exporter: TraceFileExporter | None = None
+        self._file_processor: BatchSpanProcessor | None = None
         if self.trace_file is not None:
             self._file_exporter = TraceFileExporter(self.trace_file, redaction=redaction)
-            self._provider.add_span_processor(
-                BatchSpanProcessor(self._file_exporter, schedule_delay_millis=1000)
+            self._file_processor = BatchSpanProcessor(
+                self._file_exporter, schedule_delay_millis=1000
             )
+            self._provider.add_span_processor(self._file_processor)
         self.endpoint: str | None = None
         self.protocol: str | None = None
         self._otlp: RedactingExporter | None = None
@@ -258,6 +260,13 @@ class RunTelemetry:
     def flush(self) -> None:
         """Write everything ended so far to the trace file (and hand it to the OTLP exporter)."""
         self._provider.force_flush()
+
+    def flush_trace_file(self) -> None:
+        """Write every span ended so far to the trace file, and only there (a slow collector
+        never holds this up). Called before a question's row is committed, so a committed row's
+        record is on disk no later than the row: kill -9 then `--resume` loses nothing."""
+        if self._file_processor is not None:
+            self._file_processor.force_flush()
 
     def shutdown(self) -> ExportReport:
         """Flush and close every exporter; idempotent. Failures are logged here, once."""

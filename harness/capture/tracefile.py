@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,7 +21,6 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from harness import semconv as sc
-from harness.errors import CaptureError
 from harness.records import Outcome, ToolCall, ToolRecord, finalize_calls
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
@@ -195,6 +195,12 @@ def encode_line(
     return '{"resourceSpans":[' + ",".join(out) + "]}"
 
 
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
 class TraceFileExporter(SpanExporter):
     """Appends each batch of spans to `path` as one OTLP JSON line, secrets redacted."""
 
@@ -204,6 +210,11 @@ class TraceFileExporter(SpanExporter):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._file = self.path.open("a", encoding="utf-8")
+        if self._file.tell() and not _ends_with_newline(self.path):
+            # a process killed mid-write left half a line: end it, so the resumed run's first
+            # line is not glued onto it (the reader skips the broken line alone)
+            self._file.write("\n")
+            self._file.flush()
         self.written = 0
         """Spans written so far."""
 
@@ -240,17 +251,24 @@ def _decode_value(value: Mapping[str, Any]) -> Any:
     return None
 
 
-def _spans_of(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as handle:
+_TRACE_ID = re.compile(r'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
+
+
+def _spans_of(path: Path, broken: dict[int, set[str]]) -> Iterator[tuple[int, dict]]:
+    """Every span of the file. A line that is not OTLP JSON (half-written when a process was
+    killed, or damaged) is skipped; `broken[line] = trace ids still legible in it`."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
                 request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("not a JSON object")
             except ValueError as exc:
-                raise CaptureError(
-                    f"not an OTLP JSON line: {exc}", file=str(path), line=line_no
-                ) from exc
+                log.warning("%s:%d: not an OTLP JSON line (%s); skipped", path, line_no, exc)
+                broken[line_no] = set(m.lower() for m in _TRACE_ID.findall(line))
+                continue
             for resource_spans in request.get("resourceSpans", []):
                 for scope_spans in resource_spans.get("scopeSpans", []):
                     for span in scope_spans.get("spans", []):
@@ -294,23 +312,30 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
     )
 
 
-def read_records(path: Path | str) -> dict[str, ToolRecord]:
+def read_records(path: Path | str, *, unreadable: list[str] | None = None) -> dict[str, ToolRecord]:
     """The tool-call records in a run's trace file, keyed by question id (the first trial of
-    each question; `read_trial_records` has every trial).
+    each question; `read_trial_records` has every trial)."""
+    records = read_trial_records(path, unreadable=unreadable)
+    return {qid: record for (qid, trial), record in records.items() if not trial}
+
+
+def read_trial_records(
+    path: Path | str, *, unreadable: list[str] | None = None
+) -> dict[tuple[str, int], ToolRecord]:
+    """Every record in a run's trace file, keyed by (question id, trial); a question span
+    without a trial attribute (an older trace file) is trial 0.
 
     A question run more than once in the file keeps its latest run. Calls are de-duplicated
     and numbered exactly as the live recorder does; completeness comes from the question span.
+    A line that cannot be read is skipped, and only the questions whose spans it held are
+    affected: incomplete when their trace id is legible in it, absent when their question span
+    was in it. Each skipped line is described in `unreadable` when a list is given.
     """
-    return {qid: record for (qid, trial), record in read_trial_records(path).items() if not trial}
-
-
-def read_trial_records(path: Path | str) -> dict[tuple[str, int], ToolRecord]:
-    """Every record in a run's trace file, keyed by (question id, trial); a question span
-    without a trial attribute (an older trace file) is trial 0."""
     path = Path(path)
     questions: dict[tuple[str, int], tuple[int, str, bool, tuple[str, ...]]] = {}
     calls: dict[str, list[ToolCall]] = {}
-    for _line_no, span in _spans_of(path):
+    broken: dict[int, set[str]] = {}
+    for _line_no, span in _spans_of(path, broken):
         attrs = {kv["key"]: _decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
         trace_id = span.get("traceId", "")
         if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
@@ -323,9 +348,20 @@ def read_trial_records(path: Path | str) -> dict[tuple[str, int], ToolRecord]:
                 questions[qid] = (start, trace_id, complete, problems)
         elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
             calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
-    return {
-        qid: ToolRecord(
+    damaged: dict[str, list[int]] = {}
+    for line_no, trace_ids in sorted(broken.items()):
+        for trace_id in trace_ids:
+            damaged.setdefault(trace_id, []).append(line_no)
+    if unreadable is not None:
+        unreadable += [f"{path}:{n}: not an OTLP JSON line; skipped" for n in sorted(broken)]
+    out = {}
+    for qid, (_start, trace_id, complete, problems) in questions.items():
+        lost = damaged.get(trace_id.lower())
+        if lost:
+            where = ", ".join(map(str, lost))
+            problems = (*problems, f"trace file line {where} unreadable: part of the record lost")
+            complete = False
+        out[qid] = ToolRecord(
             finalize_calls(calls.get(trace_id, ())), complete=complete, problems=problems
         )
-        for qid, (_start, trace_id, complete, problems) in questions.items()
-    }
+    return out

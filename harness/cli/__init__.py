@@ -7,16 +7,53 @@ Each subcommand module exposes `register(subparsers)` which adds its parser and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from harness.errors import ExitCode, TracegradeError
 from harness.redaction import RedactingFormatter, redact_text
 
-__all__ = ["build_parser", "main"]
+__all__ = ["Interrupted", "build_parser", "handle_stop_signals", "main"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (what CI runners send on cancel), handled exactly like Ctrl-C: the
+    run flushes, says how to resume, and the process exits 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def handle_stop_signals() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP interrupt like Ctrl-C (main thread only; a no-op
+    elsewhere); the previous handlers come back after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signum = getattr(signal, name)
+            previous[signum] = signal.signal(signum, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
 
 SUBCOMMANDS: tuple[str, ...] = (
     "validate",
@@ -86,6 +123,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `tracegrade` command. Called with no `argv` (as the installed command), it ends the
+    process itself once done (see `_exit`); with `argv` (tests, library callers) it returns."""
+    code = _main(argv)
+    if argv is None:
+        _exit(code)
+    return code
+
+
+def _exit(code: int) -> None:
+    """End the process without joining threads a stuck sync tool still holds: the reports are
+    written and the store closed, and a thread that never returns must not hang CI."""
+    stray = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+    if not any(not t.daemon for t in stray):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # The console is an exit like any other: log lines, tracebacks and error messages are
@@ -103,9 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TracegradeError as exc:
         print(f"tracegrade: error: {redact_text(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("tracegrade: interrupted", file=sys.stderr)
-        return 130
+        return 128 + exc.signum if isinstance(exc, Interrupted) else 130
     except Exception:  # the CLI's isolation point: anything else is a bug, exit 1
         print(redact_text(traceback.format_exc()), end="", file=sys.stderr)
         print("tracegrade: internal error (exit 1); this is a bug", file=sys.stderr)

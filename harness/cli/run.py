@@ -81,9 +81,10 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.cli import handle_stop_signals
     from harness.inputs.config import load_config
     from harness.reports.progress import Progress
-    from harness.runs.lifecycle import ANSWERS_VERBATIM_NOTE, Selection, resume_run, start_run
+    from harness.runs.lifecycle import ANSWERS_VERBATIM_NOTE
 
     config = load_config(args.config)
     baseline = None
@@ -103,30 +104,8 @@ def run(args: argparse.Namespace) -> int:
         progress.start(run_dir, total)
 
     try:
-        if args.resume:
-            outcome = resume_run(
-                config,
-                args.resume,
-                use_cache=not args.no_cache,
-                on_start=on_start,
-                on_done=progress.advance,
-            )
-        else:
-            selection = Selection(
-                targets=tuple(args.target),
-                split=args.split,
-                bundles=tuple(args.bundle),
-                tags=tuple(args.tag),
-                limit=args.limit,
-                repeats=args.repeats,
-            )
-            outcome = start_run(
-                config,
-                selection,
-                use_cache=not args.no_cache,
-                on_start=on_start,
-                on_done=progress.advance,
-            )
+        with handle_stop_signals():
+            outcome = _run(args, config, on_start, progress)
     except KeyboardInterrupt:
         if started:  # every finished question is committed: say how to finish the rest
             print(
@@ -163,3 +142,31 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
         print(f"tracegrade: error: baseline comparison: {exc}", file=sys.stderr)
         outcome.notes.append(f"baseline comparison refused: {exc}")
         outcome.extra_exit_codes.append(int(exc.exit_code))
+
+
+def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
+    from harness.runs.lifecycle import Selection, resume_run, start_run
+
+    if args.resume:
+        return resume_run(
+            config,
+            args.resume,
+            use_cache=not args.no_cache,
+            on_start=on_start,
+            on_done=progress.advance,
+        )
+    selection = Selection(
+        targets=tuple(args.target),
+        split=args.split,
+        bundles=tuple(args.bundle),
+        tags=tuple(args.tag),
+        limit=args.limit,
+        repeats=args.repeats,
+    )
+    return start_run(
+        config,
+        selection,
+        use_cache=not args.no_cache,
+        on_start=on_start,
+        on_done=progress.advance,
+    )

@@ -486,7 +486,8 @@ def _load_file_module(file: Path, where: dict[str, Any]) -> Any:
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit, GeneratorExit) as exc:
+        # SystemExit too: a file calling sys.exit() at import must not end the run with 0
         del sys.modules[name]
         raise ConfigError(f"importing {file} failed: {type(exc).__name__}: {exc}", **where) from exc
     _loaded_files[file] = module
@@ -515,7 +516,7 @@ def load_object(
     else:
         try:
             module = importlib.import_module(target)
-        except Exception as exc:
+        except (Exception, SystemExit, GeneratorExit) as exc:
             raise ConfigError(
                 f"cannot import {target!r}: {type(exc).__name__}: {exc}", **where
             ) from exc

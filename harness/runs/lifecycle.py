@@ -39,6 +39,7 @@ from harness.runs.identity import (
     write_identity,
 )
 from harness.runs.preflight import check_graders, check_rubric_refs
+from harness.runs.runlock import holder_text, run_lock
 from harness.runs.runner import TargetPlan, arun_target
 from harness.runs.scoring import (
     GateVerdict,
@@ -272,7 +273,12 @@ async def _arun_plans(
         )
         try:
             await arun_target(
-                plan, store=store, grading_id=grading_id, tracer=telemetry.tracer, on_done=on_done
+                plan,
+                store=store,
+                grading_id=grading_id,
+                tracer=telemetry.tracer,
+                on_done=on_done,
+                before_commit=telemetry.flush_trace_file,
             )
         finally:
             report = telemetry.shutdown()
@@ -401,7 +407,11 @@ async def astart_run(
     write_identity(run_dir, identity)
     notes = redaction_notes(config)
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
-    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
+    with (
+        ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store,
+        run_lock(run_dir, read_holder=lambda: store.meta("holder")),
+    ):
+        store.set_meta("holder", holder_text())
         store.set_meta("run_id", run_id)
         grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
         if on_start is not None:
@@ -465,7 +475,11 @@ async def aresume_run(
     services = run_services(config, run_dir, use_cache)
     attached = stored_attachments(identity, run_dir, services)
     notes: list[str] = redaction_notes(config)
-    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
+    with (
+        ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store,
+        run_lock(run_dir, read_holder=lambda: store.meta("holder")),
+    ):
+        store.set_meta("holder", holder_text())
         grading_id = min(g["grading_id"] for g in store.gradings())
         plans = []
         for target in targets:
@@ -510,11 +524,47 @@ async def aresume_run(
 
 
 def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
+    """Run `make()` on a fresh event loop (see `_run_loop`); refused inside a running loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return _run_loop(make())
     raise RuntimeError(f"{name}() called inside a running event loop: await a{name}() instead")
+
+
+def _run_loop(coro: Any) -> Any:
+    """`asyncio.run`, minus two ways user code could end or hang the run:
+
+    - a `SystemExit` raised by an agent inside a task of its own (LangChain runs each runnable
+      in a task) escapes the event loop as well as reaching the awaiting question, which makes
+      it that question's error; the loop goes on while the run's own task is not done;
+    - a sync tool stuck past its question's timeout holds a default-executor thread, and
+      `asyncio.run` joins that executor for ever: here it is shut down without waiting (the
+      CLI then exits without joining stray threads).
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        main = loop.create_task(coro)
+        while True:
+            try:
+                return loop.run_until_complete(main)
+            except SystemExit:
+                if main.done():
+                    raise
+                log.debug("a task of user code raised SystemExit; its question errors")
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            executor = getattr(loop, "_default_executor", None)
+            if executor is not None:
+                executor.shutdown(wait=False, cancel_futures=True)
+            loop.close()
 
 
 def start_run(config: Config, selection: Selection = Selection(), **options: Any) -> RunOutcome:

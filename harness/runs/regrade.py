@@ -178,7 +178,11 @@ async def aregrade(
     first = min(g["grading_id"] for g in store.gradings())
     for target in targets:
         trace_file = trace_file_of(run_dir, target.name)
-        records = read_trial_records(trace_file) if trace_file.is_file() else {}
+        unreadable: list[str] = []
+        records = (
+            read_trial_records(trace_file, unreadable=unreadable) if trace_file.is_file() else {}
+        )
+        notes += [f"{target.name}: {u}" for u in unreadable]
         previous = {
             (q.question_id, q.trial): {g.grader_id: g for g in q.graders}
             for q in store.load_scores(grading_id=first, target=target.name)

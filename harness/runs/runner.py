@@ -155,24 +155,57 @@ def _build_graph(plan: TargetPlan, environment: Any) -> Any:
         ) from exc
 
 
+class NoAIMessage(Exception):
+    """The agent returned something that is not a state holding an AI message."""
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"a mapping with keys {sorted(map(str, value))[:5]}"
+    return f"{type(value).__name__} {_short(value)}" if value is not None else "None"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 async def _invoke(
     plan: TargetPlan, runnable: Any, messages: list[dict], recorder: Any
 ) -> tuple[str, list, Any]:
-    """(response text, final messages, final state) of one agent or chat-model run."""
+    """(response text, final messages, final state) of one agent or chat-model run.
+
+    An agent that returns no AI message (`{"messages": []}`, None, a string, only the input)
+    raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent."""
     config = {"callbacks": [recorder]}
     async with recorder.question_span():
         if plan.target.mode == "chat":
             reply = await runnable.ainvoke(messages, config=config)
+            if _role_of(reply) != "assistant":
+                raise NoAIMessage(f"agent returned no AI message (got {_describe(reply)})")
             text = _text_of(reply)
             recorder.set_answer(text)
             return text, [*messages, reply], None
         state = await runnable.ainvoke({"messages": messages}, config=config)
         final = (
-            state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+            state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
         )
+        if not isinstance(final, list | tuple) or not any(
+            _role_of(m) == "assistant" for m in final
+        ):
+            got = (
+                f"messages {_short(final)}" if isinstance(final, list | tuple) else _describe(state)
+            )
+            raise NoAIMessage(f"agent returned no AI message (got {got})")
         text = last_ai_text(final)
         recorder.set_answer(text)
     return text, list(final), state
+
+
+def _user_failure(exc: BaseException) -> bool:
+    """A BaseException from user code that is that question's error. Ctrl-C and the run's own
+    cancellation are not: they interrupt the run."""
+    return not isinstance(exc, KeyboardInterrupt | asyncio.CancelledError)
 
 
 async def _run_one(
@@ -221,7 +254,11 @@ async def _run_one(
             else:
                 run.error = f"TimeoutError: {exc}"
             run.error_type = "TimeoutError"
-        except Exception as exc:  # isolation point: the agent crashed; the question errors
+        except NoAIMessage as exc:
+            run.error, run.error_type = str(exc), "NoAIMessage"
+        except BaseException as exc:  # isolation point: the agent crashed; the question errors
+            if not _user_failure(exc):
+                raise
             log.debug("agent raised on question %s", question.id, exc_info=True)
             run.error, run.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
         sealed = recorder.seal(final_state=state)
@@ -310,10 +347,12 @@ async def arun_target(
     tracer: Any,
     on_done: Callable[[QuestionScore], None] | None = None,
     record_class: Any = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> int:
     """Run every question of `plan` with `concurrency` workers, committing each question as it
     finishes; returns how many were committed. Cancelling the task loses only the questions in
-    flight. Scores are not kept in memory (the store has them; `on_done` sees each one), so
+    flight. `before_commit()` runs before each commit (the trace file's flush: a row is never
+    on disk before its record). Scores are not kept in memory (the store has them; `on_done` sees each one), so
     memory stays flat in the number of questions."""
     if record_class is None:
         from harness.capture.recorder import Recorder as record_class
@@ -339,6 +378,8 @@ async def arun_target(
                 record_class=record_class,
                 trial=trial,
             )
+            if before_commit is not None:
+                before_commit()
             store.commit_question(stored, score, grading_id=grading_id)
             committed += 1
             if on_done is not None:

@@ -1,0 +1,198 @@
+"""Crash and signal safety through the real CLI in a subprocess: kill -9 then `--resume` then
+`grade` is clean; SIGTERM and SIGHUP end a run like Ctrl-C (resume hint, 143 / 129)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.runs_support import write_project
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _questions(n: int) -> list[dict]:
+    return [
+        {
+            "id": f"q{i:03d}",
+            "input": "weather in Paris?",
+            "expected": {"keyword": "sunny"},
+            "expected_tools": [{"tool": "lookup", "should_run": True}],
+        }
+        for i in range(n)
+    ]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _rows(run_dir: Path) -> int:
+    db = run_dir / "results.sqlite"
+    if not db.is_file():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT count(*) FROM questions").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _start_and_wait(tmp_path: Path, config: Path, *, rows: int) -> tuple[subprocess.Popen, Path]:
+    proc = _cli("run", "--config", str(config), "--quiet", cwd=tmp_path)
+    runs = tmp_path / "runs"
+    deadline = time.monotonic() + 120  # generous: the machine may be loaded
+    while time.monotonic() < deadline:
+        dirs = list(runs.iterdir()) if runs.is_dir() else []
+        if dirs and _rows(dirs[0]) >= rows:
+            return proc, dirs[0]
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended early: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the run never committed enough rows")
+
+
+def _project(tmp_path: Path, n: int = 40, latency_s: float = 0.05) -> Path:
+    return write_project(
+        tmp_path,
+        questions=[],
+        extra_questions=_questions(n),
+        latency_s=latency_s,
+        target={"concurrency": 4, "timeout_s": 30},
+    )
+
+
+def test_kill_9_then_resume_then_grade_is_clean(tmp_path):
+    config = _project(tmp_path)
+    proc, run_dir = _start_and_wait(tmp_path, config, rows=8)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    resume = _cli("run", "--config", str(config), "--resume", run_dir.name, "--quiet", cwd=tmp_path)
+    out, err = resume.communicate(timeout=300)
+    assert resume.returncode == 0, out + err
+    grade = _cli("grade", run_dir.name, "--config", str(config), "--quiet", cwd=tmp_path)
+    out, err = grade.communicate(timeout=300)
+    assert grade.returncode == 0, out + err
+    assert "errored 0, degraded 0 of 40" in out
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, sig, code):
+    config = _project(tmp_path)
+    proc, run_dir = _start_and_wait(tmp_path, config, rows=4)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert f"tracegrade run --resume {run_dir.name}" in err
+    # every committed row's record reached the trace file before the process ended
+    resume = _cli("run", "--config", str(config), "--resume", run_dir.name, "--quiet", cwd=tmp_path)
+    out, err = resume.communicate(timeout=300)
+    assert resume.returncode == 0, out + err
+    grade = _cli("grade", run_dir.name, "--config", str(config), "--quiet", cwd=tmp_path)
+    out, err = grade.communicate(timeout=300)
+    assert grade.returncode == 0 and "degraded 0 of 40" in out, out + err
+
+
+STUCK = """
+import threading
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
+
+
+def _answer(state):
+    if state["messages"][-1]["content"] == "hang":
+        threading.Event().wait()  # a sync call that never returns
+    return {"messages": [AIMessage("sunny")]}
+
+
+def build_graph():
+    return RunnableLambda(_answer, name="stuck")
+"""
+
+
+def test_a_stuck_sync_call_never_blocks_the_exit(tmp_path):
+    rows = [
+        {"id": "hang", "input": "hang", "expected": {"keyword": "sunny"}},
+        {"id": "ok", "input": "fine", "expected": {"keyword": "sunny"}},
+    ]
+    config = write_project(
+        tmp_path,
+        questions=[],
+        extra_questions=rows,
+        target={
+            "agent": "stuck.py:build_graph",
+            "timeout_s": 1,
+            "graders": [{"id": "contains", "match_on": ["expected", "keyword"]}],
+        },
+    )
+    (tmp_path / "stuck.py").write_text(STUCK, encoding="utf-8")
+    report = tmp_path / "r.json"
+    started = time.monotonic()
+    proc = _cli("run", "--config", str(config), "--quiet", "--json", str(report), cwd=tmp_path)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    # timeout_s plus a few seconds (generous slack for a loaded machine), never "for ever"
+    assert time.monotonic() - started < 90
+    assert proc.returncode == 3, out + err
+    assert report.is_file() and "timed out after 1s" in report.read_text()
+
+
+def test_one_damaged_trace_file_line_degrades_only_its_question(tmp_path):
+    from harness.inputs.config import load_config
+    from harness.runs.lifecycle import start_run
+    from harness.runs.regrade import regrade_run
+
+    config = load_config(
+        write_project(
+            tmp_path, questions=[], extra_questions=_questions(4), target={"concurrency": 1}
+        )
+    )
+    outcome = start_run(config)
+    assert outcome.exit_code == 0
+    trace_file = outcome.run_dir / "traces" / "t.jsonl"
+    lines = trace_file.read_text(encoding="utf-8").splitlines()
+    assert len(lines) >= 4  # each question's record reached the file before its row
+    lines[1] = lines[1][: len(lines[1]) // 2]  # half a line, as a killed write leaves it
+    trace_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    again = regrade_run(config, outcome.run_id)
+    questions = again.targets[0].questions
+    hit = [q for q in questions if q.degraded]
+    assert len(hit) == 1 and "record" in (hit[0].error or hit[0].graders[0].reason)
+    assert all(q.composite == 5.0 for q in questions if not q.degraded)
+    assert any("t.jsonl:2: not an OTLP JSON line" in n for n in again.notes)
+
+
+def test_a_second_resume_of_a_live_run_is_refused_and_a_dead_holder_never_blocks(tmp_path, capsys):
+    from harness.cli import main
+
+    config = _project(tmp_path, n=200)
+    proc, run_dir = _start_and_wait(tmp_path, config, rows=2)
+    try:
+        code = main(["run", "--config", str(config), "--resume", run_dir.name, "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 4, err
+        assert f"in use by pid {proc.pid}" in err
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    # the holder died by kill -9: its lock went with it
+    assert main(["run", "--config", str(config), "--resume", run_dir.name, "--quiet"]) == 0
