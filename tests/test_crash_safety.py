@@ -196,3 +196,48 @@ def test_a_second_resume_of_a_live_run_is_refused_and_a_dead_holder_never_blocks
         proc.communicate(timeout=60)
     # the holder died by kill -9: its lock went with it
     assert main(["run", "--config", str(config), "--resume", run_dir.name, "--quiet"]) == 0
+
+
+def test_grade_of_an_interrupted_run_is_incomplete_and_says_how_to_resume(tmp_path, capsys):
+    from harness.cli import main
+
+    config = _project(tmp_path, n=40)
+    proc, run_dir = _start_and_wait(tmp_path, config, rows=3)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    rows = _rows(run_dir)
+    assert rows < 40
+    assert main(["grade", run_dir.name, "--config", str(config), "--quiet"]) == 3
+    out = capsys.readouterr().out
+    assert f"{40 - rows} of 40 selected question(s) have no result" in out
+    assert f"tracegrade run --resume {run_dir.name}" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("results.sqlite", lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 3])),
+        ("results.sqlite", lambda p: p.write_bytes(b"garbage, not a database" * 100)),
+        ("identity.json", lambda p: p.write_text('{"run_id": "x", "targ')),
+        ("identity.json", lambda p: p.write_text("[1, 2]")),
+    ],
+)
+@pytest.mark.parametrize("command", ["resume", "grade"])
+def test_a_damaged_run_file_is_exit_4_naming_it(tmp_path, capsys, name, damage, command):
+    from harness.cli import main
+
+    config = write_project(tmp_path, questions=[], extra_questions=_questions(30))
+    assert main(["run", "--config", str(config), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    for extra in ("results.sqlite-wal", "results.sqlite-shm"):
+        (run_dir / extra).unlink(missing_ok=True)
+    damage(run_dir / name)
+    capsys.readouterr()
+    argv = (
+        ["run", "--config", str(config), "--resume", run_dir.name]
+        if command == "resume"
+        else ["grade", run_dir.name, "--config", str(config)]
+    )
+    assert main([*argv, "--quiet"]) == 4
+    err = capsys.readouterr().err
+    assert str(run_dir / name) in err and "Traceback" not in err

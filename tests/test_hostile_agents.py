@@ -108,3 +108,62 @@ def test_a_factory_file_exiting_at_import_is_exit_4_naming_the_file(tmp_path, ca
     err = capsys.readouterr().err
     assert "odd.py" in err and "SystemExit" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+FLAKY = """
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
+
+from harness.environment import SQLiteEnvironment
+
+CALLS = {"environment": 0, "agent": 0}
+
+
+def _answer(state):
+    return {"messages": [AIMessage("sunny")]}
+
+
+def make_environment():
+    CALLS["environment"] += 1
+    if WHICH == "environment" and CALLS["environment"] % 5 == 0:
+        raise OSError("environment pool exhausted")
+    return SQLiteEnvironment()
+
+
+def build_graph(environment=None):
+    CALLS["agent"] += 1
+    if WHICH == "agent" and CALLS["agent"] % 5 == 0:
+        raise RuntimeError("model client failed to start")
+    if WHICH == "always":
+        raise RuntimeError("never builds")
+    return RunnableLambda(_answer, name="flaky")
+"""
+
+
+@pytest.mark.parametrize("which", ["environment", "agent"])
+def test_a_factory_failing_for_one_question_errors_only_that_question(tmp_path, capsys, which):
+    path = _project(
+        tmp_path,
+        [f"q{i}" for i in range(10)],
+        agent=FLAKY.replace("WHICH", repr(which)),
+    )
+    text = path.read_text().replace(
+        "agent: odd.py:build_graph",
+        "agent: odd.py:build_graph\n    environment: odd.py:make_environment",
+    )
+    path.write_text(text)
+    config = load_config(path)
+    outcome = start_run(config)
+    qs = outcome.targets[0].questions
+    assert len(qs) == 10
+    failed = [q for q in qs if q.errored]
+    assert len(failed) == 2
+    assert all(f"{which} factory raised" in q.error for q in failed)
+    assert outcome.exit_code == 3
+
+
+def test_an_agent_factory_that_always_raises_is_exit_4_and_leaves_no_run_dir(tmp_path, capsys):
+    path = _project(tmp_path, ["q1", "q2"], agent=FLAKY.replace("WHICH", repr("always")))
+    assert main(["run", "--config", str(path), "--quiet"]) == 4
+    assert "never builds" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

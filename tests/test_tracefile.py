@@ -4,6 +4,7 @@ records the live recorder sealed (so re-grading sees what grading saw)."""
 from __future__ import annotations
 
 import json
+import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -174,8 +175,14 @@ def _ref_value(value) -> dict:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        if -(2**63) <= value < 2**63:
+            return {"intValue": str(value)}
+        return {"stringValue": str(value)}  # beyond int64: what OTLP carries is a string
     if isinstance(value, float):
+        if math.isnan(value):
+            return {"doubleValue": "NaN"}  # OTLP JSON's spelling of non-finite doubles
+        if math.isinf(value):
+            return {"doubleValue": "Infinity" if value > 0 else "-Infinity"}
         return {"doubleValue": value}
     if isinstance(value, (list, tuple)):
         return {"arrayValue": {"values": [_ref_value(v) for v in value]}}
@@ -244,8 +251,8 @@ def _reference_request(spans, *, truncate_to=None) -> dict:
 _attr_values = st.one_of(
     st.text(max_size=30),
     st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**63 - 1),
-    st.floats(allow_nan=False),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(),
     st.lists(st.one_of(st.text(max_size=10), st.integers(0, 9), st.booleans()), max_size=3),
 )
 

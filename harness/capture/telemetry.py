@@ -60,6 +60,10 @@ class ExportReport:
     """The OTLP endpoint spans were sent to, None when none was configured."""
     trace_file: Path | None = None
     """The run's local trace file, None when none was asked for."""
+    trace_file_failed: int = 0
+    """Spans that could not be written to the trace file (their records are lost on disk)."""
+    trace_file_failure: str | None = None
+    """The first trace-file write failure, in words."""
 
     @property
     def ok(self) -> bool:
@@ -279,6 +283,8 @@ class RunTelemetry:
             failed=otlp.failed if otlp else 0,
             first_failure=otlp.first_failure if otlp else None,
             written=self._file_exporter.written if self._file_exporter else 0,
+            trace_file_failed=self._file_exporter.failed if self._file_exporter else 0,
+            trace_file_failure=self._file_exporter.first_failure if self._file_exporter else None,
             endpoint=self.endpoint,
             trace_file=self.trace_file,
         )

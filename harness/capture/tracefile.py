@@ -85,6 +85,10 @@ def redacted_attributes(
 # as much, and this runs for every span of every question. A test checks it byte for byte
 # against a dict-built reference of the OTLP JSON mapping.
 _json_str = json.encoder.encode_basestring  # the C encoder when available
+_INT64 = (-(2**63), 2**63 - 1)
+# OTLP JSON writes non-finite doubles as these strings (a bare NaN is not JSON)
+_NON_FINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _value_line(value: Any) -> str:
@@ -93,9 +97,12 @@ def _value_line(value: Any) -> str:
     if isinstance(value, bool):
         return '{"boolValue":true}' if value else '{"boolValue":false}'
     if isinstance(value, int):
-        return '{"intValue":"' + str(value) + '"}'
+        if _INT64[0] <= value <= _INT64[1]:
+            return '{"intValue":"' + str(value) + '"}'
+        return '{"stringValue":"' + str(value) + '"}'  # int64 is all OTLP carries
     if isinstance(value, float):
-        return '{"doubleValue":' + json.dumps(value) + "}"
+        text = repr(value)
+        return '{"doubleValue":' + _NON_FINITE.get(text, text) + "}"
     if isinstance(value, (list, tuple)):
         return '{"arrayValue":{"values":[' + ",".join(map(_value_line, value)) + "]}}"
     return '{"stringValue":' + _json_str(str(value)) + "}"
@@ -217,15 +224,30 @@ class TraceFileExporter(SpanExporter):
             self._file.flush()
         self.written = 0
         """Spans written so far."""
+        self.failed = 0
+        """Spans that could not be written (counted in the run's notes and exit status)."""
+        self.first_failure: str | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        line = encode_line(spans, policy=self.redaction)
-        with self._lock:
-            if self._file.closed:
-                return SpanExportResult.FAILURE
-            self._file.write(line + "\n")
-            self._file.flush()
-            self.written += len(spans)
+        try:
+            line = encode_line(spans, policy=self.redaction)
+            try:
+                data = (line + "\n").encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (from a tool result, say)
+                data = (_SURROGATE.sub("\ufffd", line) + "\n").encode("utf-8")
+            with self._lock:
+                if self._file.closed:
+                    raise ValueError("the trace file is closed")
+                self._file.write(data.decode("utf-8"))
+                self._file.flush()
+                self.written += len(spans)
+        except Exception as exc:  # isolation point: an exporter never raises into the run
+            log.warning("writing %d span(s) to %s failed: %s", len(spans), self.path, exc)
+            with self._lock:
+                self.failed += len(spans)
+                if self.first_failure is None:
+                    self.first_failure = f"{type(exc).__name__}: {exc}"
+            return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, InputError, NothingToRunError, RubricError
+from harness.errors import ConfigError, ExitCode, InputError, NothingToRunError, RubricError
 from harness.inputs.config import Config, TargetConfig
 from harness.inputs.sourcefile import raise_problems
 from harness.records import GradeResult
@@ -40,7 +40,7 @@ from harness.runs.identity import (
 )
 from harness.runs.preflight import check_graders, check_rubric_refs
 from harness.runs.runlock import holder_text, run_lock
-from harness.runs.runner import TargetPlan, arun_target
+from harness.runs.runner import TargetPlan, arun_target, build_shared
 from harness.runs.scoring import (
     GateVerdict,
     GraderSummary,
@@ -132,6 +132,9 @@ class RunOutcome:
     grading_id: int
     notes: list[str] = field(default_factory=list)
     """Operator notes: export failures, resumed questions, changed datasets..."""
+    lost_spans: int = 0
+    """Spans that could not be written to the run's trace file: their records are lost on
+    disk, so the run is incomplete (exit 3) however its gates came out."""
     comparison: Any = None
     """With `run --baseline`: the `harness.runs.compare.Comparison` against the baseline,
     whose regression verdict joins the gate."""
@@ -143,6 +146,8 @@ class RunOutcome:
         codes = [t.verdict.exit_code for t in self.targets] + list(self.extra_exit_codes)
         if self.comparison is not None:
             codes.append(self.comparison.exit_code)
+        if self.lost_spans:
+            codes.append(int(ExitCode.INCOMPLETE))
         return combine_exit_codes(codes)
 
 
@@ -255,6 +260,7 @@ async def _arun_plans(
     store: ResultStore,
     grading_id: int,
     on_done: Callable[[QuestionScore], None] | None,
+    lost: list[int],
 ) -> list[str]:
     from harness.capture.telemetry import RunTelemetry
 
@@ -282,6 +288,15 @@ async def _arun_plans(
             )
         finally:
             report = telemetry.shutdown()
+        if report.trace_file_failed:
+            lost.append(report.trace_file_failed)
+            notes.append(
+                config.redaction.text(
+                    f"{plan.target.name}: {report.trace_file_failed} span(s) could not be written "
+                    f"to the trace file {report.trace_file} ({report.trace_file_failure}); "
+                    "the run is incomplete (exit 3)"
+                )
+            )
         if report.failed:
             notes.append(
                 config.redaction.text(
@@ -322,6 +337,8 @@ def stored_results(
                         for a in attached.get(target.name, [])
                         if a.attachment.must_pass
                     ],
+                    selected=tid.get("selected"),
+                    run_id=identity.get("run_id"),
                 ),
                 graders=summarise_graders(questions),
                 advisories=_advisories(target.mode, attached.get(target.name, []), questions),
@@ -333,7 +350,7 @@ def stored_results(
 def _plan(
     target: TargetConfig, questions: list[Any], dataset: Any, attached: list, services: Any
 ) -> TargetPlan:
-    return TargetPlan(
+    plan = TargetPlan(
         target=target,
         questions=questions,
         attached=attached,
@@ -343,6 +360,9 @@ def _plan(
         factory=target.load_factory(),
         environment_factory=target.load_environment_factory(),
     )
+    # built now, before any run directory exists: a factory that raises is exit 4, no trace
+    plan.shared = build_shared(plan)
+    return plan
 
 
 async def astart_run(
@@ -394,19 +414,22 @@ async def astart_run(
         "git_commit": git_commit(config.base_dir),
         "targets": {},
     }
-    for target, dataset, _questions, attached in prepared:
+    for target, dataset, questions, attached in prepared:
         copy = (
             copy_grading_module(target.grading_module, run_dir, target.name)
             if target.grading_module
             else None
         )
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+        # how many questions the selection held: fewer rows later means an interrupted run
+        identity["targets"][target.name]["selected"] = len(questions)
     # The snapshot holds the target's config as authored (a policy text, a system prompt):
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
     identity = config.redaction.value(identity, by_name=False)
     write_identity(run_dir, identity)
     notes = redaction_notes(config)
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
+    lost: list[int] = []
     with (
         ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store,
         run_lock(run_dir, read_holder=lambda: store.meta("holder")),
@@ -418,6 +441,7 @@ async def astart_run(
             on_start(run_dir, total)
         notes += await _arun_plans(
             plans,
+            lost=lost,
             config=config,
             run_dir=run_dir,
             store=store,
@@ -426,7 +450,7 @@ async def astart_run(
         )
         attached_by_target = {t.name: at for t, _, _, at in prepared}
         results = stored_results(store, grading_id, targets, identity, attached_by_target)
-    return RunOutcome(run_id, run_dir, results, identity, grading_id, notes)
+    return RunOutcome(run_id, run_dir, results, identity, grading_id, notes, sum(lost))
 
 
 def _describe(selection: Selection) -> str:
@@ -475,6 +499,7 @@ async def aresume_run(
     services = run_services(config, run_dir, use_cache)
     attached = stored_attachments(identity, run_dir, services)
     notes: list[str] = redaction_notes(config)
+    lost: list[int] = []
     with (
         ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store,
         run_lock(run_dir, read_holder=lambda: store.meta("holder")),
@@ -513,6 +538,7 @@ async def aresume_run(
             on_start(run_dir, sum(p.work_count() for p in plans))
         notes += await _arun_plans(
             [p for p in plans if p.questions],
+            lost=lost,
             config=config,
             run_dir=run_dir,
             store=store,
@@ -520,7 +546,7 @@ async def aresume_run(
             on_done=on_done,
         )
         results = stored_results(store, grading_id, targets, identity, attached)
-    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes, sum(lost))
 
 
 def run_without_loop(name: str, make: Callable[[], Any]) -> Any:

@@ -35,7 +35,14 @@ from harness.runs.grading import (
 from harness.runs.scoring import QuestionScore, score_question
 from harness.runs.store import QuestionRun, ResultStore
 
-__all__ = ["TargetPlan", "arun_target", "last_ai_text", "messages_for_agent", "to_role_dicts"]
+__all__ = [
+    "TargetPlan",
+    "arun_target",
+    "build_shared",
+    "last_ai_text",
+    "messages_for_agent",
+    "to_role_dicts",
+]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +62,9 @@ class TargetPlan:
     factory: Any = None
     """The loaded agent factory (agent mode) or chat model / factory (chat mode)."""
     environment_factory: Callable[[], Any] | None = None
+    shared: Any = None
+    """The runnable every question shares, built before the run (`build_shared`); None:
+    built by `arun_target`, or per question when the target has an environment."""
     trials: dict[str, list[int]] | None = None
     """Question id -> the trials still to run (a resume); None: every trial of every question
     (`target.repeats` of them)."""
@@ -141,12 +151,27 @@ def _chat_model(factory: Any) -> Any:
     raise ConfigError(f"chat_model {factory!r} is neither a chat model nor a factory of one")
 
 
+def _call_factory(plan: TargetPlan, environment: Any) -> Any:
+    if environment is not None:
+        return plan.factory(environment=environment)
+    return plan.factory()
+
+
+def build_shared(plan: TargetPlan) -> Any:
+    """The runnable every question shares (chat model, or a graph without an environment),
+    built before the run starts: a factory that raises is invalid input (exit 4); None when
+    the graph is built per question."""
+    if plan.target.mode == "chat":
+        return _chat_model(plan.factory)
+    if plan.environment_factory is not None:
+        return None
+    return _build_graph(plan, None)
+
+
 def _build_graph(plan: TargetPlan, environment: Any) -> Any:
     try:
-        if environment is not None:
-            return plan.factory(environment=environment)
-        return plan.factory()
-    except Exception as exc:
+        return _call_factory(plan, environment)
+    except (Exception, SystemExit, GeneratorExit) as exc:
         raise ConfigError(
             f"agent factory {plan.target.factory!r} raised {type(exc).__name__}: {exc}",
             file=plan.target.config_file,
@@ -222,14 +247,28 @@ async def _run_one(
     input_messages = question.input_messages()
     messages = messages_for_agent(input_messages, target.system_prompt)
     graded_input, graded_messages = grader_input(question, target.system_prompt)
-    environment = plan.environment_factory() if plan.environment_factory is not None else None
     started = time.perf_counter()
     run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
+    environment: Any = None
+    graders: list = []
     try:
-        runnable = shared
-        if runnable is None:
-            runnable = _build_graph(plan, environment)
+        try:
+            # Per question, so a factory failing now and then is that question's error; one
+            # that cannot be loaded at all was refused (exit 4) before the run.
+            where = "environment"
+            if plan.environment_factory is not None:
+                environment = plan.environment_factory()
+            where = "agent"
+            runnable = shared if shared is not None else _call_factory(plan, environment)
+        except BaseException as exc:  # isolation point: user factory code
+            if not _user_failure(exc):
+                raise
+            log.debug("%s factory raised on question %s", where, question.id, exc_info=True)
+            run.error = f"{where} factory raised {type(exc).__name__}: {exc}"
+            run.error_type = type(exc).__name__
+            run.latency_s = time.perf_counter() - started
+            return _finish(plan, question, row, run, record, graders)
         agent_name = getattr(runnable, "name", None) or target.name
         recorder = record_class(
             tracer=tracer,
@@ -270,7 +309,6 @@ async def _run_one(
                 run.error, run.error_type = f"capture failed: {problems}", "CaptureError"
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
-        graders = []
         if run.error is None:
             context = build_context(
                 row,
@@ -297,6 +335,21 @@ async def _run_one(
                 log.warning(
                     "closing the environment of question %s failed", question.id, exc_info=True
                 )
+    return _finish(plan, question, row, run, record, graders)
+
+
+def _finish(
+    plan: TargetPlan,
+    question: Any,
+    row: dict,
+    run: RunRecord,
+    record: ToolRecord | None,
+    graders: list,
+) -> tuple[QuestionRun, QuestionScore]:
+    """The question's stored row and its score."""
+    target = plan.target
+    trial = run.trial
+    graded_input, graded_messages = grader_input(question, target.system_prompt)
     stored = QuestionRun(
         target=target.name,
         question_id=str(question.id),
@@ -356,11 +409,7 @@ async def arun_target(
     memory stays flat in the number of questions."""
     if record_class is None:
         from harness.capture.recorder import Recorder as record_class
-    shared = None
-    if plan.target.mode == "chat":
-        shared = _chat_model(plan.factory)
-    elif plan.environment_factory is None:
-        shared = _build_graph(plan, None)
+    shared = plan.shared if plan.shared is not None else build_shared(plan)
     committed = 0
     pending = plan.work()
     total = plan.work_count()

@@ -389,9 +389,16 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def evaluate_gate(
-    questions: Sequence[QuestionScore], gate: GateConfig, *, must_pass: Sequence[str] = ()
+    questions: Sequence[QuestionScore],
+    gate: GateConfig,
+    *,
+    must_pass: Sequence[str] = (),
+    selected: int | None = None,
+    run_id: str | None = None,
 ) -> GateVerdict:
-    """Decide a target's gate. `must_pass` names the target's must-pass graders.
+    """Decide a target's gate. `must_pass` names the target's must-pass graders; `selected` is
+    how many questions the run selected (fewer results: an interrupted run, incomplete, with
+    the resume command for `run_id`).
 
     An errored question (the agent failed) scores 0 in the mean, fails the gate and each
     must-pass grader; a question with a grader error is left out of the mean, but its decided
@@ -442,12 +449,18 @@ def evaluate_gate(
         elif rate < gate.min_pass_rate:
             reasons.append(f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g}")
     incomplete_reasons = []
+    if selected is not None and len(questions) < selected:
+        resume = f"tracegrade run --resume {run_id}" if run_id else "tracegrade run --resume"
+        incomplete_reasons.append(
+            f"evaluation incomplete: {selected - len(questions)} of {selected} selected "
+            f"question(s) have no result (the run was interrupted); finish with `{resume}`"
+        )
     if len(degraded) > gate.max_errored:
         incomplete_reasons.append(
             f"evaluation incomplete: {len(degraded)} degraded/errored question(s) "
             f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}"
         )
-    if questions and not any(q.composite is not None for q in in_mean):
+    if (questions or selected) and not any(q.composite is not None for q in in_mean):
         incomplete_reasons.append(
             f"evaluation incomplete: nothing was scored ({len(questions)} question(s), "
             f"{len(degraded) - len(errored)} degraded, the rest skipped by every grader)"

@@ -205,10 +205,25 @@ class ResultStore:
                 source.close()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            existed = self.path.is_file() and self.path.stat().st_size > 0
             self._db = sqlite3.connect(self.path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        try:
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+            if not readonly and existed:  # truncated or overwritten: say so now, not later
+                problems = [r[0] for r in self._db.execute("PRAGMA quick_check").fetchall()]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError("; ".join(map(str, problems[:3])))
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise InputError(
+                f"the results store is damaged: {exc}",
+                file=str(self.path),
+                hint="not a readable SQLite results file; the run cannot be resumed or "
+                "re-graded from it",
+            ) from exc
 
     @classmethod
     def in_run_dir(
