@@ -41,7 +41,8 @@ run_target() {  # run_target TARGET -> exit code of `tracegrade run`
   local target="$1"
   step "tracegrade run --config $CONFIG --target $target"
   "$TRACEGRADE_BIN" run --config "$CONFIG" --target "$target" \
-    --markdown "$OUT/$target.md" --junit "$OUT/$target.junit.xml" --json "$OUT/$target.json"
+    --markdown "$OUT/$target.md" --junit "$OUT/$target.junit.xml" --json "$OUT/$target.json" \
+    --html "$OUT/$target.html"
 }
 
 run_target support_desk
@@ -79,7 +80,8 @@ echo
 printf '  support_desk            exited %s (%s), expected 0\n' "$passing" "$(meaning "$passing")"
 printf '  support_desk_regressed  exited %s (%s), expected 2\n' "$regressed" "$(meaning "$regressed")"
 printf '  compare                 exited %s (%s), expected 2\n' "$compared" "$([ "$compared" -eq 2 ] && echo 'the candidate regressed' || meaning "$compared")"
-echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json)"
+echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json; an HTML page per"
+echo "           target to open in a browser: $OUT/support_desk_regressed.html)"
 
 if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ]; then
   echo

@@ -283,6 +283,15 @@ def test_the_regressed_report_names_each_planted_mistake(demo, checkout):
         assert any(question in name for name in failed_cases), (question, failed_cases)
 
 
+def test_the_demo_writes_an_html_page_beside_the_other_reports(demo, checkout):
+    for target in ("support_desk", "support_desk_regressed"):
+        page = (checkout / "reports" / f"{target}.html").read_text(encoding="utf-8")
+        assert page.startswith("<!doctype html>")
+        assert '<script type="application/json" id="tg-data">' in page
+        assert "cancel_booking" in page
+    assert f"{'reports'}/support_desk_regressed.html" in demo.stdout
+
+
 def test_the_content_agent_targets_catch_sub_agent_and_claim_mistakes(checkout, tmp_path):
     config = checkout / "examples" / "tracegrade.yaml"
 

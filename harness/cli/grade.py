@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     outcome = regrade_run(config, args.run_dir, current=args.current, use_cache=not args.no_cache)
-    write_reports(args, outcome)
+    write_reports(args, outcome, config=config)
     return outcome.exit_code

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     if baseline is not None:
         _compare_with_baseline(args, outcome, baseline)
-    write_reports(args, outcome)
+    write_reports(args, outcome, config=config)
     return outcome.exit_code
 
 

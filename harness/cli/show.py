@@ -38,9 +38,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.inputs.config import load_config
     from harness.runs.history import load_outcome, resolve_run
 
     run_dir = resolve_run(args.run_dir, config_path=args.config)
     outcome = load_outcome(run_dir, grading=args.grading)
-    write_reports(args, outcome)
+    # With a config, the HTML page gets its trace links and redaction policy.
+    config = load_config(args.config) if args.config is not None else None
+    write_reports(args, outcome, config=config)
     return outcome.exit_code

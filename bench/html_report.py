@@ -1,0 +1,199 @@
+"""Benchmark: the HTML report of a 5,000-question run (the issue asks for at most a few KB per
+question beyond the records themselves, and a page usable at that size).
+
+Builds a synthetic run (six graders with rubric checks, a two-message input, an answer and four
+tool calls per question, one in four questions failing), renders the page and prints:
+- the page size per question, next to the size of the records it shows (input messages, answer,
+  tool arguments and cut results, grader reasons and checks as compact JSON) and the overhead
+  per question beyond them;
+- the render time in Python;
+- with Debian's chromium present: the time to open the page from disk until the first page of
+  the list is drawn, and to narrow the list by a search, in a headless browser.
+
+    .venv/bin/python bench/html_report.py [--questions N] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from harness.inputs.config import GateConfig  # noqa: E402
+from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
+from harness.reports.html import build_page_data, render_page  # noqa: E402
+from harness.reports.html_data import RESULT_CHARS  # noqa: E402
+from harness.runs.lifecycle import RunOutcome, TargetResult  # noqa: E402
+from harness.runs.scoring import (  # noqa: E402
+    GraderScore,
+    QuestionScore,
+    evaluate_gate,
+    score_question,
+    summarise_graders,
+)
+from harness.runs.store import QuestionRun  # noqa: E402
+
+EXPECTED = [
+    {"tool": "lookup_customer", "should_run": True, "args": {"email": "x@example.com"}},
+    {"tool": "check_availability", "should_run": True, "after": "lookup_customer"},
+    {"tool": "book_appointment", "should_run": True, "after": "check_availability"},
+    {"tool": "issue_refund", "should_run": False},
+]
+CHECKS = [
+    {"id": f"check-{i}", "version": "1.0.0", "kind": "must_not_contain", "status": "pass",
+     "severity": "major", "required": True, "reason": "contains none of 3 forbidden value(s)"}
+    for i in range(3)
+]  # fmt: skip
+
+
+def synthetic(n: int, seed: int = 7):
+    rng = random.Random(seed)
+    scores, runs, records = [], {}, {}
+    for i in range(n):
+        qid = f"q{i:05d}"
+        failing = i % 4 == 0
+        graders = [
+            GraderScore("tool_usage_grader", 3.75 if failing else 5.0, 0, 5,
+                        "3 of 4 tool expectations met; unmet: book_appointment after "
+                        "check_availability" if failing else "all 4 tool expectations met",
+                        must_pass=True, threshold=5),
+            GraderScore("state_grader", 0.0 if failing else 5.0, 0, 5,
+                        "1 of 1 state assertion failed" if failing else "1 state assertion held",
+                        binary=True, must_pass=True),
+            GraderScore("format_grader", 5.0, 0, 5, "no text-rule violations"),
+            GraderScore("rubric_checks", 5.0, 0, 5, "support@1 weighted_mean = 1: 3 pass",
+                        checks=[dict(c) for c in CHECKS]),
+            GraderScore("contains", None, 0, 1, "no expected.keyword in the question, skipping"),
+            GraderScore("claims_match_record", 1.0, 0, 1, "claims match the record", binary=True),
+        ]  # fmt: skip
+        scores.append(
+            score_question(
+                QuestionScore(qid, "desk", split=rng.choice(["test", "train"]),
+                              bundle=rng.choice(["bookings", "refunds", "cancellations"]),
+                              tags=["policy", rng.choice(["booking", "refund"])],
+                              graders=graders, trace_id=f"{rng.getrandbits(128):032x}")
+            )
+        )  # fmt: skip
+        email = f"customer{i}@example.com"
+        runs[qid] = QuestionRun(
+            target="desk", question_id=qid, row={"id": qid, "expected_tools": EXPECTED},
+            messages=[{"role": "system", "content": "You are the support desk."},
+                      {"role": "user", "content": f"Please book 2026-12-03 10:00 for {email}."}],
+            response=f"Booked 2026-12-03 at 10:00 for {email}; your booking id is B{i}.",
+            has_record=True, tool_call_count=4, latency_s=0.8,
+        )  # fmt: skip
+        calls = [
+            ("lookup_customer", {"email": email}, {"status": "found", "customer_id": f"C{i}"}),
+            ("check_availability", {"date": "2026-12-03", "slot": "10:00"}, {"available": True}),
+            ("book_appointment", {"customer": f"C{i}", "date": "2026-12-03", "slot": "10:00"},
+             {"status": "confirmed", "booking_id": f"B{i}", "notes": "x" * 300}),
+            ("send_confirmation", {"email": email}, {"sent": True}),
+        ]  # fmt: skip
+        records[qid] = ToolRecord(
+            [
+                ToolCall(seq=k, name=name, qualified_id=f"desk:{name}", call_id=f"c{k}",
+                         arguments=args, outcome=Outcome.OK, result=json.dumps(result),
+                         agent="desk", model_turn=k, index_in_turn=0,
+                         start_ns=1000 * k, end_ns=1000 * k + 500)
+                for k, (name, args, result) in enumerate(calls)
+            ]
+        )  # fmt: skip
+    return scores, runs, records
+
+
+def records_size(scores, runs, records) -> int:
+    """Bytes of what the page shows, as compact JSON with nothing added: the floor."""
+    total = 0
+    for q in scores:
+        run, rec = runs[q.question_id], records[q.question_id]
+        shown = {
+            "messages": run.messages,
+            "response": run.response,
+            "calls": [
+                [c.qualified_id, dict(c.arguments), str(c.result)[:RESULT_CHARS]] for c in rec
+            ],
+            "graders": [[g.grader_id, g.score, g.reason, g.checks] for g in q.graders],
+        }
+        total += len(json.dumps(shown, separators=(",", ":"), ensure_ascii=False).encode())
+    return total
+
+
+def browser_timing(path: Path) -> tuple[float, float] | None:
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), headless=True)
+        page = browser.new_page()
+        started = time.perf_counter()
+        page.goto(path.resolve().as_uri())
+        page.wait_for_selector("#question-table tbody tr")
+        opened = time.perf_counter() - started
+        started = time.perf_counter()
+        page.fill("#f-text", "customer4242@")
+        page.wait_for_function("document.querySelectorAll('#question-table tbody tr').length === 1")
+        searched = time.perf_counter() - started
+        browser.close()
+    return opened, searched
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=5000)
+    parser.add_argument("--out", type=Path, default=None, help="keep the page here")
+    args = parser.parse_args()
+    n = args.questions
+    scores, runs, records = synthetic(n)
+    outcome = RunOutcome(
+        run_id="bench",
+        run_dir=Path("."),
+        targets=[
+            TargetResult(
+                "desk",
+                "agent",
+                "bench.yaml",
+                scores,
+                evaluate_gate(scores, GateConfig()),
+                summarise_graders(scores),
+            )
+        ],
+        identity={},
+        grading_id=1,
+    )
+    started = time.perf_counter()
+    data = build_page_data(
+        outcome,
+        runs={"desk": {(qid, 0): r for qid, r in runs.items()}},
+        records={"desk": {(qid, 0): r for qid, r in records.items()}},
+    )
+    html = render_page(outcome, data)
+    render_s = time.perf_counter() - started
+    size = len(html.encode())
+    floor = records_size(scores, runs, records)
+    print(f"questions                     {n}")
+    print(f"page size                     {size / 1e6:.2f} MB ({size / n:,.0f} B per question)")
+    print(f"records shown (compact JSON)  {floor / 1e6:.2f} MB ({floor / n:,.0f} B per question)")
+    print(f"beyond the records            {(size - floor) / n:,.0f} B per question")
+    print(f"ratio page / records          {size / floor:.2f}")
+    print(f"render in Python              {render_s:.2f} s ({render_s / n * 1e3:.2f} ms/question)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.out or Path(tmp) / "bench.html"
+        path.write_text(html, encoding="utf-8")
+        timing = browser_timing(path)
+    if timing is None:
+        print("browser                       (no /usr/bin/chromium: not measured)")
+    else:
+        print(f"chromium: open to first rows  {timing[0]:.2f} s")
+        print(f"chromium: search narrows list {timing[1] * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+"""The HTML report: one self-contained page per run that a person reads (`--html FILE`).
+
+Inline CSS and script, no network request of any kind (a Content-Security-Policy forbids
+every fetch), so it opens from disk or from a CI artifact. The summary (gate verdict and its
+reasons, identity, per-target grader tables and SVG charts, the worst questions) is plain HTML,
+readable with scripts off. The question list and each question's view are drawn by a small
+script from the run's data, embedded once as JSON in `<script type="application/json">`; the
+list is paginated, so a run of thousands of questions stays quick.
+
+Sources: the run outcome (scores, verdicts, identity), the store's question rows (input
+messages, answer) and the run's trace file (the tool calls); see `harness.reports.html_data`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
+from harness.reports.html_assets import CSS, SCRIPT
+from harness.reports.html_data import build_question, load_sources, trace_link
+
+__all__ = ["build_page_data", "render_html", "render_page", "write_html"]
+
+_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data:; form-action 'none'; base-uri 'none'"
+)
+_EXIT_WORDS = {
+    0: "passed",
+    1: "internal error",
+    2: "gate failed",
+    3: "evaluation incomplete",
+    4: "invalid input",
+    5: "nothing to run",
+}
+
+
+def build_page_data(
+    outcome: Any,
+    *,
+    runs: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, Mapping[str, Any]],
+    trace_url: str | None = None,
+    project: str | None = None,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
+) -> dict[str, Any]:
+    """The JSON the page's script reads: every question of every target, in run order."""
+    questions = []
+    for t in outcome.targets:
+        for q in t.questions:
+            link = trace_link(
+                trace_url,
+                trace_id=q.trace_id,
+                project=project or "default",
+                target=t.target,
+                run_id=outcome.run_id,
+            )
+            questions.append(
+                build_question(
+                    q,
+                    stored=runs.get(t.target, {}).get((q.question_id, q.trial)),
+                    record=records.get(t.target, {}).get((q.question_id, q.trial)),
+                    trace_url=link,
+                    redaction=redaction,
+                )
+            )
+    return {
+        "run_id": outcome.run_id,
+        "targets": [t.target for t in outcome.targets],
+        "questions": questions,
+    }
+
+
+def _json_for_script(data: Any) -> str:
+    """JSON safe inside a <script> element: no `</script>`, no `<!--`."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _gate_word(verdict: Any) -> tuple[str, str]:
+    if verdict.incomplete:
+        return "incomplete", "evaluation incomplete (exit 3)"
+    if verdict.passed:
+        return "passed", "passed"
+    return "failed", "failed (exit 2)"
+
+
+def _identity(outcome: Any) -> str:
+    ident = outcome.identity or {}
+    rows = [
+        ("run id", outcome.run_id),
+        ("grading id", outcome.grading_id),
+        ("created", ident.get("created")),
+        ("config", ident.get("config_path")),
+        ("git commit", ident.get("git_commit") or "not a git checkout"),
+    ]
+    judge = ident.get("judge")
+    if judge:
+        knobs = judge.get("pinned_knobs") or {}
+        described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "pinned_knobs")
+        rows.append(("judge", described))
+        rows.append(("judge pinned knobs", ", ".join(f"{k}={v}" for k, v in knobs.items())))
+    else:
+        rows.append(("judge", "none configured"))
+    packages = ident.get("packages") or {}
+    rows.append(("packages", ", ".join(f"{k} {v}" for k, v in packages.items())))
+    out = ['<dl class="kv">']
+    out += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows]
+    out.append("</dl>")
+    for name, t in (ident.get("targets") or {}).items():
+        ds = t.get("dataset") or {}
+        out.append(f"<h3>{_e(name)}</h3>")
+        out.append('<dl class="kv">')
+        out.append(f"<dt>dataset</dt><dd>{_e(ds.get('path'))}</dd>")
+        out.append(f"<dt>dataset sha256</dt><dd><code>{_e(ds.get('sha256'))}</code></dd>")
+        module = t.get("grading_module")
+        if module:
+            out.append(
+                f"<dt>grading module sha256</dt><dd><code>{_e(module.get('sha256'))}</code></dd>"
+            )
+        out.append("</dl>")
+        out.append(
+            '<table class="grid"><caption>Graders and their code</caption><thead><tr>'
+            '<th scope="col">grader</th><th scope="col">source</th><th scope="col">scale</th>'
+            '<th scope="col">must pass</th><th scope="col">code sha256</th></tr></thead><tbody>'
+        )
+        for g in t.get("graders") or []:
+            out.append(
+                f"<tr><td><code>{_e(g.get('id'))}</code></td><td>{_e(g.get('source'))}</td>"
+                f"<td>{_e(fmt(g.get('min_score')))}–{_e(fmt(g.get('max_score')))}</td>"
+                f"<td>{'yes' if g.get('must_pass') else 'no'}</td>"
+                f"<td><code>{_e((g.get('code_sha256') or '-')[:16])}</code></td></tr>"
+            )
+        out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _histogram(target: str, questions: Sequence[Any], slug: str) -> str:
+    """Composite scores in ten bins of 0.5 (the last closed), plus questions without one."""
+    bins = [0] * 10
+    none = 0
+    for q in questions:
+        if q.composite is None:
+            none += 1
+        else:
+            bins[min(int(q.composite * 2), 9)] += 1
+    top = max([*bins, 1])
+    w, h, pad = 372, 150, 24
+    bar = (w - pad - 12) / 10
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {w} {h + 36}" role="img" '
+        f'aria-labelledby="hist-{slug}-t hist-{slug}-d">',
+        f'<title id="hist-{slug}-t">Composite score distribution, {_e(target)}</title>',
+        f'<desc id="hist-{slug}-d">'
+        + _e(
+            "; ".join(f"{i / 2:g}–{(i + 1) / 2:g}: {n}" for i, n in enumerate(bins) if n)
+            + (f"; no composite: {none}" if none else "")
+        )
+        + "</desc>",
+        f'<line x1="{pad}" y1="{h}" x2="{w}" y2="{h}" class="axis"/>',
+    ]
+    for i, n in enumerate(bins):
+        bh = (h - 24) * n / top
+        x = pad + i * bar
+        parts.append(
+            f'<rect x="{x + 2:.1f}" y="{h - bh:.1f}" width="{bar - 4:.1f}" height="{bh:.1f}" '
+            f'class="bar hist"><title>{i / 2:g}–{(i + 1) / 2:g}: {n}'
+            "</title></rect>"
+        )
+        if n:
+            parts.append(f'<text x="{x + bar / 2:.1f}" y="{h - bh - 3:.1f}" class="num">{n}</text>')
+    for s in range(6):
+        parts.append(f'<text x="{pad + s * 2 * bar:.1f}" y="{h + 14}" class="tick">{s}</text>')
+    parts.append(f'<text x="{w / 2:.1f}" y="{h + 30}" class="label">composite (0–5)</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _pass_rates(target: str, graders: Sequence[Any], slug: str) -> str:
+    row, label_w, w = 22, 150, 360
+    h = row * max(len(graders), 1) + 8
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {w} {h}" role="img" '
+        f'aria-labelledby="rate-{slug}-t rate-{slug}-d">',
+        f'<title id="rate-{slug}-t">Pass rate per grader, {_e(target)}</title>',
+    ]
+    desc = []
+    for i, g in enumerate(graders):
+        decided = g.passed + g.failed
+        rate = g.passed / decided if decided else None
+        text = f"{g.passed}/{decided}" if decided else "none decided"
+        if g.errored:
+            text += f", {g.errored} errored"
+        desc.append(f"{g.grader_id}: {text}")
+        y = 4 + i * row
+        span = w - label_w - 70
+        parts.append(f'<text x="0" y="{y + 14}" class="name">{_e(g.grader_id[:22])}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{span}" height="14" class="track"/>')
+        if rate:
+            parts.append(
+                f'<rect x="{label_w}" y="{y + 3}" width="{span * rate:.1f}" height="14" '
+                f'class="bar{" low" if rate < 1 else ""}"/>'
+            )
+        parts.append(f'<text x="{label_w + span + 6}" y="{y + 14}" class="num-l">{text}</text>')
+    parts.insert(2, f'<desc id="rate-{slug}-d">{_e("; ".join(desc))}</desc>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _target_section(t: Any, index: int) -> str:
+    v = t.verdict
+    state, words = _gate_word(v)
+    slug = f"t{index}"
+    out = [
+        f'<section class="target" aria-labelledby="{slug}-h">',
+        f'<h2 id="{slug}-h">{_e(t.target)} <span class="mode">({_e(t.mode)})</span> '
+        f'<span class="badge v-{state}">gate {_e(words)}</span></h2>',
+        f'<p class="muted">dataset {_e(t.dataset)}</p>',
+    ]
+    for advisory in t.advisories:
+        out.append(f'<p class="advisory" role="note">{_e(advisory)}</p>')
+    out.append(
+        f'<p class="figures">composite <strong>{_e(fmt_score(v.mean_composite, 5))}</strong> '
+        f"over {v.questions - v.degraded} non-degraded question(s) · objective "
+        f"<strong>{_e(fmt(v.mean_objective))}</strong> · errored {v.errored}, degraded "
+        f"{v.degraded} of {v.questions} (error budget {v.max_errored}) · critical failures "
+        f"{v.critical_failures}</p>"
+    )
+    if v.reasons:
+        out.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in v.reasons))
+        out.append("</ul>")
+    out.append(
+        f'<table class="grid"><caption>Graders of {_e(t.target)} (means on each grader\'s own '
+        'scale)</caption><thead><tr><th scope="col">grader</th><th scope="col">mean</th>'
+        '<th scope="col">scored</th><th scope="col">skipped</th><th scope="col">errored</th>'
+        '<th scope="col">passed</th></tr></thead><tbody>'
+    )
+    for g in t.graders:
+        out.append(
+            f"<tr><td><code>{_e(g.grader_id)}</code></td>"
+            f"<td>{_e(fmt_score(g.mean, g.max_score))}</td><td>{g.scored}</td>"
+            f"<td>{g.skipped}</td><td>{g.errored}</td><td>{g.passed}/{g.passed + g.failed}</td>"
+            "</tr>"
+        )
+    out.append("</tbody></table>")
+    out.append('<div class="charts">')
+    out.append(_histogram(t.target, t.questions, slug))
+    out.append(_pass_rates(t.target, t.graders, slug))
+    out.append("</div>")
+    flagged = worst_questions(t.questions, 10)
+    if flagged:
+        out.append(f'<h3 id="{slug}-worst">Questions to look at first</h3><ul class="worst">')
+        for q in flagged:
+            why = "; ".join(question_reasons(q))
+            out.append(
+                f'<li><a href="#q={_e(_question_hash(t.target, q))}">'
+                f"<code>{_e(q.question_id)}</code></a> composite {_e(fmt(q.composite))}: "
+                f"{_e(why)}</li>"
+            )
+        out.append("</ul>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _question_hash(target: str, q: Any) -> str:
+    """`<target>/<id>`, `/<trial>` after it for a repeat: what the page's script routes on."""
+    from urllib.parse import quote
+
+    key = f"{quote(target, safe='')}/{quote(q.question_id, safe='')}"
+    return f"{key}/{q.trial}" if q.trial else key
+
+
+def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
+    """The whole document for `outcome` and the page data from `build_page_data`."""
+    code = outcome.exit_code
+    state = "passed" if code == 0 else "incomplete" if code == 3 else "failed"
+    reasons = [f"{t.target}: {r}" for t in outcome.targets for r in t.verdict.reasons]
+    head = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>tracegrade run {_e(outcome.run_id)}: {_e(_EXIT_WORDS.get(code, code))}</title>",
+        f"<style>{CSS}</style></head><body>",
+        '<a class="skip" href="#questions">Skip to the questions</a>',
+        '<header id="summary" class="summary">',
+        f"<h1>tracegrade run <code>{_e(outcome.run_id)}</code></h1>",
+        f'<p class="verdict"><span class="badge big v-{state}">'
+        f"{_e(_EXIT_WORDS.get(code, 'exit'))}</span> exit code <strong>{code}</strong> · "
+        f"targets: {_e(', '.join(t.target for t in outcome.targets))}</p>",
+    ]
+    if reasons and len(outcome.targets) > 1:  # one target: its section below says them
+        head.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in reasons))
+        head.append("</ul>")
+    for note in outcome.notes:
+        head.append(f'<p class="advisory" role="note">{_e(note)}</p>')
+    head.append('<details class="identity"><summary>Identity: what produced these scores</summary>')
+    head.append(_identity(outcome))
+    head.append("</details></header>")
+    body = ["<main>"]
+    body += [_target_section(t, i) for i, t in enumerate(outcome.targets)]
+    body.append(
+        '<section id="questions" aria-labelledby="questions-h"><h2 id="questions-h" '
+        'tabindex="-1">Questions</h2><noscript><p class="advisory">The question list and '
+        "each question's view need scripts; the summary above is complete without them.</p>"
+        '</noscript><div id="list-root"></div></section>'
+    )
+    body.append(
+        '<section id="question" aria-labelledby="question-h" hidden><div id="question-root">'
+        "</div></section></main>"
+    )
+    body.append(f'<script type="application/json" id="tg-data">{_json_for_script(data)}</script>')
+    body.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(head + body) + "\n"
+
+
+def render_html(
+    outcome: Any,
+    *,
+    trace_url: str | None = None,
+    project: str | None = None,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
+) -> str:
+    """The page for a run outcome, reading its store and trace files from `outcome.run_dir`;
+    `trace_url`/`project` from the config's `report:` block, `redaction` its policy."""
+    names = [t.target for t in outcome.targets]
+    runs, records = load_sources(Path(outcome.run_dir), names)
+    data = build_page_data(
+        outcome,
+        runs=runs,
+        records=records,
+        trace_url=trace_url,
+        project=project,
+        redaction=redaction,
+    )
+    return render_page(outcome, data)
+
+
+def write_html(outcome: Any, path: Path | str, **options: Any) -> Path:
+    """Write the page (`options` as for `render_html`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(outcome, **options), encoding="utf-8")
+    return path

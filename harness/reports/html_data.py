@@ -1,0 +1,289 @@
+"""What the HTML report shows, gathered from a run: the outcome's scores and verdicts, the
+store's question rows (input messages, answer) and the run's trace file (the tool calls).
+
+Everything shown passes the run's redaction policy (`harness.redaction`, the config's
+`redaction:` block) again on the way out, and tool results are cut, so the page holds no more than the store and the trace file already hold.
+The per-call `expected_tools` marks come from the same parsing and matching the
+`tool_usage_grader` uses, on the same record, so a mark never disagrees with the grader.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from graders.tool_usage import (
+    ATTEMPTED_OUTCOMES,
+    EXECUTED_OUTCOMES,
+    ExpectationError,
+    ToolUsageGrader,
+    args_match,
+    parse_expectations,
+)
+from harness.records import ToolCall, ToolRecord
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from harness.runs.scoring import QuestionScore
+
+__all__ = [
+    "RESULT_CHARS",
+    "VERDICTS",
+    "build_question",
+    "load_sources",
+    "question_verdict",
+    "trace_link",
+]
+
+RESULT_CHARS = 400
+"""A tool result is cut to this many characters on the page (the trace file keeps it whole)."""
+TEXT_CHARS = 20_000
+"""An input message or answer longer than this is cut (a page, not an archive)."""
+
+VERDICTS = ("errored", "degraded", "failed", "review", "passed")
+"""A question's verdict on the page, worst first."""
+
+
+def question_verdict(q: QuestionScore) -> str:
+    """errored (the agent failed), degraded (a grader failed), failed (a grader or required
+    check did not pass), review (a required check left for a person), else passed."""
+    if q.errored:
+        return "errored"
+    if q.degraded:
+        return "degraded"
+    if q.unmet or q.critical_failures or q.required_check_failures:
+        return "failed"
+    if q.required_check_reviews:
+        return "review"
+    return "passed"
+
+
+def trace_link(template: str | None, *, trace_id: str | None, **fields: Any) -> str | None:
+    """The trace's URL from `report.trace_url` (`{trace_id}`, `{project}`, `{target}`,
+    `{run_id}`); None without a template or a trace id. Only http(s) links are made."""
+    if not template or not trace_id:
+        return None
+    try:
+        url = template.format(trace_id=trace_id, **fields)
+    except (KeyError, IndexError, ValueError):
+        return None
+    return url if url.startswith(("http://", "https://")) else None
+
+
+Key = tuple[str, int]
+"""(question id, trial): a question asked k times (`repeats`) is k entries."""
+
+
+def load_sources(
+    run_dir: Path, targets: Sequence[str]
+) -> tuple[dict[str, dict[Key, Any]], dict[str, dict[Key, ToolRecord]]]:
+    """The stored question runs and the trace file's records of each target, by (question id,
+    trial). A missing store or trace file gives empty maps: the page then says what is absent."""
+    from harness.capture.tracefile import read_trial_records
+    from harness.runs.lifecycle import trace_file_of
+    from harness.runs.store import STORE_FILE, ResultStore
+
+    runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
+    records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}
+    if (run_dir / STORE_FILE).is_file():
+        with ResultStore.open_readonly(run_dir) as store:  # reading never changes a run
+            for target in targets:
+                runs[target] = {(r.question_id, r.trial): r for r in store.load_runs(target)}
+    for target in targets:
+        trace_file = trace_file_of(run_dir, target)
+        if trace_file.is_file():
+            records[target] = read_trial_records(trace_file)
+    return runs, records
+
+
+def _text(value: Any, policy: RedactionPolicy, limit: int = TEXT_CHARS) -> str:
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return truncate(policy.text(value), limit)
+
+
+def _messages(stored: Any, policy: RedactionPolicy) -> list[dict[str, str]]:
+    if stored is None:
+        return []
+    out = []
+    for m in stored.messages or []:
+        if isinstance(m, Mapping):
+            content = _text(m.get("content", ""), policy)
+            out.append({"role": str(m.get("role", "?")), "content": content})
+    return out
+
+
+def _parents(calls: Sequence[ToolCall]) -> dict[int, int | None]:
+    """Each call's delegating call: the latest earlier call one level up whose span contains
+    this call's start (sub-agent calls nest under the call that ran the sub-agent)."""
+    parents: dict[int, int | None] = {}
+    for i, call in enumerate(calls):
+        parent = None
+        if call.depth > 0:
+            for j in range(i - 1, -1, -1):
+                up = calls[j]
+                if up.depth == call.depth - 1:
+                    contains = up.start_ns <= call.start_ns and (
+                        not up.end_ns or call.start_ns <= up.end_ns
+                    )
+                    if contains or parent is None:
+                        parent = j
+                    if contains:
+                        break
+        parents[i] = parent
+    return parents
+
+
+def _marks(call: ToolCall, expectations: Sequence[Any], met: Sequence[bool]) -> list[dict]:
+    """The `expected_tools` entries this call met or broke (the grader's own matching)."""
+    marks = []
+    for i, e in enumerate(expectations):
+        if not call.matches(e.tool):
+            continue
+        args_ok = e.args is None or args_match(call.arguments, e.args)
+        if not e.should_run:
+            if args_ok and call.outcome in ATTEMPTED_OUTCOMES:
+                marks.append({"i": i, "ok": False, "why": "expected not to run"})
+        elif call.outcome not in EXECUTED_OUTCOMES:
+            if args_ok:
+                marks.append({"i": i, "ok": False, "why": f"did not execute ({call.outcome})"})
+        elif not args_ok:
+            wrong = [
+                f"{k}: expected {v!r}, got {call.arguments[k]!r}"
+                if k in call.arguments
+                else f"{k}: expected {v!r}, absent"
+                for k, v in e.args or ()
+                if not (k in call.arguments and args_match(call.arguments, ((k, v),)))
+            ]
+            marks.append({"i": i, "ok": False, "why": "wrong arguments: " + "; ".join(wrong)})
+        else:
+            marks.append({"i": i, "ok": bool(met[i]), "why": "" if met[i] else "order"})
+    return marks
+
+
+def _expectations(row: Mapping[str, Any], record: ToolRecord | None) -> tuple[list, list[dict]]:
+    raw = row.get("expected_tools")
+    if not raw:
+        return [], []
+    try:
+        parsed = parse_expectations(raw)
+    except ExpectationError as exc:
+        return [], [{"label": "expected_tools", "met": False, "why": f"setup failure: {exc}"}]
+    if record is None:
+        return parsed, [
+            {"label": _plain(e.describe()), "met": None, "why": "no tool-call record to check"}
+            for e in parsed
+        ]
+    verdict = ToolUsageGrader().grade("", "", {"expected_tools": raw, "tool_calls": record})
+    found = verdict.details.get("expectations") or []
+    if len(found) != len(parsed):  # an incomplete record: the grader errored, nothing matched
+        return parsed, [
+            {"label": _plain(e.describe()), "met": None, "why": verdict.reason} for e in parsed
+        ]
+    out = []
+    for f in found:
+        label, why = f["expectation"], f["why"]
+        if why.startswith(label + ": "):  # the grader's reason repeats the entry; once is enough
+            why = why[len(label) + 2 :]
+        out.append({"label": _plain(label), "met": f["met"], "why": _plain(why)})
+    return parsed, out
+
+
+def _plain(text: str) -> str:
+    """The grader's Markdown code marks are noise on a page that sets code apart itself."""
+    return text.replace("`", "")
+
+
+def _calls(
+    record: ToolRecord | None, expectations: list, verdicts: list[dict], policy: RedactionPolicy
+) -> list[dict]:
+    if record is None:
+        return []
+    calls = list(record)
+    parents = _parents(calls)
+    met = [bool(v.get("met")) for v in verdicts]
+    out = []
+    for i, c in enumerate(calls):
+        out.append(
+            {
+                "n": c.name,
+                "q": c.qualified_id,
+                "a": c.agent,
+                "d": c.depth,
+                "p": parents[i],
+                "t": c.model_turn,
+                "o": str(c.outcome),
+                "e": c.error_type,
+                "args": policy.arguments(dict(c.arguments)),
+                "r": None if c.result is None else _text(c.result, policy, RESULT_CHARS),
+                "m": _marks(c, expectations, met) if expectations else [],
+            }
+        )
+    return out
+
+
+def _grader(g: Any, policy: RedactionPolicy) -> dict[str, Any]:
+    return {
+        "id": g.grader_id,
+        "score": g.score,
+        "min": g.min_score,
+        "max": g.max_score,
+        "passed": g.passed,
+        "must": g.must_pass,
+        "err": g.error,
+        "reason": _text(g.reason, policy),
+        "checks": [_check(c, policy) for c in g.checks],
+    }
+
+
+def _check(c: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
+    keep = ("id", "version", "kind", "status", "severity", "required", "outcome")
+    out = {k: c[k] for k in keep if c.get(k) is not None}
+    for key in ("probabilities", "rule", "evidence", "reason"):
+        if c.get(key) not in (None, "", [], {}):
+            out[key] = c[key] if key == "probabilities" else _text(c[key], policy)
+    return out
+
+
+def build_question(
+    q: QuestionScore,
+    *,
+    stored: Any,
+    record: ToolRecord | None,
+    trace_url: str | None = None,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
+) -> dict[str, Any]:
+    """One question as the page's script reads it (short keys for the calls: they repeat),
+    every text and argument through the `redaction` policy."""
+    policy = redaction
+    row = stored.row if stored is not None else {}
+    record_state = "present"
+    if record is None:
+        record_state = "absent" if not (stored and stored.has_record) else "missing"
+    elif not record.complete:
+        record_state = "incomplete: " + ("; ".join(record.problems) or "capture failed")
+    expectations, verdicts = _expectations(row, record)
+    return {
+        "target": q.target,
+        "id": q.question_id,
+        "trial": q.trial,
+        "split": q.split,
+        "bundle": q.bundle,
+        "tags": list(q.tags),
+        "verdict": question_verdict(q),
+        "composite": q.composite,
+        "objective": q.objective,
+        "error": _text(q.error, policy) if q.error else None,
+        "error_type": q.error_type,
+        "trace_id": q.trace_id,
+        "trace_url": trace_url,
+        "latency": round(stored.latency_s, 3) if stored is not None else None,
+        "input": _messages(stored, policy),
+        "response": truncate(policy.answer(stored.response), TEXT_CHARS)
+        if stored is not None
+        else None,
+        "graders": [_grader(g, policy) for g in q.graders],
+        "record": record_state,
+        "expected": verdicts,
+        "calls": _calls(record, expectations, verdicts, policy),
+    }
