@@ -298,6 +298,26 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
         "--verbose", "grade", str(run_dir), "--config", str(path), *report_args("grade")
     )
     assert grade_console.returncode in (2, 3), grade_console.stdout + grade_console.stderr
+    # What reads a stored run back: show, the run list, a comparison, a re-export of the spans.
+    config = ["--config", str(path)]
+    readers = {
+        "show": cli("show", str(run_dir), *config, *report_args("show")),
+        "runs": cli("runs", *config),
+        "compare": cli(
+            "compare",
+            str(run_dir),
+            str(run_dir),
+            *config,
+            "--json",
+            str(reports / "compare.json"),
+            "--markdown",
+            str(reports / "compare.md"),
+        ),
+        "export": cli("export", str(run_dir), *config, "--endpoint", otlp_receiver.endpoint),
+    }
+    for name, done in readers.items():
+        assert done.returncode in (0, 2, 3), (name, done.stdout + done.stderr)
+    assert readers["export"].returncode == 0, readers["export"].stderr
 
     # The channels were exercised: the judge saw prompts, the receiver spans, the store rows,
     # the debug log the isolated exceptions.
@@ -314,7 +334,7 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
             found += hits(str(file.relative_to(tmp_path)), file.read_bytes())
     for file in sorted(reports.iterdir()):
         found += hits(file.name, file.read_bytes())
-    for label, captured in (("run", run_console), ("grade", grade_console)):
+    for label, captured in (("run", run_console), ("grade", grade_console), *readers.items()):
         found += hits(f"console {label} stdout", captured.stdout.encode())
         found += hits(f"console {label} stderr", captured.stderr.encode())
     for i, request in enumerate(otlp_receiver.requests):
