@@ -9,9 +9,6 @@ The facade is lazy, as `harness`'s is: each name is imported from its module on 
 jsonschema until something asks for them. Everything in `__all__` is public API.
 """
 
-import sys as _sys
-import types as _types
-
 from harness.lazy import lazy_facade as _lazy_facade
 
 _EXPORTS: dict[str, str] = {
@@ -49,17 +46,3 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = _lazy_facade(__name__, _EXPORTS)
-
-
-class _Facade(_types.ModuleType):
-    """The import system binds every imported submodule on its package (`graders.advisories`);
-    where a public name is also a submodule's name (the function `advisories`), the public name
-    must win, whichever is imported first."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _EXPORTS and isinstance(value, _types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Facade

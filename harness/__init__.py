@@ -74,6 +74,16 @@ _EXPORTS: dict[str, str] = {
     "mcnemar_exact": "harness.runs.stats",
     "paired_bootstrap": "harness.runs.stats",
     "summarise_trials": "harness.runs.trials",
+    # the Python API (docs/api.md) and the test helpers
+    "RunResult": "harness.api",
+    "acapture": "harness.api",
+    "aevaluate": "harness.api",
+    "arun": "harness.api",
+    "assert_tool_calls": "harness.assertions",
+    "capture": "harness.api",
+    "evaluate": "harness.api",
+    "failure_reasons": "harness.api",
+    "run": "harness.api",
 }
 
 __all__ = sorted(_EXPORTS)

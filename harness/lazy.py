@@ -1,10 +1,17 @@
 """Lazy public facades: a package's `__getattr__` and `__dir__` that import each public name
-from its defining module on first use (PEP 562), so importing the facade costs nothing."""
+from its defining module on first use (PEP 562), so importing the facade costs nothing.
+
+A public name may also be a subpackage's name (`harness.capture` the function, `harness/capture/`
+the package; `graders.advisories`). The import system binds every imported submodule on its
+package, which would swap the public name for the module depending on what was imported first;
+the facade's module class keeps the public name. Import submodules by their dotted name
+(`from harness.capture.recorder import Recorder`), which never reads that attribute."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -27,4 +34,13 @@ def lazy_facade(
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
+    sys.modules[package].__class__ = _Facade
     return __getattr__, __dir__
+
+
+class _Facade(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        exports = vars(self).get("_EXPORTS", {})
+        if name in exports and isinstance(value, types.ModuleType):
+            return  # a submodule of the same name as a public name: the public name wins
+        super().__setattr__(name, value)

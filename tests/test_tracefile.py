@@ -27,6 +27,7 @@ from agents.testing_graphs import (
     react_agent,
     set_flag,
 )
+from harness.capture import recorder as recorder_module
 from harness.capture.recorder import Recorder
 from harness.capture.telemetry import RunTelemetry
 from harness.capture.tracefile import encode_line, encode_spans, read_records, redacted_attributes
@@ -149,7 +150,7 @@ def test_incomplete_record_reads_back_incomplete(tmp_path, monkeypatch):
             ScriptedChatModel(script=[call(("lookup", {"q": "a"})), say("ok")]), [lookup]
         )
         rec = Recorder(tracer=tel.tracer, question_id="q", dataset="d", target="t", agent_name="a")
-        monkeypatch.setattr("harness.capture.recorder.finish_tool", lambda *a, **k: 1 / 0)
+        monkeypatch.setattr(recorder_module, "finish_tool", lambda *a, **k: 1 / 0)
         with rec.question_span():
             graph.invoke({"messages": [("user", "hi")]}, {"callbacks": [rec]})
         live = rec.seal()

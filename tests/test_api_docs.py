@@ -1,0 +1,34 @@
+"""docs/api.md's examples run as written: every ```python block, in order, in one namespace,
+from the root of a copy of the checkout's examples and reference agents (so the runs it makes
+land in the copy). The blocks carry their own assertions; a block that raises fails here."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "api.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+
+
+def test_the_api_page_has_examples_of_every_function():
+    text = "\n".join(python_blocks())
+    for name in ("run(", "arun(", "evaluate(", "capture(", "assert_tool_calls(", "Selection("):
+        assert name in text, f"docs/api.md has no example calling {name}"
+
+
+def test_the_api_examples_run_as_written(tmp_path, monkeypatch):
+    for folder in ("examples", "agents"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "api_docs"}
+    for number, block in enumerate(python_blocks(), 1):
+        code = compile(block, f"docs/api.md block {number}", "exec")
+        exec(code, namespace)
+    runs = [p for p in (tmp_path / "runs").iterdir() if (p / "identity.json").is_file()]
+    assert len(runs) >= 6  # run x3, arun, evaluate x3: each its own run directory
