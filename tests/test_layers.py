@@ -24,8 +24,11 @@ FLOORS: dict[str, int] = {
     "harness.judging": 2,
     "graders": 3,
     "harness.runs": 4,
+    "harness.assertions": 4,
     "harness.reports": 5,
     "harness.cli": 6,
+    "harness.api": 6,
+    "harness.pytest_plugin": 7,
     "harness.__main__": 7,  # `python -m harness`: the entry point above the CLI
 }
 FACADE = "harness"  # the lazy facade names every floor; it imports nothing at import time

@@ -57,9 +57,10 @@ def _heavy_modules_after(code: str) -> list[str]:
     return [m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
-@pytest.mark.parametrize("package", ["harness", "graders"])
+@pytest.mark.parametrize("package", ["harness", "graders", "harness.pytest_plugin"])
 def test_importing_a_facade_imports_nothing_heavy(package):
-    # The facades are lazy: a user importing one name, or the CLI, stays light.
+    # The facades are lazy: a user importing one name, or the CLI, stays light; so does the
+    # pytest plugin, which every pytest run of a project that installs tracegrade loads.
     assert _heavy_modules_after(f"import {package}") == []
 
 
