@@ -53,13 +53,17 @@ from harness.runs.store import ResultStore
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
+    "PreparedRun",
     "RunOutcome",
     "Selection",
     "TargetResult",
     "aresume_run",
     "astart_run",
+    "new_grading",
     "new_run_id",
     "open_run",
+    "open_telemetry",
+    "prepare_run",
     "redaction_notes",
     "resume_run",
     "run_services",
@@ -67,6 +71,7 @@ __all__ = [
     "start_run",
     "stored_attachments",
     "stored_results",
+    "telemetry_notes",
     "trace_file_of",
 ]
 
@@ -252,6 +257,46 @@ def _judge_identity(services: Any) -> dict[str, Any] | None:
     return {**provider.identity(), "pinned_knobs": provider.pinned_knobs()}
 
 
+def open_telemetry(config: Config, trace_file: Path | None) -> Any:
+    """The `RunTelemetry` one target's questions are recorded with, as the config says."""
+    from harness.capture.telemetry import RunTelemetry
+
+    return RunTelemetry(
+        trace_file=trace_file,
+        otlp_endpoint=config.telemetry.otlp_endpoint,
+        otlp_headers=config.telemetry.otlp_headers,
+        redaction=config.redaction,
+        project=config.telemetry.project,
+        protocol=config.telemetry.protocol,
+    )
+
+
+def telemetry_notes(config: Config, target: str, telemetry: Any, report: Any) -> list[str]:
+    """What a shut-down telemetry's export report tells the operator."""
+    notes = []
+    if report.trace_file_failed:
+        notes.append(
+            config.redaction.text(
+                f"{target}: {report.trace_file_failed} span(s) could not be written "
+                f"to the trace file {report.trace_file} ({report.trace_file_failure}); "
+                "the run is incomplete (exit 3)"
+            )
+        )
+    if report.failed:
+        notes.append(
+            config.redaction.text(
+                f"{target}: {report.failed} span(s) not exported to "
+                f"{report.endpoint}: {report.first_failure}"
+            )
+        )
+    if report.exported:
+        notes.append(
+            f"{target}: {report.exported} span(s) exported to {report.endpoint} "
+            f"({telemetry.protocol}, project {config.telemetry.project})"
+        )
+    return notes
+
+
 async def _arun_plans(
     plans: Sequence[TargetPlan],
     *,
@@ -262,21 +307,12 @@ async def _arun_plans(
     on_done: Callable[[QuestionScore], None] | None,
     lost: list[int],
 ) -> list[str]:
-    from harness.capture.telemetry import RunTelemetry
-
     notes = []
     for plan in plans:
         trace_file = (
             trace_file_of(run_dir, plan.target.name) if config.telemetry.trace_file else None
         )
-        telemetry = RunTelemetry(
-            trace_file=trace_file,
-            otlp_endpoint=config.telemetry.otlp_endpoint,
-            otlp_headers=config.telemetry.otlp_headers,
-            redaction=config.redaction,
-            project=config.telemetry.project,
-            protocol=config.telemetry.protocol,
-        )
+        telemetry = open_telemetry(config, trace_file)
         try:
             await arun_target(
                 plan,
@@ -290,25 +326,7 @@ async def _arun_plans(
             report = telemetry.shutdown()
         if report.trace_file_failed:
             lost.append(report.trace_file_failed)
-            notes.append(
-                config.redaction.text(
-                    f"{plan.target.name}: {report.trace_file_failed} span(s) could not be written "
-                    f"to the trace file {report.trace_file} ({report.trace_file_failure}); "
-                    "the run is incomplete (exit 3)"
-                )
-            )
-        if report.failed:
-            notes.append(
-                config.redaction.text(
-                    f"{plan.target.name}: {report.failed} span(s) not exported to "
-                    f"{report.endpoint}: {report.first_failure}"
-                )
-            )
-        if report.exported:
-            notes.append(
-                f"{plan.target.name}: {report.exported} span(s) exported to {report.endpoint} "
-                f"({telemetry.protocol}, project {config.telemetry.project})"
-            )
+        notes += telemetry_notes(config, plan.target.name, telemetry, report)
     return notes
 
 
@@ -365,21 +383,38 @@ def _plan(
     return plan
 
 
-async def astart_run(
+@dataclass(slots=True)
+class PreparedRun:
+    """A new run: every input checked, its directory created and its identity written; no
+    question asked yet (`prepare_run`)."""
+
+    run_id: str
+    run_dir: Path
+    identity: dict[str, Any]
+    targets: list[TargetConfig]
+    """The selected targets, in config order."""
+    plans: dict[str, TargetPlan]
+    """Each target's plan over its selected questions (agent factories loaded), by name."""
+    attached: dict[str, list[AttachedGrader]]
+    """Each target's graders, by name."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Question runs over every target: its selected questions times its repeats."""
+        return sum(len(plan.questions) * plan.target.repeats for plan in self.plans.values())
+
+
+def prepare_run(
     config: Config,
     selection: Selection = Selection(),
     *,
     use_cache: bool = True,
-    on_start: Callable[[Path, int], None] | None = None,
-    on_done: Callable[[QuestionScore], None] | None = None,
     run_id: str | None = None,
-) -> RunOutcome:
-    """Run the selected targets' questions in a new run directory and score them.
-
-    Everything that can be invalid (targets, datasets, graders, rubric refs, agent factories) is
-    checked before the run directory is created. `on_start(run_dir, total)` is called once the
-    run directory exists; `on_done(question)` after each question is committed.
-    """
+) -> PreparedRun:
+    """Check everything that can be invalid (targets, datasets, graders, rubric refs, agent
+    factories), then create the run directory and write its identity. Asks no question:
+    `astart_run` runs them all, the pytest plugin's `RunSession` one at a time."""
     targets = config.select_targets(selection.targets)
     if selection.repeats is not None:
         targets = [dataclasses.replace(t, repeats=selection.repeats) for t in targets]
@@ -402,7 +437,7 @@ async def astart_run(
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
     if total == 0:
         raise NothingToRunError("the selection matched no question", hint=_describe(selection))
-    plans = [_plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs]
+    plans = {t.name: _plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs}
     run_dir.mkdir(parents=True, exist_ok=False)
     identity: dict[str, Any] = {
         "run_id": run_id,
@@ -429,28 +464,53 @@ async def astart_run(
     write_identity(run_dir, identity)
     notes = redaction_notes(config)
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
+    attached_by_target = {t.name: at for t, _, _, at in prepared}
+    return PreparedRun(run_id, run_dir, identity, targets, plans, attached_by_target, notes)
+
+
+def new_grading(store: ResultStore, run: PreparedRun) -> int:
+    """The run's first grading, in its store (the store is new)."""
+    store.set_meta("run_id", run.run_id)
+    return store.new_grading(mode="run", graders=_grader_specs(run.identity))
+
+
+async def astart_run(
+    config: Config,
+    selection: Selection = Selection(),
+    *,
+    use_cache: bool = True,
+    on_start: Callable[[Path, int], None] | None = None,
+    on_done: Callable[[QuestionScore], None] | None = None,
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Run the selected targets' questions in a new run directory and score them.
+
+    Everything that can be invalid (targets, datasets, graders, rubric refs, agent factories) is
+    checked before the run directory is created (`prepare_run`). `on_start(run_dir, total)` is
+    called once the run directory exists; `on_done(question)` after each question is committed.
+    """
+    run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
+    notes = list(run.notes)
     lost: list[int] = []
     with (
-        ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store,
-        run_lock(run_dir, read_holder=lambda: store.meta("holder")),
+        ResultStore.in_run_dir(run.run_dir, redaction=config.redaction) as store,
+        run_lock(run.run_dir, read_holder=lambda: store.meta("holder")),
     ):
         store.set_meta("holder", holder_text())
-        store.set_meta("run_id", run_id)
-        grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
+        grading_id = new_grading(store, run)
         if on_start is not None:
-            on_start(run_dir, total)
+            on_start(run.run_dir, run.total)
         notes += await _arun_plans(
-            plans,
+            list(run.plans.values()),
             lost=lost,
             config=config,
-            run_dir=run_dir,
+            run_dir=run.run_dir,
             store=store,
             grading_id=grading_id,
             on_done=on_done,
         )
-        attached_by_target = {t.name: at for t, _, _, at in prepared}
-        results = stored_results(store, grading_id, targets, identity, attached_by_target)
-    return RunOutcome(run_id, run_dir, results, identity, grading_id, notes, sum(lost))
+        results = stored_results(store, grading_id, run.targets, run.identity, run.attached)
+    return RunOutcome(run.run_id, run.run_dir, results, run.identity, grading_id, notes, sum(lost))
 
 
 def _describe(selection: Selection) -> str:

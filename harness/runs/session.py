@@ -13,32 +13,28 @@ the run directory reads like any other and `tracegrade grade` re-grades it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.inputs.config import Config, TargetConfig
-from harness.runs.grading import AttachedGrader, attach_graders
-from harness.runs.identity import copy_grading_module, git_commit, package_versions, write_identity
+from harness.inputs.config import Config
 from harness.runs.lifecycle import (
     RunOutcome,
     Selection,
-    new_run_id,
+    new_grading,
     open_run,
+    open_telemetry,
+    prepare_run,
     run_services,
     stored_attachments,
     stored_results,
+    telemetry_notes,
     trace_file_of,
 )
-from harness.runs.lifecycle import _check_rubrics as check_rubrics
-from harness.runs.lifecycle import _grader_specs as grader_specs
-from harness.runs.lifecycle import _judge_identity as judge_identity
-from harness.runs.lifecycle import _plan as make_plan
+from harness.runs.lifecycle import _plan as plan_of
 from harness.runs.lifecycle import _select as select
-from harness.runs.lifecycle import _target_identity as target_identity
-from harness.runs.runner import arun_target
+from harness.runs.runner import TargetPlan, arun_target
 from harness.runs.scoring import QuestionScore
 from harness.runs.store import ResultStore
 
@@ -47,11 +43,10 @@ __all__ = ["RunSession"]
 
 @dataclass(slots=True)
 class _Target:
-    config: TargetConfig
-    dataset: Any
+    plan: TargetPlan
+    """The target's plan over every selected question (factories loaded, graders attached)."""
     questions: dict[str, Any]
     """Selected questions by id, in selection order."""
-    attached: list[AttachedGrader]
     telemetry: Any = None
 
 
@@ -65,7 +60,7 @@ class RunSession:
     grading_id: int
     worker: str | None = None
     """The process's name among several writing this run (`gw0`...); None for the only one."""
-    _services: Any = None
+    notes: list[str] = field(default_factory=list)
     _targets: dict[str, _Target] = field(default_factory=dict)
     _store: ResultStore | None = None
 
@@ -83,40 +78,17 @@ class RunSession:
         run_id: str | None = None,
     ) -> RunSession:
         """Check every input of the selected targets, then create the run directory, its
-        identity and its grading. No question runs yet."""
-        run_id = run_id or new_run_id()
-        run_dir = config.runs_dir / run_id
-        services = run_services(config, run_dir, use_cache)
-        targets: dict[str, _Target] = {}
-        for target in config.select_targets(selection.targets):
-            dataset, questions = select(target, selection)
-            attached = attach_graders(
-                target.graders, grading_module=target.grading_module, services=services
-            )
-            check_rubrics(questions, services)
-            targets[target.name] = _Target(
-                target, dataset, {str(q.id): q for q in questions}, attached
-            )
-        run_dir.mkdir(parents=True, exist_ok=False)
-        identity: dict[str, Any] = {
-            "run_id": run_id,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "config_path": str(config.path.resolve()),
-            "selection": selection.as_dict(),
-            "judge": judge_identity(services),
-            "packages": package_versions(),
-            "git_commit": git_commit(config.base_dir),
-            "targets": {},
+        identity and its grading, as `tracegrade run` does. No question runs yet."""
+        run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
+        store = ResultStore.in_run_dir(run.run_dir, redaction=config.redaction)
+        grading_id = new_grading(store, run)
+        targets = {
+            name: _Target(plan, {str(q.id): q for q in plan.questions})
+            for name, plan in run.plans.items()
         }
-        for name, t in targets.items():
-            module = t.config.grading_module
-            copy = copy_grading_module(module, run_dir, name) if module else None
-            identity["targets"][name] = target_identity(t.config, t.dataset, t.attached, copy)
-        write_identity(run_dir, identity)
-        store = ResultStore.in_run_dir(run_dir)
-        store.set_meta("run_id", run_id)
-        grading_id = store.new_grading(mode="run", graders=grader_specs(identity))
-        return cls(config, run_dir, identity, grading_id, None, services, targets, store)
+        return cls(
+            config, run.run_dir, run.identity, grading_id, None, list(run.notes), targets, store
+        )
 
     @classmethod
     def join(
@@ -131,12 +103,12 @@ class RunSession:
         for name in identity["targets"]:
             target = config.select_targets([name])[0]
             dataset, questions = select(target, selection)
-            targets[name] = _Target(
-                target, dataset, {str(q.id): q for q in questions}, attached[name]
-            )
-        store = ResultStore.in_run_dir(run_dir)
+            if questions:
+                plan = plan_of(target, questions, dataset, attached[name], services)
+                targets[name] = _Target(plan, {str(q.id): q for q in questions})
+        store = ResultStore.in_run_dir(run_dir, redaction=config.redaction)
         grading_id = min(g["grading_id"] for g in store.gradings())
-        return cls(config, run_dir, identity, grading_id, worker, services, targets, store)
+        return cls(config, run_dir, identity, grading_id, worker, [], targets, store)
 
     def questions(self, target: str) -> list[Any]:
         """The selected questions of `target`, in selection order."""
@@ -151,16 +123,10 @@ class RunSession:
         path = trace_file_of(self.run_dir, target)
         return path.with_suffix(f".{self.worker}.jsonl") if self.worker else path
 
-    def _tracer(self, t: _Target) -> Any:
+    def _telemetry(self, t: _Target) -> Any:
         if t.telemetry is None:
-            from harness.capture.telemetry import RunTelemetry
-
-            t.telemetry = RunTelemetry(
-                trace_file=self._trace_file(t.config.name),
-                otlp_endpoint=self.config.telemetry.otlp_endpoint,
-                otlp_headers=self.config.telemetry.otlp_headers,
-            )
-        return t.telemetry.tracer
+            t.telemetry = open_telemetry(self.config, self._trace_file(t.plan.target.name))
+        return t.telemetry
 
     async def arun_question(self, target: str, question_id: str) -> QuestionScore:
         """Run one question of the run through its agent and graders, commit it, return its
@@ -168,32 +134,26 @@ class RunSession:
         if self._store is None:
             raise InputError(f"run {self.run_id} is closed")
         t = self._targets[target]
-        question = t.questions[question_id]
-        ordinals = {qid: i for i, qid in enumerate(t.questions)}
-        plan = make_plan(t.config, [question], t.dataset, t.attached, self._services)
-        plan.ordinals = ordinals
+        plan = replace(t.plan, questions=[t.questions[question_id]])  # ordinals: the selection's
         scores: list[QuestionScore] = []
         await arun_target(
             plan,
             store=self._store,
             grading_id=self.grading_id,
-            tracer=self._tracer(t),
+            tracer=self._telemetry(t).tracer,
+            before_commit=self._telemetry(t).flush_trace_file,
             on_done=scores.append,
         )
         return scores[0]
 
     def close(self) -> list[str]:
         """Flush this process's traces and close its store; returns export notes."""
-        notes = []
+        notes: list[str] = []
         for name, t in self._targets.items():
             if t.telemetry is not None:
                 report = t.telemetry.shutdown()
+                notes += telemetry_notes(self.config, name, t.telemetry, report)
                 t.telemetry = None
-                if report.failed:
-                    notes.append(
-                        f"{name}: {report.failed} span(s) not exported to {report.endpoint}: "
-                        f"{report.first_failure}"
-                    )
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -205,12 +165,17 @@ class RunSession:
         self.close()
         for name in self._targets:
             _merge_trace_files(trace_file_of(self.run_dir, name))
-        targets = [t.config for t in self._targets.values()]
-        attached = {name: t.attached for name, t in self._targets.items()}
-        with ResultStore.in_run_dir(self.run_dir) as store:
+        targets = [t.plan.target for t in self._targets.values()]
+        attached = {name: t.plan.attached for name, t in self._targets.items()}
+        with ResultStore.in_run_dir(self.run_dir, redaction=self.config.redaction) as store:
             results = stored_results(store, self.grading_id, targets, self.identity, attached)
         return RunOutcome(
-            self.run_id, self.run_dir, results, self.identity, self.grading_id, list(notes)
+            self.run_id,
+            self.run_dir,
+            results,
+            self.identity,
+            self.grading_id,
+            [*self.notes, *notes],
         )
 
 
