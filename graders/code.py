@@ -268,6 +268,8 @@ class FunctionGrader(CodeGrader):
         return self._interpret(value)
 
     def _interpret(self, value: Any) -> GradeResult:
+        if value is None:  # "not applicable to this question": a skip, never a score or error
+            return self.result(None, "not applicable (the grader function returned None)")
         if isinstance(value, GradeResult):
             return value.model_copy(update={"grader_id": self.id})
         if isinstance(value, bool):
@@ -366,7 +368,8 @@ def grader(
 ) -> Any:
     """Turn a function over (`output`, `question`, `workdir`, `record`, `judge`) into a Grader
     subclass on a 0–1 scale. The function takes any subset of those keyword arguments (by
-    name) and returns a bool (1/0), a number in 0–1 or a GradeResult; it may be async.
+    name) and returns a bool (1/0), a number in 0–1 or a GradeResult, or None for "not
+    applicable to this question" (a skip); it may be async.
 
     Use as `@grader`, `@grader(name=..., must_pass=True)` or `grader(fn, name=...)`.
     """

@@ -213,12 +213,6 @@ async def test_goal_judge_unusable_answer_is_an_error():
             "grader function returned -0.1: expected a bool, a number in 0-1 or a GradeResult",
         ),
         (
-            None,
-            None,
-            True,
-            "grader function returned None: expected a bool, a number in 0-1 or a GradeResult",
-        ),
-        (
             "yes",
             None,
             True,
@@ -230,6 +224,16 @@ def test_grader_return_values(value, score, error, reason):
     g = grader(lambda: value, name="v")()
     result = g.grade("", "", ctx())
     assert (result.score, result.error, result.reason) == (score, error, reason)
+
+
+def test_grader_returning_none_is_a_skip_not_an_error():
+    @grader(name="only_for_dates")
+    def only_for_dates(question):
+        return None if "date" not in question.get("tags", []) else True
+
+    result = only_for_dates().grade("", "", ctx())
+    assert result.skipped and not result.error and result.score is None
+    assert result.reason == "not applicable (the grader function returned None)"
 
 
 def test_grader_returning_a_result_and_raising():
