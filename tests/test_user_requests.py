@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from harness.cli import main
 from tests.runs_support import write_project
 
-NONE_GRADER = '''
+NONE_GRADER = """
 from graders.code import grader
 
 
@@ -21,7 +19,7 @@ def only_when_tagged(question, output):
     if "tagged" not in (question.get("tags") or []):
         return None  # not applicable here
     return "sunny" in output
-'''
+"""
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -44,3 +42,34 @@ def test_a_grader_returning_none_skips_and_does_not_degrade(capsys, tmp_path: Pa
     assert not question["degraded"]
     result = next(g for g in question["graders"] if g["id"] == "only_when_tagged")
     assert result["skipped"] is True and not result["error"]
+
+
+def asked(path: Path) -> list[str]:
+    return sorted(q["id"] for q in report(path)["questions"])
+
+
+def test_run_selects_questions_by_id_and_glob(capsys, tmp_path: Path) -> None:
+    config = write_project(tmp_path, questions=["paris", "rome", "echo", "remember"])
+    out = tmp_path / "r.json"
+    args = ["run", "--config", str(config), "--json", str(out), "--quiet"]
+    code, _, err = run_cli(capsys, *args, "--id", "rome", "--id", "e*")
+    assert code in (0, 2), err
+    assert asked(out) == ["echo", "rome"]
+    run_id = report(out)["run_id"]
+    # grade re-scores only the selected questions of the stored run
+    code, _, err = run_cli(
+        capsys, "grade", run_id, "--config", str(config), "--json", str(out), "--id", "r*"
+    )
+    assert code in (0, 2), err
+    assert asked(out) == ["rome"]
+
+
+def test_an_id_that_names_no_question_is_a_typo(capsys, tmp_path: Path) -> None:
+    config = write_project(tmp_path, questions=["paris", "rome"])
+    code, _, err = run_cli(capsys, "run", "--config", str(config), "--id", "pariss")
+    assert code == 4
+    assert "at --id: no question has id 'pariss' (did you mean 'paris'?)" in err
+    assert not (tmp_path / "runs").exists()
+    code, _, err = run_cli(capsys, "run", "--config", str(config), "--id", "zz*")
+    assert code == 5  # a glob matching nothing: nothing to run
+    assert "--id zz*" in err

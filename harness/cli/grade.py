@@ -33,6 +33,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--current", action="store_true", help="grade with the config's graders now"
     )
+    parser.add_argument(
+        "--id",
+        dest="ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
+        "matching id (repeatable)",
+    )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -42,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.runs.regrade import regrade_run
 
     config = load_config(args.config)
-    outcome = regrade_run(config, args.run_dir, current=args.current, use_cache=not args.no_cache)
+    outcome = regrade_run(
+        config,
+        args.run_dir,
+        current=args.current,
+        use_cache=not args.no_cache,
+        ids=tuple(args.ids),
+    )
     write_reports(args, outcome, config=config)
     return outcome.exit_code

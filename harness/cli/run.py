@@ -69,6 +69,15 @@ def register(subparsers: Any) -> None:
         "a regression joins the gate (exit 2) and every report",
     )
     add_compare_flags(parser)
+    parser.add_argument(
+        "--id",
+        dest="ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
+        "matching id (repeatable)",
+    )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -103,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
             print("tracegrade: note: " + ANSWERS_VERBATIM_NOTE, file=sys.stderr)
         progress.start(run_dir, total)
 
+    if args.resume and args.ids:
+        from harness.errors import InputError
+
+        raise InputError(
+            "--id cannot be combined with --resume: a resume asks what the run selected",
+            key="--id",
+        )
     try:
         with handle_stop_signals():
             outcome = _run(args, config, on_start, progress)
@@ -161,6 +177,7 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
         bundles=tuple(args.bundle),
         tags=tuple(args.tag),
         limit=args.limit,
+        ids=tuple(args.ids),
         repeats=args.repeats,
     )
     return start_run(

@@ -9,6 +9,8 @@ splits block.
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
@@ -50,6 +52,8 @@ __all__ = [
     "StateAssertion",
     "StateSpec",
     "check_dataset",
+    "check_id_patterns",
+    "id_selected",
     "load_dataset",
     "select_questions",
     "validate_dataset_file",
@@ -456,17 +460,41 @@ def check_dataset(
     return [], sum(1 for q in dataset.questions if not q.disabled)
 
 
+def id_selected(question_id: str, patterns: Iterable[str]) -> bool:
+    """Whether `question_id` is one of `patterns` (ids or shell-style globs: `Q0*`, `q?`,
+    `[ab]*`; case-sensitive). No patterns: every id is."""
+    patterns = tuple(patterns)
+    return not patterns or any(fnmatch.fnmatchcase(question_id, p) for p in patterns)
+
+
+def check_id_patterns(patterns: Iterable[str], ids: Iterable[str], *, key: str = "--id") -> None:
+    """An `--id` that is a plain id (no glob characters) naming no question is a typo, not an
+    empty selection: `InputError` (exit 4) with a did-you-mean among `ids`."""
+    known = sorted(set(ids))
+    for pattern in patterns:
+        if any(ch in pattern for ch in "*?[") or pattern in known:
+            continue
+        close = difflib.get_close_matches(pattern, known, n=1, cutoff=0.6)
+        raise InputError(
+            f"no question has id {pattern!r}",
+            key=key,
+            hint=f"did you mean {close[0]!r}?" if close else "globs work too: --id 'Q0*'",
+        )
+
+
 def select_questions(
     dataset: Dataset,
     *,
     split: str | None = None,
     bundles: Iterable[str] = (),
     tags: Iterable[str] = (),
+    ids: Iterable[str] = (),
     limit: int | None = None,
 ) -> list[Question]:
     """The questions a run asks, in file order: those whose assigned splits include `split`,
-    whose bundle is one of `bundles`, carrying any of `tags` (each filter applies only when
-    given), cut to the first `limit`. An empty result is the caller's NothingToRunError."""
+    whose bundle is one of `bundles`, carrying any of `tags`, whose id matches one of `ids`
+    (ids or globs; each filter applies only when given), cut to the first `limit`. An empty
+    result is the caller's NothingToRunError."""
     if split is not None and split not in SPLIT_NAMES:
         raise InputError(
             f"unknown split {split!r}: use one of {', '.join(SPLIT_NAMES)}", key="--split"
@@ -475,6 +503,7 @@ def select_questions(
         raise InputError(f"--limit must be at least 1 (got {limit})", key="--limit")
     wanted_bundles = set(bundles)
     wanted_tags = set(tags)
+    wanted_ids = tuple(ids)
     chosen: list[Question] = []
     for question in dataset.questions:
         if split is not None and split not in dataset.splits_of(question):
@@ -482,6 +511,8 @@ def select_questions(
         if wanted_bundles and question.bundle not in wanted_bundles:
             continue
         if wanted_tags and not wanted_tags.intersection(question.tags or ()):
+            continue
+        if wanted_ids and not id_selected(question.id, wanted_ids):
             continue
         chosen.append(question)
     return chosen[:limit] if limit is not None else chosen

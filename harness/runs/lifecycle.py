@@ -89,9 +89,12 @@ class Selection:
     limit: int | None = None
     repeats: int | None = None
     """Trials per question for every target (`--repeats`); None: each target's `repeats:`."""
+    ids: tuple[str, ...] = ()
+    """Question ids or glob patterns (`--id`); empty: every question."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "ids": list(self.ids),
             "targets": list(self.targets),
             "split": self.split,
             "bundles": list(self.bundles),
@@ -109,6 +112,7 @@ class Selection:
             tags=tuple(data.get("tags") or ()),
             limit=data.get("limit"),
             repeats=data.get("repeats"),
+            ids=tuple(data.get("ids") or ()),
         )
 
 
@@ -197,6 +201,7 @@ def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]
         split=selection.split,
         bundles=selection.bundles,
         tags=selection.tags,
+        ids=selection.ids,
         limit=selection.limit,
     )
     return dataset, questions
@@ -434,6 +439,10 @@ def prepare_run(
         )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         prepared.append((target, dataset, questions, attached))
+    if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
+        from harness.inputs.dataset import check_id_patterns
+
+        check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
     if total == 0:
         raise NothingToRunError("the selection matched no question", hint=_describe(selection))
@@ -516,6 +525,7 @@ async def astart_run(
 def _describe(selection: Selection) -> str:
     parts = [f"--split {selection.split}"] if selection.split else []
     parts += [f"--bundle {b}" for b in selection.bundles] + [f"--tag {t}" for t in selection.tags]
+    parts += [f"--id {i}" for i in selection.ids]
     return "filters: " + " ".join(parts) if parts else "the datasets hold no enabled question"
 
 

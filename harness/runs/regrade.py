@@ -169,9 +169,12 @@ async def aregrade(
     grading_id: int,
     current_rows: bool = False,
     on_done: Callable[[QuestionScore], None] | None = None,
+    ids: Sequence[str] = (),
 ) -> list[str]:
-    """Re-score every stored question of `targets` under `grading_id`; returns notes."""
+    """Re-score every stored question of `targets` (those matching `ids`, ids or globs, when
+    given) under `grading_id`; returns notes."""
     from harness.capture.tracefile import read_trial_records
+    from harness.inputs.dataset import id_selected
     from harness.runs.lifecycle import trace_file_of
 
     notes: list[str] = []
@@ -188,7 +191,7 @@ async def aregrade(
             for q in store.load_scores(grading_id=first, target=target.name)
         }
         rows = _current_rows(target) if current_rows else {}
-        runs = store.load_runs(target.name)
+        runs = [r for r in store.load_runs(target.name) if id_selected(r.question_id, ids)]
         missing = [r.question_id for r in runs if rows and r.question_id not in rows]
         if missing:
             notes.append(
@@ -218,10 +221,12 @@ async def aregrade_run(
     current: bool = False,
     use_cache: bool = True,
     on_done: Callable[[QuestionScore], None] | None = None,
+    ids: Sequence[str] = (),
 ) -> RunOutcome:
     """Re-score a run's stored answers and records without re-running the agent: with the
     graders stored in the run (default), or with `current` the graders the config names now,
-    matched by question id. Writes a new grading; judge answers come from the cache."""
+    matched by question id. `ids` (ids or globs) re-scores only those questions. Writes a new
+    grading; judge answers come from the cache."""
     run_dir, identity = open_run(config, run)
     services = run_services(config, run_dir, use_cache)
     names = list(identity["targets"])
@@ -242,6 +247,16 @@ async def aregrade_run(
         attached = stored_attachments(identity, run_dir, services)
         targets = [_stored_target(config, name, identity) for name in names]
     with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
+        if ids:
+            from harness.errors import NothingToRunError
+            from harness.inputs.dataset import check_id_patterns, id_selected
+
+            stored_ids = [r.question_id for t in targets for r in store.load_runs(t.name)]
+            check_id_patterns(ids, stored_ids)
+            if not any(id_selected(i, ids) for i in stored_ids):
+                raise NothingToRunError(
+                    "--id matched no question of the run", hint=" ".join(f"--id {i}" for i in ids)
+                )
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
         notes = await aregrade(
@@ -253,6 +268,7 @@ async def aregrade_run(
             grading_id=grading_id,
             current_rows=current,
             on_done=on_done,
+            ids=ids,
         )
         results = stored_results(store, grading_id, targets, identity, attached)
     notes = redaction_notes(config) + notes
