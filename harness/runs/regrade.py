@@ -251,12 +251,23 @@ async def aregrade_run(
             from harness.errors import NothingToRunError
             from harness.inputs.dataset import check_id_patterns, id_selected
 
-            stored_ids = [r.question_id for t in targets for r in store.load_runs(t.name)]
-            check_id_patterns(ids, stored_ids)
-            if not any(id_selected(i, ids) for i in stored_ids):
+            stored = {t.name: {r.question_id for r in store.load_runs(t.name)} for t in targets}
+            check_id_patterns(ids, (i for found in stored.values() for i in found))
+            if not any(id_selected(i, ids) for found in stored.values() for i in found):
                 raise NothingToRunError(
                     "--id matched no question of the run", hint=" ".join(f"--id {i}" for i in ids)
                 )
+            # the gate judges completeness against what this grading selected, not the run
+            identity = {
+                **identity,
+                "targets": {
+                    name: {
+                        **spec,
+                        "selected": sum(1 for i in stored.get(name, ()) if id_selected(i, ids)),
+                    }
+                    for name, spec in identity["targets"].items()
+                },
+            }
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
         notes = await aregrade(
