@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ class Page:
 
     def open_question(self, qid: str, target: str = TARGET):
         self.page.goto(f"{self.url}#q={target}/{qid}")
-        self.page.wait_for_selector("#question-h")
+        expect(self.page.locator("#question-h")).to_contain_text(qid)
         return self.page
 
     def listed(self) -> list[str]:
@@ -229,18 +229,20 @@ def test_filters_and_search_narrow_the_list(report):
 def test_keyboard_reaches_a_question_and_back(report):
     page = report.page
     page.keyboard.press("/")
-    assert page.evaluate("document.activeElement.id") == "f-text"
-    page.focus("#question-table a.qlink")
+    expect(page.locator("#f-text")).to_be_focused()
+    links = page.locator("#question-table a.qlink")
+    links.first.focus()
     page.keyboard.press("ArrowDown")
     second = report.listed()[1]
-    assert page.evaluate("document.activeElement.textContent") == second
+    expect(links.nth(1)).to_be_focused()
+    expect(links.nth(1)).to_have_text(second)
     page.keyboard.press("Enter")
-    page.wait_for_selector("#question-h")
-    assert page.evaluate("document.activeElement.id") == "question-h"
-    assert second in page.inner_text("#question-h")
+    heading = page.locator("#question-h")
+    expect(heading).to_be_focused()  # the view says where the reader is
+    expect(heading).to_contain_text(second)
     page.keyboard.press("Escape")
-    page.wait_for_function("document.getElementById('question').hidden")
-    assert page.is_visible("#question-table")
+    expect(page.locator("#question")).to_be_hidden()
+    expect(page.locator("#question-table")).to_be_visible()
 
 
 def test_sub_agent_calls_nest_under_the_call_that_delegated(browser, pages):
