@@ -180,10 +180,15 @@ class RedactionPolicy:
 
     def _replace(self, match: Any) -> str:
         key = match.group("key")
-        value = match.group("value") if key is not None else match.group(0)
-        if value in self._allowed_values:
+        if self._allowed(match, key):
             return match.group(0)
         return REDACTED if key is None else key + REDACTED
+
+    def _allowed(self, match: Any, key: str | None) -> bool:
+        if key is None:
+            return match.group(0) in self._allowed_values
+        name = key.rstrip(" \t=:\"'").lower()
+        return name in self._allowed_names or match.group("value") in self._allowed_values
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of every secret `text()` would replace (a `key=value` pair: the value).
@@ -191,11 +196,9 @@ class RedactionPolicy:
         try:
             out = []
             for match in self._regex.finditer(text):
-                if match.group("key") is not None:
-                    if match.group("value") not in self._allowed_values:
-                        out.append((match.start() + len(match.group("key")), match.end()))
-                elif match.group(0) not in self._allowed_values:
-                    out.append((match.start(), match.end()))
+                key = match.group("key")
+                if not self._allowed(match, key):
+                    out.append((match.start() + len(key or ""), match.end()))
             return out
         except Exception:
             return [(0, len(text))] if isinstance(text, str) else []

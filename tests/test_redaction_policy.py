@@ -284,3 +284,22 @@ def test_validate_never_prints_a_rejected_secret(tmp_path, capsys):
     assert main(["validate", str(path)]) == 4
     err = capsys.readouterr().err
     assert f"{path}:4" in err and "Hunter2Plaintext" not in err and "password=" in err
+
+
+def test_the_configured_policy_decides_the_judges_tool_calls_block():
+    from harness.judging.rendering import render_tool_calls
+    from harness.records import Outcome, ToolCall
+
+    call = ToolCall(
+        seq=0,
+        name="pay",
+        qualified_id="agent:pay",
+        call_id="c1",
+        arguments={"card_pin": "8841", "max_tokens": 50, "ref": "ACME-123456"},
+        outcome=Outcome.OK,
+    )
+    policy = RedactionPolicy(names=("pin",), patterns=(r"ACME-[0-9]{6}",), allow=("max_tokens",))
+    block = render_tool_calls([call], policy=policy)
+    assert f"card_pin={REDACTED}" in block and "max_tokens=50" in block
+    assert "8841" not in block and "ACME-123456" not in block
+    assert "max_tokens=(redacted)" in render_tool_calls([call])  # the default policy

@@ -268,7 +268,9 @@ class LlmJudge(Grader):
         parts = [self.criteria_for(context).strip()]
         # "in" rather than .get(): an empty record is a fact, an absent one is no block.
         if self.sees_tool_calls and "tool_calls" in context:
-            parts.append(render_tool_calls(context["tool_calls"]) or "")
+            parts.append(
+                render_tool_calls(context["tool_calls"], policy=self.services.redaction) or ""
+            )
         criteria = "\n\n".join(p for p in parts if p) or "(no criteria given)"
         third = fence("criteria", criteria)
         if self.scoring_guidance:

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.judging.rendering import escape_fences
 from harness.records import ToolCall, ToolRecord
-from harness.redaction import redact_arguments, redact_text, truncate
+from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = ["Evidence", "ToolEvent", "escape_fence", "gather_evidence", "render_evidence"]
 
@@ -150,10 +150,10 @@ def _render_value(value: Any) -> str:
     return f"<{type(value).__name__}>"
 
 
-def _render_events(events: Sequence[ToolEvent]) -> str:
+def _render_events(events: Sequence[ToolEvent], policy: RedactionPolicy) -> str:
     lines = []
     for event in events[:MAX_EVENTS]:
-        args = redact_arguments(event.arguments)
+        args = policy.arguments(event.arguments)
         rendered = ", ".join(f"{k}={_render_value(v)}" for k, v in args.items())
         status = "ran" if event.outcome == "ok" else event.outcome
         lines.append(f"- [{event.id}] {event.name}({rendered}) — {status}")
@@ -162,20 +162,28 @@ def _render_events(events: Sequence[ToolEvent]) -> str:
     return "\n".join(lines) if lines else "(the agent called no tools)"
 
 
-def render_evidence(evidence: Evidence, fields: Sequence[str], response: str) -> str:
+def render_evidence(
+    evidence: Evidence,
+    fields: Sequence[str],
+    response: str,
+    *,
+    policy: RedactionPolicy = DEFAULT_POLICY,
+) -> str:
     """The evidence block of the judge prompt: only `fields`, each in its own fence, then the
-    response. Tool events show names, call ids and redacted arguments, never results."""
+    response. Tool events show names, call ids and redacted arguments, never results; every
+    part is redacted with `policy`."""
     parts = []
     if "policy" in fields and evidence.policy is not None:
-        parts.append(f"<policy>\n{escape_fence(evidence.policy)}\n</policy>")
+        parts.append(f"<policy>\n{escape_fence(policy.text(evidence.policy))}\n</policy>")
     if "context" in fields and evidence.context is not None:
-        body = escape_fence(evidence.context)
+        body = escape_fence(policy.text(evidence.context))
         parts.append(f"<reference_material>\n{body}\n</reference_material>")
     if "toolEvents" in fields and evidence.tool_events is not None:
-        body = escape_fence(redact_text(_render_events(evidence.tool_events)))
+        body = escape_fence(policy.text(_render_events(evidence.tool_events, policy)))
         parts.append(f"<tool_events>\n{body}\n</tool_events>")
     if "messages" in fields and evidence.messages:
         lines = [f"{m.get('role', 'user')}: {m.get('content', '')}" for m in evidence.messages]
-        parts.append(f"<messages>\n{escape_fence(chr(10).join(lines))}\n</messages>")
+        body = escape_fence(policy.text(chr(10).join(lines)))
+        parts.append(f"<messages>\n{body}\n</messages>")
     parts.append(f"<assistant_response>\n{escape_fence(response)}\n</assistant_response>")
     return "\n\n".join(parts)

@@ -255,7 +255,7 @@ class RubricJudgeGrader(Grader):
         shown = truncate(shown, int(limit)) if isinstance(limit, int) and limit > 0 else shown
         questions = [q for _, qs in asked for q in qs]
         user = (
-            render_evidence(evidence, fields, shown)
+            render_evidence(evidence, fields, shown, policy=self.services.redaction)
             + "\n\nQuestions:\n\n"
             + "\n\n".join(q.render() for q in questions)
         )

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.records import Outcome, ToolCall, ToolRecord
-from harness.redaction import REDACTED, is_secret_name, redact_text, truncate
+from harness.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy, truncate
 
 __all__ = [
     "ARGUMENT_CHAR_LIMIT",
@@ -71,7 +71,9 @@ def fence(tag: str, text: str) -> str:
     return f"<{tag}>\n{escape_fences(text)}\n</{tag}>"
 
 
-def render_tool_calls(record: ToolRecord | Sequence[ToolCall] | None) -> str | None:
+def render_tool_calls(
+    record: ToolRecord | Sequence[ToolCall] | None, *, policy: RedactionPolicy = DEFAULT_POLICY
+) -> str | None:
     """The TOOL CALLS block for a judge prompt.
 
     None (no record: nobody knows what ran) -> None, no block at all. An empty record (the agent
@@ -93,7 +95,7 @@ def render_tool_calls(record: ToolRecord | Sequence[ToolCall] | None) -> str | N
         tool = _tool_label(call)
         if tool not in tools:
             tools.append(tool)
-        key = (tool, _render_arguments(call.arguments), _render_outcome(call))
+        key = (tool, _render_arguments(call.arguments, policy), _render_outcome(call, policy))
         entry = lines.setdefault(key, [call, 0])
         entry[1] += 1
 
@@ -116,7 +118,7 @@ def render_tool_calls(record: ToolRecord | Sequence[ToolCall] | None) -> str | N
             f"- ... and {len(hidden_tools)} more distinct tools not listed ({hidden_calls} calls)"
         )
     # A last pass of the value patterns over the whole block: names are model-controlled too.
-    return redact_text("\n".join(out))
+    return policy.text("\n".join(out))
 
 
 def _tool_label(call: ToolCall) -> str:
@@ -127,25 +129,25 @@ def _tool_label(call: ToolCall) -> str:
     return name
 
 
-def _render_arguments(arguments: Mapping[str, Any] | None) -> str:
+def _render_arguments(arguments: Mapping[str, Any] | None, policy: RedactionPolicy) -> str:
     if not arguments:
         return ""
     if not isinstance(arguments, Mapping):
         return "(arguments not a mapping)"
     return ", ".join(
-        f"{_one_line(str(k))}={_render_value(str(k), v)}" for k, v in arguments.items()
+        f"{_one_line(str(k))}={_render_value(str(k), v, policy)}" for k, v in arguments.items()
     )
 
 
-def _render_value(name: str, value: Any) -> str:
-    if is_secret_name(name):
+def _render_value(name: str, value: Any, policy: RedactionPolicy) -> str:
+    if policy.is_secret_name(name):
         return REDACTED
     if value is None or isinstance(value, bool):
         return json.dumps(value)
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return _quoted(value, ARGUMENT_CHAR_LIMIT)
+        return _quoted(value, ARGUMENT_CHAR_LIMIT, policy)
     if isinstance(value, Mapping):
         return "(object)"
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -153,16 +155,16 @@ def _render_value(name: str, value: Any) -> str:
     return f"({type(value).__name__})"
 
 
-def _quoted(text: str, limit: int) -> str:
+def _quoted(text: str, limit: int, policy: RedactionPolicy) -> str:
     """`text` redacted, cut to `limit` and quoted; a cut value is followed by `CUT_MARKER`."""
     # Redact before cutting: a cut could leave a secret's prefix too short to match.
-    clean = redact_text(text)
+    clean = policy.text(text)
     if len(clean) <= limit:
         return repr(clean)
     return repr(truncate(clean, limit)) + CUT_MARKER.format(limit=limit)
 
 
-def _render_outcome(call: ToolCall) -> str:
+def _render_outcome(call: ToolCall, policy: RedactionPolicy) -> str:
     """How the call ended: the outcome's name; an error with its kind and message."""
     outcome = Outcome(call.outcome) if isinstance(call.outcome, str) else call.outcome
     if outcome is not Outcome.ERROR:
@@ -173,7 +175,7 @@ def _render_outcome(call: ToolCall) -> str:
         message = _error_text(call.result)
     out = "error" + (f" ({_one_line(kind)})" if kind else "")
     if message:
-        out += ": " + _quoted(message, ERROR_MESSAGE_CHAR_LIMIT)
+        out += ": " + _quoted(message, ERROR_MESSAGE_CHAR_LIMIT, policy)
     return out
 
 
