@@ -70,12 +70,13 @@ def test_the_breaker_threshold_is_validated():
 
 
 async def test_timeout_s_bounds_the_whole_attempt(openai_server):
-    openai_server.enqueue(slow(5))
+    openai_server.enqueue(score(4), slow(10))
     provider = provider_for(openai_server, timeout_s=0.5)
+    await provider.acomplete(REQUEST)  # warm-up: the client is built before the timed region
     started = time.monotonic()
     with pytest.raises(ProviderError, match=r"timed out after 0\.5s"):
         await provider.acomplete(REQUEST)
-    assert time.monotonic() - started < 4  # generous: well under the server's 5 s
+    assert time.monotonic() - started < 8  # generous on a loaded machine; the server waits 10 s
 
 
 def test_graders_past_the_question_deadline_error_naming_it(tmp_path, openai_server):
