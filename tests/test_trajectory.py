@@ -5,6 +5,8 @@ and the swapped-arguments case greedy matching gets wrong."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from langchain_core.tools import StructuredTool
 from opentelemetry.sdk.trace import TracerProvider
@@ -661,3 +663,59 @@ def test_documented_examples_are_valid_and_the_mode_examples_pass(booking):
     assert set(by_mode) == set(MODES)  # one example per mode
     for mode, trajectory in by_mode.items():
         assert grade(trajectory, booking).score == 1.0, mode
+
+
+# -- assert_tool_calls(record, trajectory=...) ---------------------------------------------------
+def test_assert_tool_calls_takes_a_trajectory(booking):
+    from harness import assert_tool_calls
+
+    assert_tool_calls(booking, trajectory={"match": "subsequence", "calls": [LOOKUP, BOOK]})
+    with pytest.raises(AssertionError) as info:
+        assert_tool_calls(booking, trajectory={"calls": [BOOK], "forbid": ["check_availability"]})
+    message = str(info.value)
+    result = grade({"calls": [BOOK], "forbid": ["check_availability"]}, booking)
+    assert f"tool calls do not match the trajectory: {result.reason}" in message
+    assert "  ok   calls[0] `book_appointment`" in message
+    assert "  FAIL `check_availability`: forbidden, started 2 times" in message
+    # the listing numbers calls as the reasons do
+    assert "#2 check_availability(date='2026-12-03', slot='10:00') -> ok" in message
+    assert "#4 book_appointment(customer='C001', date='2026-12-03', slot='11:00') -> ok" in message
+
+
+def test_assert_tool_calls_checks_expected_tools_and_a_trajectory_together(booking):
+    from harness import assert_tool_calls
+
+    expected = [{"tool": "cancel_booking", "should_run": True}]
+    with pytest.raises(AssertionError) as info:
+        assert_tool_calls(booking, expected, trajectory={"calls": [{"tool": "issue_refund"}]})
+    message = str(info.value)
+    assert "tool calls do not meet the expectations: 0 of 1 tool expectation met" in message
+    assert "tool calls do not match the trajectory: 0 of 1 trajectory constraint met" in message
+    assert message.count("the record holds 4 call(s):") == 1
+    with pytest.raises(TypeError, match="needs expected_tools, trajectory=, or both"):
+        assert_tool_calls(booking)
+
+
+def _desk_trajectories():
+    from harness.inputs.dataset import load_dataset
+
+    dataset = load_dataset(
+        Path(__file__).resolve().parents[1] / "examples/datasets/support_desk.yaml"
+    )
+    return [q for q in dataset.questions if q.trajectory]
+
+
+@pytest.mark.parametrize("question", _desk_trajectories(), ids=lambda q: str(q.id))
+def test_assert_tool_calls_agrees_with_trajectory_grader(question):
+    from agents.support_desk import build_graph, build_regressed_graph
+    from harness import assert_tool_calls, capture
+
+    for factory in (build_graph, build_regressed_graph):
+        record = capture(factory(), question.input_messages())
+        verdict = grade(question.trajectory, record)
+        if verdict.score == 1.0:
+            assert_tool_calls(record, trajectory=question.trajectory)
+        else:
+            with pytest.raises(AssertionError) as info:
+                assert_tool_calls(record, trajectory=question.trajectory)
+            assert verdict.reason in str(info.value)
