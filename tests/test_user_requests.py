@@ -73,3 +73,73 @@ def test_an_id_that_names_no_question_is_a_typo(capsys, tmp_path: Path) -> None:
     code, _, err = run_cli(capsys, "run", "--config", str(config), "--id", "zz*")
     assert code == 5  # a glob matching nothing: nothing to run
     assert "--id zz*" in err
+
+
+HUGE = """
+
+def _huge(messages):
+    raise RuntimeError("x" * 1_000_000)
+
+
+SCRIPT["huge please"] = [_huge]
+"""
+
+
+def test_agent_error_names_the_agents_own_frame(capsys, tmp_path: Path) -> None:
+    config = write_project(tmp_path, questions=["paris", "crash"])
+    agent = (tmp_path / "agent.py").read_text()
+    line = next(n for n, text in enumerate(agent.splitlines(), 1) if "model exploded" in text)
+    out = tmp_path / "r.json"
+    code, stdout, err = run_cli(capsys, "run", "--config", str(config), "--json", str(out))
+    assert code == 3
+    crash = next(q for q in report(out)["questions"] if q["id"] == "crash")
+    assert crash["error"].startswith("RuntimeError: model exploded (at ")
+    assert crash["error"].endswith(f"agent.py:{line} in _crash)")
+    assert f"agent.py:{line} in _crash" in stdout + err  # the console says where too
+
+
+def test_verbose_traceback_has_no_unrelated_chained_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    config = write_project(tmp_path, questions=["crash"])
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "-v", "run", "--config", str(config), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert proc.returncode == 3, proc.stderr
+    start = proc.stderr.index("agent raised on question crash:")
+    shown = proc.stderr[start:]
+    assert 'agent.py", line' in shown and "in _crash" in shown
+    assert "RuntimeError: model exploded" in shown
+    assert "no running event loop" not in proc.stderr
+    assert "During handling of the above exception" not in shown
+
+
+def test_a_huge_agent_error_is_cut_in_the_store_and_reports(capsys, tmp_path: Path) -> None:
+    import sqlite3
+
+    from harness.runs.errortext import MAX_ERROR_CHARS
+
+    config = write_project(
+        tmp_path, questions=["paris"], extra_questions=[{"id": "huge", "input": "huge please"}]
+    )
+    with (tmp_path / "agent.py").open("a", encoding="utf-8") as agent:
+        agent.write(HUGE)
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    code, stdout, err = run_cli(
+        capsys, "run", "--config", str(config), "--json", str(out), "--markdown", str(md)
+    )
+    assert code == 3
+    huge = next(q for q in report(out)["questions"] if q["id"] == "huge")
+    assert len(huge["error"]) <= MAX_ERROR_CHARS
+    assert "more characters)" in huge["error"] and "in _huge)" in huge["error"]
+    run_dir = next(p for p in (tmp_path / "runs").iterdir() if (p / "results.sqlite").is_file())
+    with sqlite3.connect(run_dir / "results.sqlite") as db:
+        longest = db.execute("SELECT max(length(error)) FROM questions").fetchone()[0]
+    assert longest <= MAX_ERROR_CHARS
+    assert len(stdout + err) < 100_000
+    assert len(md.read_text(encoding="utf-8")) < 100_000

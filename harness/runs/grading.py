@@ -21,6 +21,12 @@ from graders.base import Attachment, Grader, GraderServices
 from harness.errors import ConfigError, RubricError
 from harness.records import GradeResult
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from harness.runs.errortext import (
+    MAX_ERROR_CHARS,
+    bounded,
+    describe_agent_error,
+    traceback_text,
+)
 from harness.runs.identity import grader_code_hash
 from harness.runs.scoring import GraderScore, aggregate_samples
 
@@ -313,10 +319,13 @@ async def _one(
     grader: Grader, input: str, response: str, context: Mapping[str, Any]
 ) -> GradeResult:
     try:
-        return await grader.agrade(input, response, context)
+        result = await grader.agrade(input, response, context)
     except Exception as exc:  # isolation point: a grader that raised errors its verdict only
-        log.debug("grader %s raised", grader.id, exc_info=True)
-        return grader.result(None, f"grader raised {type(exc).__name__}: {exc}", True)
+        log.debug("grader %s raised:\n%s", grader.id, traceback_text(exc))
+        return grader.result(None, f"grader raised {describe_agent_error(exc)}", True)
+    if isinstance(result, GradeResult) and len(result.reason or "") > MAX_ERROR_CHARS:
+        return result.model_copy(update={"reason": bounded(result.reason)})
+    return result
 
 
 async def agrade_question(

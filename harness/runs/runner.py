@@ -26,6 +26,7 @@ from graders.context import build_context
 from harness.errors import ConfigError
 from harness.inputs.config import TargetConfig
 from harness.records import RunRecord, ToolRecord
+from harness.runs.errortext import bounded, describe_agent_error, traceback_text
 from harness.runs.grading import (
     AttachedGrader,
     agrade_question,
@@ -264,8 +265,10 @@ async def _run_one(
         except BaseException as exc:  # isolation point: user factory code
             if not _user_failure(exc):
                 raise
-            log.debug("%s factory raised on question %s", where, question.id, exc_info=True)
-            run.error = f"{where} factory raised {type(exc).__name__}: {exc}"
+            log.debug(
+                "%s factory raised on question %s:\n%s", where, question.id, traceback_text(exc)
+            )
+            run.error = f"{where} factory raised {describe_agent_error(exc)}"
             run.error_type = type(exc).__name__
             run.latency_s = time.perf_counter() - started
             return _finish(plan, question, row, run, record, graders)
@@ -291,22 +294,23 @@ async def _run_one(
             if deadline.expired():
                 run.error = f"timed out after {target.timeout_s:g}s"
             else:
-                run.error = f"TimeoutError: {exc}"
+                run.error = describe_agent_error(exc)
             run.error_type = "TimeoutError"
         except NoAIMessage as exc:
-            run.error, run.error_type = str(exc), "NoAIMessage"
+            run.error, run.error_type = bounded(str(exc)), "NoAIMessage"
         except BaseException as exc:  # isolation point: the agent crashed; the question errors
             if not _user_failure(exc):
                 raise
-            log.debug("agent raised on question %s", question.id, exc_info=True)
-            run.error, run.error_type = f"{type(exc).__name__}: {exc}", type(exc).__name__
+            log.debug("agent raised on question %s:\n%s", question.id, traceback_text(exc))
+            run.error, run.error_type = describe_agent_error(exc), type(exc).__name__
         sealed = recorder.seal(final_state=state)
         run.trace_id = recorder.trace_id
         if target.mode == "agent":
             record = sealed
             if run.error is None and not sealed.complete:
                 problems = "; ".join(sealed.problems) or "record incomplete"
-                run.error, run.error_type = f"capture failed: {problems}", "CaptureError"
+                run.error = bounded(f"capture failed: {problems}")
+                run.error_type = "CaptureError"
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
         if run.error is None:
