@@ -65,6 +65,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "show",
     "compare",
     "export",
+    "judges",
 )
 
 EPILOG = """\
