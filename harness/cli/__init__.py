@@ -66,6 +66,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "compare",
     "export",
     "judges",
+    "rubrics",
 )
 
 EPILOG = """\

@@ -146,6 +146,8 @@ class TargetConfig:
     policy: Path | None = None
     system_prompt: str | None = None
     """Replaces any stored system message of a question."""
+    configurable: dict[str, Any] = field(default_factory=dict)
+    """LangGraph `config["configurable"]` for every question (a question's own keys win)."""
     response_char_limit: int = 4000
     concurrency: int = 8
     timeout_s: float = 60.0
@@ -429,6 +431,7 @@ def load_config(path: str | Path | None = None) -> Config:
             grading_module=grading_module,
             policy=_resolve(base, raw["policy"]) if raw.get("policy") else None,
             system_prompt=raw.get("system_prompt"),
+            configurable=dict(raw.get("configurable") or {}),
             response_char_limit=int(
                 raw.get("response_char_limit", defaults["response_char_limit"])
             ),

@@ -192,6 +192,8 @@ class Question(BaseModel):
     max_calls), graded by trajectory_grader; checked by `trajectory_problems`."""
     rubric_ref: Annotated[str, Field(pattern=RUBRIC_REF_PATTERN)] | None = None
     """`rubric/<id>@<version>`: a shared rubric."""
+    configurable: dict[str, Any] | None = None
+    """LangGraph `config["configurable"]` for this question, merged over the target's."""
     choices: Annotated[list[str], Field(min_length=1)] | None = None
     """Multiple-choice options."""
     files: dict[str, str] | None = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "TargetPlan",
     "arun_target",
     "build_shared",
+    "configurable_for",
     "last_ai_text",
     "messages_for_agent",
     "to_role_dicts",
@@ -196,14 +198,23 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
+    """LangGraph's `config["configurable"]` for one question run: the question's keys over the
+    target's, and a fresh `thread_id` unless one is given, so a checkpointer never carries one
+    question's state into another (or into a re-run of the same question)."""
+    merged = {**target.configurable, **(getattr(question, "configurable", None) or {})}
+    merged.setdefault("thread_id", f"tracegrade-{target.name}-{question.id}-{uuid.uuid4().hex}")
+    return merged
+
+
 async def _invoke(
-    plan: TargetPlan, runnable: Any, messages: list[dict], recorder: Any
+    plan: TargetPlan, runnable: Any, messages: list[dict], recorder: Any, configurable: dict
 ) -> tuple[str, list, Any]:
     """(response text, final messages, final state) of one agent or chat-model run.
 
     An agent that returns no AI message (`{"messages": []}`, None, a string, only the input)
     raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent."""
-    config = {"callbacks": [recorder]}
+    config = {"callbacks": [recorder], "configurable": configurable}
     async with recorder.question_span():
         if plan.target.mode == "chat":
             reply = await runnable.ainvoke(messages, config=config)
@@ -288,7 +299,9 @@ async def _run_one(
         deadline = asyncio.timeout(target.timeout_s)
         try:
             async with deadline:
-                run.response, final, state = await _invoke(plan, runnable, messages, recorder)
+                run.response, final, state = await _invoke(
+                    plan, runnable, messages, recorder, configurable_for(target, question)
+                )
             run.messages = to_role_dicts(final)
         except TimeoutError as exc:
             if deadline.expired():
