@@ -167,7 +167,7 @@ def _stored_checks(run_dir: Any, rubric: Any) -> Iterable[tuple[Any, dict[str, A
     grading."""
     from harness.runs.store import ResultStore
 
-    with ResultStore.in_run_dir(run_dir) as store:
+    with ResultStore.open_readonly(run_dir) as store:
         questions = store.load_scores()
     for q in questions:
         for g in q.graders:
