@@ -199,7 +199,12 @@ def test_every_repository_schema_ships_in_the_package() -> None:
     # data so the wheel carries it.
     repo = Path(__file__).parents[1] / "schema"
     names = sorted(p.name for p in repo.glob("*.schema.json"))
-    assert names == ["config.schema.json", "dataset.schema.json", "rubric.schema.json"]
+    assert names == [
+        "config.schema.json",
+        "dataset.schema.json",
+        "gold.schema.json",
+        "rubric.schema.json",
+    ]
     packaged = sorted(p.name for p in schema_dir().iterdir() if p.name.endswith(".schema.json"))
     assert packaged == names
     for name in names:
