@@ -49,4 +49,17 @@ expect() {  # expect CODE TARGET: run TARGET of the demo config, fail unless it 
 }
 expect 0 support_desk
 expect 2 support_desk_regressed
-echo "wheel check: the installed wheel validates and runs the demo config from another directory"
+
+# The pytest plugin ships with the wheel (entry point pytest11): the passing target's questions
+# pass as test items, from the same other directory.
+"${PIP[@]}" install --quiet pytest
+got=0
+"$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q --tracegrade "$P/tracegrade.yaml" \
+  --tracegrade-target support_desk >"$WORK/pytest.out" 2>&1 || got=$?
+if [ "$got" -ne 0 ] || ! grep -q "9 passed" "$WORK/pytest.out"; then
+  cat "$WORK/pytest.out" >&2
+  echo "wheel check: pytest --tracegrade exited $got, expected 0 with 9 passed" >&2
+  exit 1
+fi
+echo "ok: pytest --tracegrade --tracegrade-target support_desk: 9 passed"
+echo "wheel check: the installed wheel validates and runs the demo config (CLI and pytest plugin) from another directory"
