@@ -63,7 +63,7 @@ class CodeGrader(Grader):
     ) -> None:
         super().__init__(services=services)
         if name is not None:
-            self.id = name  # shadows the class id: results carry the name the module gave
+            self.id = name  # type: ignore[misc]  # shadows the class id: results carry the module's name
         if isinstance(match_on, str):
             match_on = [int(p) if p.isdigit() else p for p in match_on.split(".")]
         self.match_on: tuple[str | int, ...] = tuple(match_on or ("expected",))
@@ -81,7 +81,7 @@ class CodeGrader(Grader):
                 and isinstance(step, int)
                 and -len(value) <= step < len(value)
             ):
-                value = value[step]
+                value = value[step]  # type: ignore[index]  # a mapping key or an in-range index
             else:
                 return _MISSING
         return value

@@ -115,7 +115,7 @@ class ToolRecord(Sequence[ToolCall]):
         self.problems: tuple[str, ...] = tuple(problems)
         """What went wrong inside the recorder, when anything did."""
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._calls[index]
 
     def __len__(self) -> int:

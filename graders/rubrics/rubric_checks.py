@@ -74,7 +74,7 @@ class RubricChecksGrader(Grader):
             )
             if check.required:
                 scores[check.id] = verdict.score
-        details = {
+        details: dict[str, Any] = {
             "checks": entries,
             "rubric": rubric.id,
             "rubric_version": rubric.version,

@@ -364,18 +364,14 @@ class RubricJudgeGrader(Grader):
         confidence: Any,
     ) -> dict[str, Any]:
         thresholds = rubric.thresholds_for(check, self.thresholds)
-        sent = [
+        sent: list[dict[str, Any]] = [
             {
                 "qid": q.qid,
                 "role": q.role,
                 "text": q.text,
                 "options": {o.letter: o.outcome for o in q.options},
                 "answer": answers[q.qid].letter,
-                "probabilities": (
-                    q.by_outcome(answers[q.qid].probabilities)
-                    if answers[q.qid].probabilities
-                    else None
-                ),
+                "probabilities": (q.by_outcome(p) if (p := answers[q.qid].probabilities) else None),
                 "source": answers[q.qid].source or None,
             }
             for q in questions
@@ -387,7 +383,7 @@ class RubricJudgeGrader(Grader):
             "confidence": confidence,
             "thresholds": {"pass": thresholds.pass_, "fail": thresholds.fail},
         }
-        errors = [answers[q.qid].error for q in questions if answers[q.qid].error]
+        errors = [e for q in questions if (e := answers[q.qid].error)]
         if errors:
             return check_entry(rubric, check, status="error", reason="; ".join(errors), **common)
         by_role = {s["role"]: s["probabilities"] for s in sent}

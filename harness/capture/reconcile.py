@@ -107,8 +107,8 @@ def requested_calls(messages: Iterable[BaseMessage]) -> dict[str, tuple[str, dic
     for m in messages:
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
-                if tc.get("id"):
-                    out[tc["id"]] = (tc["name"], dict(tc.get("args") or {}))
+                if call_id := tc.get("id"):
+                    out[call_id] = (tc["name"], dict(tc.get("args") or {}))
     return out
 
 

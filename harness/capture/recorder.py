@@ -114,7 +114,7 @@ class Recorder(BaseCallbackHandler):
         self._runs: dict[int, RunState] = {}  # keyed by run_id.int: UUID hashing is slow Python
         self._tools: list[ToolState] = []
         self._seen_call_ids: set[str] = set()
-        self._requested: dict[str, tuple[str, dict, str, int, int, int]] = {}
+        self._requested: dict[str, tuple[str, dict, str, int, int | None, int | None]] = {}
         self._turns: dict[str, int] = {}
         self._seq = itertools.count()
         self._question: Any = None

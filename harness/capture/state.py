@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.trace import Status, StatusCode
 
@@ -70,7 +70,24 @@ class RunState:
 
 
 class ToolState:
-    """A tool call in flight or finished, before it becomes a frozen ToolCall."""
+    """A tool call in flight or finished, before it becomes a frozen ToolCall. Filled in field
+    by field by the recorder (the declarations below are for the type checker)."""
+
+    agent: str
+    arguments: dict[str, Any]
+    call_id: str | None
+    depth: int
+    end_ns: int
+    error_message: str | None
+    error_type: str | None
+    index_in_turn: int | None
+    model_turn: int | None
+    name: str
+    outcome: Outcome | None
+    result: Any
+    seq: int
+    span: Any
+    start_ns: int
 
     __slots__ = (
         "agent",
@@ -156,7 +173,7 @@ def freeze(tool: ToolState) -> ToolCall:
         qualified_id=f"{tool.agent}:{tool.name}",
         call_id=tool.call_id,
         arguments=tool.arguments,
-        outcome=tool.outcome,
+        outcome=cast(Outcome, tool.outcome),  # frozen only once finished: set by finish_tool
         error_type=tool.error_type,
         error_message=getattr(tool, "error_message", None),
         result=tool.result,

@@ -419,7 +419,7 @@ def _models(data: Any) -> Dataset:
         rows[index] = None
     dataset = Dataset.model_validate({**data, "questions": []})
     dataset.questions = questions
-    dataset._unique_ids()  # the model-level rule, on the whole list
+    dataset._unique_ids()  # type: ignore[operator]  # the model-level rule, on the whole list
     return dataset
 
 

@@ -112,8 +112,8 @@ def _unique_by(validator: Any, key: str, instance: Any, schema: dict) -> Iterato
         value = item[key]
         if value in first:
             error = ValidationError(f"duplicate {key} {value!r}", path=[index, key])
-            error.related_pointer = f"/{first[value]}/{escape_pointer_token(key)}"  # type: ignore[attr-defined]
-            error.duplicate_value = value  # type: ignore[attr-defined]
+            error.related_pointer = f"/{first[value]}/{escape_pointer_token(key)}"
+            error.duplicate_value = value
             yield error
         else:
             first[value] = index
@@ -233,7 +233,7 @@ def _custom_message(error: ValidationError) -> str | None:
     if isinstance(spec, str):
         return spec
     if isinstance(spec, dict):
-        return spec.get(error.validator)  # type: ignore[arg-type]
+        return spec.get(error.validator)
     return None
 
 

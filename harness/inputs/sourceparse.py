@@ -140,7 +140,7 @@ class Document:
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]  # chosen at import time
     """SafeLoader without implicit timestamps: `id: 2024-01-01` stays the string it reads as."""
 
 
@@ -239,7 +239,7 @@ class _JsonLines:
             seen: dict[str, int] = {}
             while self.text[i] != "}":
                 line = self.line_at(i)
-                key, i = json.decoder.scanstring(self.text, i + 1)
+                key, i = json.decoder.scanstring(self.text, i + 1)  # type: ignore[attr-defined]
                 child = f"{pointer}/{escape_pointer_token(key)}"
                 if key in seen:
                     message = f"duplicate key {key!r} (first at line {seen[key]})"

@@ -67,8 +67,11 @@ class JudgeProvider(Protocol):
     name: str
     """Provider kind, e.g. "openai-compatible" or "langchain"."""
     model: str
-    advertised_knobs: frozenset[str]
-    """Sampling knobs the provider accepts ("temperature", "top_p", "seed"...)."""
+
+    @property
+    def advertised_knobs(self) -> frozenset[str]:
+        """Sampling knobs the provider accepts ("temperature", "top_p", "seed"...); read-only,
+        so a plain attribute and a property both implement it."""
 
     def pinned_knobs(self) -> dict[str, Any]:
         """The knobs actually pinned on every scoring call (temperature 0, top_p 1 where

@@ -89,7 +89,7 @@ def render_tool_calls(
         return NO_TOOLS_CALLED
 
     # Group identical calls (same tool, same rendered arguments) keeping first-seen order.
-    lines: dict[tuple[str, str], list[Any]] = {}
+    lines: dict[tuple[str, str, str], list[Any]] = {}
     tools: list[str] = []
     for call in calls:
         tool = _tool_label(call)

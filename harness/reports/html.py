@@ -43,8 +43,8 @@ _EXIT_WORDS = {
 def build_page_data(
     outcome: Any,
     *,
-    runs: Mapping[str, Mapping[str, Any]],
-    records: Mapping[str, Mapping[str, Any]],
+    runs: Mapping[str, Mapping[tuple[str, int], Any]],
+    records: Mapping[str, Mapping[tuple[str, int], Any]],
     trace_url: str | None = None,
     project: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,

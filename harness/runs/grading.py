@@ -175,7 +175,7 @@ def _check_pass_bar(att: Attachment, spec: Any, config_file: str | None) -> None
         return
     lo, hi = float(g.min_score), float(g.max_score)
     pointer = getattr(spec, "pointer", "") or "/graders"
-    where = {"file": config_file, "line": getattr(spec, "line", None)}
+    where: dict[str, Any] = {"file": config_file, "line": getattr(spec, "line", None)}
     if att.threshold > hi:
         raise ConfigError(
             f"threshold {att.threshold:g} of {g.id!r} is above the top of its {lo:g}-{hi:g} "

@@ -68,7 +68,7 @@ def _from_error(exc: TracegradeError, fallback: Problem) -> list[Problem]:
 def _accepted_options(cls: type) -> list[str] | None:
     """The keyword options a grader's constructor takes; None when it takes any (**options)."""
     try:
-        params = inspect.signature(cls.__init__).parameters.values()
+        params = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
     except (TypeError, ValueError):
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):

@@ -122,7 +122,7 @@ async def _regrade_question(
                 graders.append(by_id[a.grader.id])
                 continue
             carried = previous.get(a.grader.id)
-            how = {
+            how: dict[str, Any] = {
                 "weight": a.attachment.weight,
                 "must_pass": a.attachment.must_pass,
                 "threshold": a.attachment.threshold,

@@ -188,7 +188,7 @@ def aggregate_samples(
         if isinstance(r.details.get("checks"), list):
             checks = [dict(c) for c in r.details["checks"]]
             break
-    common = {
+    common: dict[str, Any] = {
         "grader_id": first.grader_id,
         "min_score": first.min_score,
         "max_score": first.max_score,
@@ -204,10 +204,11 @@ def aggregate_samples(
         return GraderScore(score=None, reason=errored[0].reason, error=True, **common)
     if not scored:
         return GraderScore(score=None, reason=first.reason, **common)
-    mean = sum(r.score for r in scored) / len(scored)  # type: ignore[misc]
+    values = [r.score for r in scored if r.score is not None]
+    mean = sum(values) / len(values)
     reason = scored[0].reason
     if len(results) > 1:
-        spread = max(r.score for r in scored) - min(r.score for r in scored)  # type: ignore[type-var]
+        spread = max(values) - min(values)
         reason = f"{reason} (mean of {len(scored)} samples, spread {spread:g})"
     return GraderScore(score=mean, reason=reason, **common)
 
@@ -342,9 +343,9 @@ def score_question(question: QuestionScore) -> QuestionScore:
     if question.must_pass_failures:
         question.objective = 0.0
     elif weighted and total_weight > 0:
-        question.objective = sum(n * w for n, w in weighted) / total_weight  # type: ignore[operator]
+        question.objective = sum(n * w for n, w in weighted) / total_weight
     elif weighted:
-        question.objective = sum(n for n, _ in weighted) / len(weighted)  # type: ignore[misc]
+        question.objective = sum(n for n, _ in weighted) / len(weighted)
     else:
         question.objective = None
     return question
@@ -381,7 +382,7 @@ class GateVerdict:
     """Share of questions whose trials all passed (`pass_rate`); None when none is decided."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -531,7 +532,7 @@ class GraderSummary:
         return f"{_fmt(self.mean)} / {_fmt(self.max_score)}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        data = {name: getattr(self, name) for name in self.__slots__}
         data["display"] = self.display
         data["pass_bar"] = self.pass_bar
         return data
@@ -556,7 +557,7 @@ def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]
                 min_score=scores[0].min_score,
                 max_score=scores[0].max_score,
                 binary=any(g.binary for g in scores),
-                mean=_mean(scored),  # type: ignore[arg-type]
+                mean=_mean(scored),
                 scored=len(scored),
                 skipped=sum(1 for g in scores if g.skipped),
                 errored=sum(1 for g in scores if g.error),
