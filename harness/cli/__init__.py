@@ -63,6 +63,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grade",
     "runs",
     "show",
+    "merge",
     "compare",
     "export",
     "judges",

@@ -68,6 +68,13 @@ def register(subparsers: Any) -> None:
         help="after the run, compare it with this run (id or dir) or results JSON; "
         "a regression joins the gate (exit 2) and every report",
     )
+    parser.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N: a deterministic share of the selection (by a hash of "
+        "target and question id); merge the shards' run dirs with `tracegrade merge`",
+    )
     add_compare_flags(parser)
     parser.add_argument(
         "--id",
@@ -162,6 +169,7 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
     from harness.runs.lifecycle import Selection, resume_run, start_run
+    from harness.runs.shards import parse_shard
 
     if args.resume:
         return resume_run(
@@ -179,6 +187,7 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
         limit=args.limit,
         ids=tuple(args.ids),
         repeats=args.repeats,
+        shard=parse_shard(args.shard) if args.shard else None,
     )
     return start_run(
         config,

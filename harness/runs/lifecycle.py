@@ -49,6 +49,7 @@ from harness.runs.scoring import (
     evaluate_gate,
     summarise_graders,
 )
+from harness.runs.shards import shard_questions
 from harness.runs.store import ResultStore
 
 __all__ = [
@@ -91,6 +92,9 @@ class Selection:
     """Trials per question for every target (`--repeats`); None: each target's `repeats:`."""
     ids: tuple[str, ...] = ()
     """Question ids or glob patterns (`--id`); empty: every question."""
+    shard: tuple[int, int] | None = None
+    """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
+    `harness.runs.shards`); None: all of it."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +105,7 @@ class Selection:
             "tags": list(self.tags),
             "limit": self.limit,
             "repeats": self.repeats,
+            "shard": list(self.shard) if self.shard else None,
         }
 
     @classmethod
@@ -113,6 +118,7 @@ class Selection:
             limit=data.get("limit"),
             repeats=data.get("repeats"),
             ids=tuple(data.get("ids") or ()),
+            shard=tuple(data["shard"]) if data.get("shard") else None,  # type: ignore[arg-type]
         )
 
 
@@ -190,6 +196,16 @@ def _advisories(
 
     results = [_as_results(q) for q in questions]
     return [a.message for a in advisories(mode, [a.attachment for a in attached], results)]
+
+
+def _select_share(
+    target: TargetConfig, selection: Selection
+) -> tuple[Any, list[Any], dict[str, int]]:
+    """(dataset, the questions of this run's shard, ordinals in the whole selection): a
+    shard's questions keep the positions they have in the unsharded run."""
+    dataset, questions = _select(target, selection)
+    ordinals = {str(q.id): i for i, q in enumerate(questions)}
+    return dataset, shard_questions(target.name, questions, selection.shard), ordinals
 
 
 def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
@@ -427,8 +443,11 @@ def prepare_run(
     run_dir = config.runs_dir / run_id
     services = run_services(config, run_dir, use_cache)
     prepared = []
+    ordinals: dict[str, dict[str, int]] = {}
+    selected_total: dict[str, int] = {}
     for target in targets:
-        dataset, questions = _select(target, selection)
+        dataset, questions, ordinals[target.name] = _select_share(target, selection)
+        selected_total[target.name] = len(ordinals[target.name])
         # the pre-flight `tracegrade validate` runs: the same problems, located, in one error
         raise_problems(check_graders(target, services=services), ConfigError)
         attached = attach_graders(
@@ -444,9 +463,11 @@ def prepare_run(
 
         check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
-    if total == 0:
+    if sum(selected_total.values()) == 0 or (total == 0 and selection.shard is None):
         raise NothingToRunError("the selection matched no question", hint=_describe(selection))
     plans = {t.name: _plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs}
+    for plan in plans.values():
+        plan.ordinals = ordinals[plan.target.name]
     run_dir.mkdir(parents=True, exist_ok=False)
     identity: dict[str, Any] = {
         "run_id": run_id,
@@ -467,6 +488,8 @@ def prepare_run(
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
         # how many questions the selection held: fewer rows later means an interrupted run
         identity["targets"][target.name]["selected"] = len(questions)
+        if selection.shard is not None:  # what `merge` checks and counts the whole run by
+            identity["targets"][target.name]["selected_total"] = selected_total[target.name]
     # The snapshot holds the target's config as authored (a policy text, a system prompt):
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
     identity = config.redaction.value(identity, by_name=False)
@@ -578,7 +601,7 @@ async def aresume_run(
         grading_id = min(g["grading_id"] for g in store.gradings())
         plans = []
         for target in targets:
-            dataset, questions = _select(target, selection)
+            dataset, questions, ordinals = _select_share(target, selection)
             stored_sha = identity["targets"][target.name]["dataset"]["sha256"]
             if dataset.sha256 != stored_sha:
                 notes.append(f"{target.name}: the dataset changed since the run started")
@@ -591,7 +614,7 @@ async def aresume_run(
             }
             missing = [q for q in questions if trials[str(q.id)]]
             plan = _plan(target, missing, dataset, attached[target.name], services)
-            plan.ordinals = {str(q.id): i for i, q in enumerate(questions)}
+            plan.ordinals = ordinals
             plan.trials = trials
             plans.append(plan)
             if repeats > 1:

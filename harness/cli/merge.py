@@ -1,0 +1,63 @@
+"""`tracegrade merge`: make one run of a run's CI shards (`run --shard I/N`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli import EPILOG
+from harness.reports.flags import add_report_flags, write_reports
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Merge the run directories of one run's shards (each made by `tracegrade run --shard I/N` on its
+own CI machine) into one run directory: one results store, one trace file per target, one gate
+over all questions, and every report, exactly as one unsharded run would have made them.
+
+A question's shard is 1 + (the first 8 bytes of sha256(target NUL question id), big-endian)
+mod N: the same on every machine, each question in one shard.
+
+Refused (exit 4, naming what differs) when the shards ran different configs, datasets, graders
+or tracegrade versions, were cut into different N, or one shard is given twice. A missing shard
+is reported, and the merged run is incomplete (exit 3): its questions have no result.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "merge",
+        help="merge CI shards (run --shard I/N) into one run; report and gate it",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="shard runs")
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="the merged run directory (new)"
+    )
+    parser.add_argument(
+        "--config", type=Path, default=None, help="config file (HTML trace links, redaction)"
+    )
+    add_report_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.runs.shards import merge_runs, merged_outcome
+
+    result = merge_runs(args.run_dirs, args.out)
+    merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)
+    print(f"merged shard(s) {merged} into {result.run_dir}", file=sys.stderr)
+    for note in result.notes:
+        print(f"tracegrade: note: {note}", file=sys.stderr)
+    outcome = merged_outcome(result.run_dir, result.notes)
+    config = None
+    if args.config is not None:
+        from harness.inputs.config import load_config
+
+        config = load_config(args.config)
+    write_reports(args, outcome, config=config)
+    return outcome.exit_code

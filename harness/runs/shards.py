@@ -1,0 +1,279 @@
+"""CI shards: a deterministic share of a run's questions (`run --shard I/N`), and the merge of
+the shards' run directories into one run (`tracegrade merge`).
+
+A question belongs to shard `1 + int(sha256(target NUL question id)[:8]) mod N`: the same
+share on every machine, for any Python, whatever the dataset order, and each question in
+exactly one shard. The share is taken after the other filters (`--split`, `--tag`, `--limit`),
+so shards of the same command line partition the same selection.
+
+A merged run is an ordinary run directory: one store holding every shard's rows (the grading
+each shard ran with), one trace file per target (the shards' lines, concatenated), one
+manifest; `show`, `grade`, `compare` and every report read it as they read any run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.runs.identity import read_identity, write_identity
+from harness.runs.store import ResultStore
+
+__all__ = [
+    "MergeResult",
+    "in_shard",
+    "merge_runs",
+    "merged_outcome",
+    "parse_shard",
+    "shard_of",
+    "shard_questions",
+]
+
+
+def shard_of(target: str, question_id: str, count: int) -> int:
+    """The shard (1-based) a question of `target` belongs to among `count` shards."""
+    digest = hashlib.sha256(f"{target}\x00{question_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def in_shard(target: str, question_id: str, shard: tuple[int, int] | None) -> bool:
+    return shard is None or shard_of(target, question_id, shard[1]) == shard[0]
+
+
+def shard_questions(target: str, questions: Sequence[Any], shard: tuple[int, int] | None) -> list:
+    """The questions of `questions` in `shard` (I, N), in their order."""
+    return [q for q in questions if in_shard(target, str(q.id), shard)]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` with 1 <= I <= N, as a pair; anything else is invalid input (exit 4)."""
+    index, sep, count = str(text).partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not sep or n < 1 or not 1 <= i <= n:
+        raise InputError(f"--shard {text!r} is not I/N with 1 <= I <= N (e.g. 2/3)", key="--shard")
+    return i, n
+
+
+# -- merge ----------------------------------------------------------------------------------
+@dataclass(slots=True)
+class MergeResult:
+    """What `merge_runs` made."""
+
+    run_dir: Path
+    """The merged run directory."""
+    shards: int
+    """How many shards the runs were cut into (N)."""
+    merged: list[int] = field(default_factory=list)
+    """The shard indexes merged."""
+    missing: list[int] = field(default_factory=list)
+    """The shard indexes no run was given for (their questions have no result)."""
+    notes: list[str] = field(default_factory=list)
+
+
+# What must be equal in every shard of one run; the label names it in the refusal.
+_RUN_KEYS = (("selection", "the selection (filters)"), ("judge", "the judge"))
+_TARGET_KEYS = (
+    ("mode", "mode"),
+    ("repeats", "repeats"),
+    ("config", "config"),
+    ("dataset.sha256", "dataset (sha256)"),
+    ("dataset.path", "dataset path"),
+    ("grading_module.sha256", "grading module (sha256)"),
+    ("graders", "graders (ids, options, versions, code hashes)"),
+    ("selected_total", "selection size"),
+)
+
+
+def _get(data: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _differences(ref: dict, other: dict) -> list[str]:
+    out = []
+    for key, label in _RUN_KEYS:
+        a, b = dict(ref.get(key) or {}), dict(other.get(key) or {})
+        if key == "selection":
+            a.pop("shard", None), b.pop("shard", None)
+        if a != b:
+            out.append(label)
+    if sorted(ref["targets"]) != sorted(other["targets"]):
+        out.append(f"targets ({sorted(ref['targets'])} vs {sorted(other['targets'])})")
+        return out
+    for name, target in ref["targets"].items():
+        for key, label in _TARGET_KEYS:
+            if _get(target, key) != _get(other["targets"][name], key):
+                out.append(f"target {name}: {label}")
+    ref_tg = (ref.get("packages") or {}).get("tracegrade")
+    other_tg = (other.get("packages") or {}).get("tracegrade")
+    if ref_tg != other_tg:
+        out.append(f"tracegrade version ({ref_tg} vs {other_tg})")
+    return out
+
+
+class _Verbatim:
+    """The merged store writes the shards' rows as they are: they were redacted under the run's
+    policy already, and redacting again under another policy would change them."""
+
+    @staticmethod
+    def text(text: str) -> str:
+        return text
+
+    answer = text
+
+    @staticmethod
+    def value(value: Any, **_: Any) -> Any:
+        return value
+
+
+def _shard_identities(run_dirs: Sequence[Path]) -> list[tuple[Path, dict, int, int]]:
+    out = []
+    for run_dir in run_dirs:
+        identity = read_identity(run_dir)
+        shard = (identity.get("selection") or {}).get("shard")
+        if not shard:
+            raise InputError(
+                f"{run_dir} is not a shard run (it was not run with --shard I/N)", key="RUN_DIR"
+            )
+        out.append((Path(run_dir), identity, int(shard[0]), int(shard[1])))
+    return out
+
+
+def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
+    """Merge the run directories of one run's shards into the new run directory `out`.
+
+    Refused (exit 4, naming what differs and where) when the shards come from different
+    configs, datasets, graders or tracegrade versions, were cut into different numbers of
+    shards, or repeat a shard. Missing shards are allowed and reported: their questions have no
+    result, so the merged run's gate says it is incomplete (exit 3)."""
+    out = Path(out)
+    if not run_dirs:
+        raise InputError("merge needs at least one shard run directory", key="RUN_DIR")
+    if out.exists() and any(out.iterdir()):
+        raise InputError(f"--out {out} exists and is not empty", key="--out")
+    shards = _shard_identities([Path(d) for d in run_dirs])
+    ref_dir, ref, _, count = shards[0]
+    seen: dict[int, Path] = {}
+    problems = []
+    for run_dir, identity, index, n in shards:
+        if n != count:
+            problems.append(f"{run_dir} is shard {index}/{n}, {ref_dir} is one of {count}")
+            continue
+        if index in seen:
+            problems.append(f"shard {index}/{count} given twice: {seen[index]} and {run_dir}")
+        seen[index] = run_dir
+        differs = _differences(ref, identity)
+        if differs:
+            problems.append(f"{run_dir} differs from {ref_dir} in " + "; ".join(differs))
+    if problems:
+        raise InputError(
+            "cannot merge these shards: " + " | ".join(problems),
+            key="RUN_DIR",
+            hint="merge the shards of one run: the same config, datasets, graders and "
+            "tracegrade version, each shard once",
+        )
+    result = MergeResult(run_dir=out, shards=count, merged=sorted(seen))
+    result.missing = [i for i in range(1, count + 1) if i not in seen]
+    if result.missing:
+        names = ", ".join(f"{i}/{count}" for i in result.missing)
+        result.notes.append(
+            f"missing shard(s) {names}: their questions have no result (evaluation incomplete)"
+        )
+    _write_merged(shards, out, ref, result)
+    return result
+
+
+def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    identity = {k: v for k, v in ref.items()}
+    identity["run_id"] = out.name
+    identity["created"] = min(s[1].get("created") or "" for s in shards) or datetime.now(
+        UTC
+    ).isoformat(timespec="seconds")
+    identity["selection"] = {**ref["selection"], "shard": None}
+    identity["merged_from"] = [
+        {"run_id": ident["run_id"], "shard": f"{i}/{n}", "run_dir": str(d)}
+        for d, ident, i, n in sorted(shards, key=lambda s: s[2])
+    ]
+    identity["targets"] = {}
+    for name, target in ref["targets"].items():
+        merged = dict(target)
+        # the whole selection: questions of a missing shard count as without a result
+        total = target.get("selected_total")
+        merged["selected"] = (
+            int(total)
+            if total is not None
+            else sum(int(s[1]["targets"][name].get("selected") or 0) for s in shards)
+        )
+        identity["targets"][name] = merged
+    if (shards[0][0] / "graders").is_dir():  # the grading modules (equal by sha256)
+        shutil.copytree(shards[0][0] / "graders", out / "graders")
+    write_identity(out, identity)
+    (out / "traces").mkdir(exist_ok=True)
+    with ResultStore.in_run_dir(out, redaction=_Verbatim()) as store:  # type: ignore[arg-type]
+        store.set_meta("run_id", out.name)
+        graders = [{"target": n, **s} for n, t in ref["targets"].items() for s in t["graders"]]
+        grading_id = store.new_grading(mode="run", graders=graders)
+        for run_dir, _identity, _index, _n in sorted(shards, key=lambda s: s[2]):
+            _copy_rows(run_dir, store, grading_id)
+    for name in ref["targets"]:
+        _concat_traces([s[0] / "traces" / f"{name}.jsonl" for s in shards], out, name)
+
+
+def _copy_rows(run_dir: Path, store: ResultStore, grading_id: int) -> None:
+    with ResultStore.open_readonly(run_dir) as shard:
+        gradings = shard.gradings()
+        if not gradings:
+            return
+        own = min(g["grading_id"] for g in gradings)  # the grading the shard ran with
+        scores = {(s.target, s.question_id, s.trial): s for s in shard.load_scores(grading_id=own)}
+        for run in shard.load_runs():
+            score = scores.get((run.target, run.question_id, run.trial))
+            if score is not None:
+                store.commit_question(run, score, grading_id=grading_id)
+
+
+def _concat_traces(paths: list[Path], out: Path, target: str) -> None:
+    dest = out / "traces" / f"{target}.jsonl"
+    with dest.open("ab") as sink:
+        for path in paths:
+            if not path.is_file():
+                continue
+            with path.open("rb") as source:
+                shutil.copyfileobj(source, sink)
+                if source.tell():
+                    source.seek(-1, 2)
+                    if source.read(1) != b"\n":
+                        sink.write(b"\n")  # a torn last line stays one (skipped) line
+
+
+def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
+    """The merged run's `RunOutcome`: one gate per target over every shard's questions, with
+    the whole selection's size (a missing shard leaves the run incomplete, exit 3) and the
+    must-pass graders the run stored."""
+    from harness.inputs.config import parse_gate
+    from harness.runs.history import load_outcome
+    from harness.runs.scoring import evaluate_gate
+
+    outcome = load_outcome(run_dir)
+    for result in outcome.targets:
+        target = outcome.identity["targets"][result.target]
+        result.verdict = evaluate_gate(
+            result.questions,
+            parse_gate((target.get("config") or {}).get("gate")),
+            must_pass=[g["id"] for g in target.get("graders", []) if g.get("must_pass")],
+            selected=target.get("selected"),
+            run_id=outcome.run_id,
+        )
+    outcome.notes.extend(notes)
+    return outcome
