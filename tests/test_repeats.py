@@ -8,6 +8,7 @@ import json
 import random
 import sqlite3
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -128,8 +129,9 @@ def _only_run(root: Path) -> Path:
 
 def test_each_trial_is_stored_traced_and_summarised(tmp_path, capsys):
     config = _project(tmp_path)
-    report = tmp_path / "r.json"
-    assert main(["run", "--config", str(config), "--quiet", "--json", str(report)]) == 0
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    argv = ["run", "--config", str(config), "--quiet", "--json", str(report)]
+    assert main([*argv, "--junit", str(junit)]) == 0
     out = capsys.readouterr().out
     run_dir = _only_run(tmp_path)
     with ResultStore.open_readonly(run_dir) as store:
@@ -159,6 +161,14 @@ def test_each_trial_is_stored_traced_and_summarised(tmp_path, capsys):
         tool = next(g for g in s["graders"] if g["grader_id"] == "tool_usage_grader")
         assert tool["mean"] == pytest.approx(5 * sum(schedule) / 3)
     assert [q["trial"] for q in data["questions"] if q["id"] == "rome"] == [0, 1, 2]
+    # Each trial's entry carries its own calls, not the first trial's.
+    for q in data["questions"]:
+        looked_up = SCHEDULE[q["id"].title()][q["trial"]]
+        assert [c["name"] for c in q["tool_calls"]] == (["lookup"] if looked_up else [])
+    names = [case.get("name") for case in ET.parse(junit).getroot().iter("testcase")]
+    assert sorted(names) == sorted(
+        c.lower() + (f"#{t}" if t else "") for c in CITIES for t in range(3)
+    )
     assert "trials (k = 3): pass@k 0.67, pass^k 0.33 of 3 question(s)" in out
     assert "rome: 2/3 passed, pass@k yes, pass^k no; composite 4.17 spread 2.5" in out
 

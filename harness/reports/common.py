@@ -12,6 +12,7 @@ __all__ = [
     "check_problems",
     "fmt",
     "fmt_score",
+    "question_label",
     "question_reasons",
     "rubric_findings",
     "worst_questions",
@@ -88,6 +89,11 @@ def question_reasons(question: QuestionScore) -> list[str]:
     reasons += [_grader_reason(g) for g in question.unmet]
     reasons += [_check_line(what, check) for what, check in check_problems(question)]
     return reasons
+
+
+def question_label(question: QuestionScore) -> str:
+    """The question id, with its trial when the target repeats questions (`rome#2`)."""
+    return f"{question.question_id}#{question.trial}" if question.trial else question.question_id
 
 
 def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:

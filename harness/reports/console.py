@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness.reports.common import (
     fmt,
     fmt_score,
+    question_label,
     question_reasons,
     rubric_findings,
     worst_questions,
@@ -101,7 +102,7 @@ def render_console(outcome, *, worst: int = 5) -> str:
             lines.append("  worst questions:")
             for q in flagged:
                 trace = f" trace {q.trace_id}" if q.trace_id else ""
-                lines.append(f"    {q.question_id}: composite {fmt(q.composite)}{trace}")
+                lines.append(f"    {question_label(q)}: composite {fmt(q.composite)}{trace}")
                 for reason in question_reasons(q):
                     lines.append(f"      {reason}")
     comparison = getattr(outcome, "comparison", None)

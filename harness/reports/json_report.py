@@ -38,7 +38,7 @@ def _questions(outcome) -> list[dict[str, Any]]:
     for t in outcome.targets:
         calls = tool_calls_of(Path(outcome.run_dir), t.target)
         for q in t.questions:
-            result = QuestionResult.from_score(q, tool_calls=calls.get(q.question_id))
+            result = QuestionResult.from_score(q, tool_calls=calls.get((q.question_id, q.trial)))
             out.append(result.model_dump(mode="json"))
     return out
 

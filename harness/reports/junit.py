@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.reports.common import check_label, check_problems, fmt, fmt_score
+from harness.reports.common import check_label, check_problems, fmt, fmt_score, question_label
 from harness.runs.scoring import QuestionScore
 
 __all__ = ["render_junit", "write_junit"]
@@ -31,7 +31,7 @@ def _xml_safe(root: ET.Element) -> None:
 
 
 def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, int]:
-    case = ET.SubElement(parent, "testcase", classname=target, name=q.question_id)
+    case = ET.SubElement(parent, "testcase", classname=target, name=question_label(q))
     props = ET.SubElement(case, "properties")
     for name, value in (
         ("trace_id", q.trace_id),

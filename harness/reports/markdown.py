@@ -7,6 +7,7 @@ from pathlib import Path
 from harness.reports.common import (
     fmt,
     fmt_score,
+    question_label,
     question_reasons,
     rubric_findings,
     worst_questions,
@@ -70,7 +71,7 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
             for q in flagged:
                 why = "; ".join(question_reasons(q))
                 lines.append(
-                    f"| `{q.question_id}` | {fmt(q.composite)} | {_cell(why)} | `{q.trace_id or '-'}` |"
+                    f"| `{question_label(q)}` | {fmt(q.composite)} | {_cell(why)} | `{q.trace_id or '-'}` |"
                 )
             lines += ["", "</details>"]
     comparison = getattr(outcome, "comparison", None)

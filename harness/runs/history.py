@@ -208,30 +208,31 @@ def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSumm
     return (runs[:limit] if limit else runs), problems
 
 
-def tool_calls_of(run_dir: Path, target: str) -> dict[str, list[ToolCallResult]]:
-    """Each question's tool calls from the run's trace file (arguments as exported, redacted);
-    empty when the run kept no trace file."""
+def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[ToolCallResult]]:
+    """Each question trial's tool calls from the run's trace file, by (question id, trial)
+    (arguments as exported, redacted); empty when the run kept no trace file."""
     trace_file = trace_file_of(run_dir, target)
     if not trace_file.is_file():
         return {}
-    from harness.capture.tracefile import read_records
+    from harness.capture.tracefile import read_trial_records
 
     return {
-        qid: [
+        key: [
             ToolCallResult(name=c.name, args=dict(c.arguments), outcome=str(c.outcome.value))
             for c in record
         ]
-        for qid, record in read_records(trace_file).items()
+        for key, record in read_trial_records(trace_file).items()
     }
 
 
 def _results(run_dir: Path, scores: Sequence[QuestionScore]) -> list[QuestionResult]:
-    calls: dict[str, dict[str, list[ToolCallResult]]] = {}
+    calls: dict[str, dict[tuple[str, int], list[ToolCallResult]]] = {}
     out = []
     for q in scores:
         if q.target not in calls:
             calls[q.target] = tool_calls_of(run_dir, q.target)
-        out.append(QuestionResult.from_score(q, tool_calls=calls[q.target].get(q.question_id)))
+        found = calls[q.target].get((q.question_id, q.trial))
+        out.append(QuestionResult.from_score(q, tool_calls=found))
     return out
 
 
