@@ -36,7 +36,8 @@ VALIDATORS: dict[str, str] = {
 DESCRIPTION = """\
 Validate dataset, config and rubric files (YAML, JSON or JSONL) against tracegrade's JSON
 Schemas (schema/*.schema.json, Draft 2020-12) and the rules schemas cannot express (ratios
-summing to 1.0, unique question ids, duplicate keys). Every problem is printed with its file,
+summing to 1.0, unique question ids, duplicate keys; in a `trajectory`, a regex that does not
+compile, min above max, a count for a forbidden tool). Every problem is printed with its file,
 line, question id and JSON pointer, and a typo of a known key gets a "did you mean" hint.
 
 The kind of each file is read from its content: a mapping with `targets` is a config, one with
@@ -45,8 +46,8 @@ The kind of each file is read from its content: a mapping with `targets` is a co
 A config is checked as `tracegrade run` would check it, and everything it references with it:
 each target's dataset and rubrics, grader ids and options, the grading module, the agent and
 environment factories. Each agent target's graph is built once (with a fresh environment from
-its factory, closed afterwards) so every `expected_tools` tool name and qualified id can be
-checked against the graph's tools and agents; `--no-build` skips that for a graph that cannot
+its factory, closed afterwards) so every tool name and qualified id of `expected_tools` and
+`trajectory` can be checked against the graph's tools and agents; `--no-build` skips that for a graph that cannot
 be built without side effects. With no PATH, `tracegrade.yaml` in the working directory is
 validated this way.
 """
