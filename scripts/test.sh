@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,ray]'
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 exec .venv/bin/python -m pytest "$@"

@@ -10,6 +10,8 @@ The agent answers by the question's text:
 - "echo system"        answers with the system message it was given
 - "remember it"        writes to the question's environment (state_grader passes)
 - "cancel B100"        calls a tool that raises, then claims it cancelled
+- "which process?"     answers with the id of the process that ran it
+- "die now"            kills the process that runs it (SIGKILL), as a crash in native code does
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import yaml
 
 AGENT = '''
 import asyncio
+import os
+import signal
 
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
@@ -42,6 +46,14 @@ def _upstream_timeout(messages):
     raise TimeoutError("upstream model took too long")
 
 
+def _pid(messages):
+    return say(f"sunny pid={os.getpid()}")
+
+
+def _die(messages):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _echo_system(messages):
     return say("system=" + str(messages[0].content))
 
@@ -56,6 +68,8 @@ SCRIPT = {
     "echo system": [_echo_system],
     "remember it": [call(("remember", {"key": "color", "value": "blue"})), say("Remembered.")],
     "cancel B100": [call(("cancel", {"booking_id": "B100"})), say("Booking B100 is cancelled.")],
+    "which process?": [_pid],
+    "die now": [_die],
 }
 
 
@@ -149,6 +163,8 @@ QUESTIONS: dict[str, dict[str, Any]] = {
         ],
     },
     "cancel": {"id": "cancel", "input": "cancel B100"},
+    "pid": {"id": "pid", "input": "which process?", "expected": {"keyword": "sunny"}},
+    "die": {"id": "die", "input": "die now"},
     "remember": {
         "id": "remember",
         "input": "remember it",

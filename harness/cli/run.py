@@ -69,6 +69,23 @@ def register(subparsers: Any) -> None:
         "a regression joins the gate (exit 2) and every report",
     )
     parser.add_argument(
+        "--workers",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="run each target's questions in N worker processes (default: the config's "
+        "`workers:`, else 1), each with a share of its concurrency; this process stays the one "
+        "writer of the results",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default=None,
+        help="where questions run (default: the config's `executor:`, else local): local "
+        "processes, or --workers Ray actors (pip install 'tracegrade[ray]'; the cluster at "
+        "the config's ray.address or RAY_ADDRESS, else a local Ray)",
+    )
+    parser.add_argument(
         "--shard",
         default=None,
         metavar="I/N",
@@ -178,6 +195,8 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
             use_cache=not args.no_cache,
             on_start=on_start,
             on_done=progress.advance,
+            workers=args.workers,
+            executor=args.executor,
         )
     selection = Selection(
         targets=tuple(args.target),
@@ -195,4 +214,6 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
         use_cache=not args.no_cache,
         on_start=on_start,
         on_done=progress.advance,
+        workers=args.workers,
+        executor=args.executor,
     )

@@ -209,6 +209,13 @@ class Config:
     sent to a judge."""
     targets: dict[str, TargetConfig] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    """Worker processes per target (`workers:`; `--workers` overrides): 1 runs the questions
+    in the run's own process; with `executor: ray`, the number of Ray actors."""
+    executor: str = "local"
+    """`local` (this machine) or `ray` (`executor:`; `--executor` overrides)."""
+    ray_address: str | None = None
+    """`ray.address`: the Ray cluster to join; None: `RAY_ADDRESS`, else a local Ray."""
 
     def select_targets(self, names: list[str] | tuple[str, ...] = ()) -> list[TargetConfig]:
         """Targets by name (all when none named); an unknown name is a config error."""
@@ -412,6 +419,9 @@ def load_config(path: str | Path | None = None) -> Config:
         ),
         redaction=RedactionPolicy.from_config(data.get("redaction")),
         data=data,
+        workers=int(data.get("workers", 1)),
+        executor=str(data.get("executor", "local")),
+        ray_address=(data.get("ray") or {}).get("address"),
     )
     for name, raw in data["targets"].items():
         dataset = _resolve(base, raw["dataset"])

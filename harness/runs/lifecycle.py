@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 from collections.abc import Callable, Sequence
@@ -327,28 +328,68 @@ async def _arun_plans(
     grading_id: int,
     on_done: Callable[[QuestionScore], None] | None,
     lost: list[int],
+    workers: int = 1,
+    use_cache: bool = True,
+    executor: str = "local",
 ) -> list[str]:
+    from harness.runs.workers import arun_target_in_workers, combined_report, fold_worker_traces
+
     notes = []
     for plan in plans:
         trace_file = (
             trace_file_of(run_dir, plan.target.name) if config.telemetry.trace_file else None
         )
-        telemetry = open_telemetry(config, trace_file)
-        try:
-            await arun_target(
+        # the worker trace files of a run killed before it folded them: their records first
+        fold_worker_traces(run_dir, plan.target.name)
+        if executor == "ray" or (
+            workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1
+        ):
+            if executor == "ray":
+                from harness.runs.ray_executor import arun_target_on_ray
+
+                run_elsewhere: Any = functools.partial(
+                    arun_target_on_ray, address=config.ray_address
+                )
+            else:
+                run_elsewhere = arun_target_in_workers
+            _, reports = await run_elsewhere(
                 plan,
+                workers=workers,
+                config_path=config.path,
+                run_dir=run_dir,
                 store=store,
                 grading_id=grading_id,
-                tracer=telemetry.tracer,
+                use_cache=use_cache,
+                trace_file=trace_file,
                 on_done=on_done,
-                before_commit=telemetry.flush_trace_file,
             )
-        finally:
-            report = telemetry.shutdown()
+            report = combined_report(reports, trace_file, config.telemetry.otlp_endpoint)
+            telemetry: Any = config.telemetry  # what the notes read: its protocol
+        else:
+            telemetry = open_telemetry(config, trace_file)
+            try:
+                await arun_target(
+                    plan,
+                    store=store,
+                    grading_id=grading_id,
+                    tracer=telemetry.tracer,
+                    on_done=on_done,
+                    before_commit=telemetry.flush_trace_file,
+                )
+            finally:
+                report = telemetry.shutdown()
         if report.trace_file_failed:
             lost.append(report.trace_file_failed)
         notes += telemetry_notes(config, plan.target.name, telemetry, report)
     return notes
+
+
+def _connect_executor(config: Config, executor: str | None, workers: int | None) -> None:
+    """With `executor: ray`, Ray is importable and joined (or started) before anything runs."""
+    if (executor or config.executor) == "ray":
+        from harness.runs.ray_executor import connect_ray
+
+        connect_ray(config.ray_address, workers or config.workers)
 
 
 def stored_results(
@@ -514,13 +555,19 @@ async def astart_run(
     on_start: Callable[[Path, int], None] | None = None,
     on_done: Callable[[QuestionScore], None] | None = None,
     run_id: str | None = None,
+    workers: int | None = None,
+    executor: str | None = None,
 ) -> RunOutcome:
     """Run the selected targets' questions in a new run directory and score them.
 
     Everything that can be invalid (targets, datasets, graders, rubric refs, agent factories) is
     checked before the run directory is created (`prepare_run`). `on_start(run_dir, total)` is
     called once the run directory exists; `on_done(question)` after each question is committed.
+    `workers` (default: the config's `workers:`) runs each target in that many processes
+    (`harness.runs.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
+    on Ray actors (`harness.runs.ray_executor`).
     """
+    _connect_executor(config, executor, workers)  # before any run directory exists
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
     notes = list(run.notes)
     lost: list[int] = []
@@ -540,6 +587,9 @@ async def astart_run(
             store=store,
             grading_id=grading_id,
             on_done=on_done,
+            workers=workers or config.workers,
+            use_cache=use_cache,
+            executor=executor or config.executor,
         )
         results = stored_results(store, grading_id, run.targets, run.identity, run.attached)
     return RunOutcome(run.run_id, run.run_dir, results, run.identity, grading_id, notes, sum(lost))
@@ -583,10 +633,14 @@ async def aresume_run(
     use_cache: bool = True,
     on_start: Callable[[Path, int], None] | None = None,
     on_done: Callable[[QuestionScore], None] | None = None,
+    workers: int | None = None,
+    executor: str | None = None,
 ) -> RunOutcome:
     """Finish an interrupted run: ask only the questions it has no committed row for, with
-    the graders the run stored, then score the whole run."""
+    the graders the run stored, then score the whole run (`workers`, `executor`: as for
+    `astart_run`)."""
     run_dir, identity = open_run(config, run)
+    _connect_executor(config, executor, workers)
     selection = Selection.from_dict(identity.get("selection") or {})
     targets = [config.select_targets([name])[0] for name in identity["targets"]]
     services = run_services(config, run_dir, use_cache)
@@ -637,6 +691,9 @@ async def aresume_run(
             store=store,
             grading_id=grading_id,
             on_done=on_done,
+            workers=workers or config.workers,
+            use_cache=use_cache,
+            executor=executor or config.executor,
         )
         results = stored_results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes, sum(lost))

@@ -176,6 +176,7 @@ async def aregrade(
     from harness.capture.tracefile import read_trial_records
     from harness.inputs.dataset import id_selected
     from harness.runs.lifecycle import trace_file_of
+    from harness.runs.workers import worker_trace_files
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())
@@ -185,6 +186,11 @@ async def aregrade(
         records = (
             read_trial_records(trace_file, unreadable=unreadable) if trace_file.is_file() else {}
         )
+        # a run killed while worker processes ran it keeps their records in their own files
+        # until `--resume` folds them in; read them where they are
+        for extra in worker_trace_files(run_dir, target.name):
+            for key, record in read_trial_records(extra, unreadable=unreadable).items():
+                records.setdefault(key, record)
         notes += [f"{target.name}: {u}" for u in unreadable]
         previous = {
             (q.question_id, q.trial): {g.grader_id: g for g in q.graders}

@@ -1,0 +1,268 @@
+"""The Ray executor (`executor: ray`, the optional extra `tracegrade[ray]`): a target's questions
+run as tasks of N Ray actors, on an existing cluster or a local Ray, and stream back to the one
+store writer, the run's own process.
+
+Each actor is a worker as `harness.runs.workers` describes (it rebuilds the plan from the
+config file, the dataset, the run's stored graders and the agent factory, and runs each
+question through the one-process runner's `_run_one`, per-question timeout included), holding
+at most its share of the target's concurrency. A cluster's nodes have their own disks, so an
+actor writes its spans to a private file and returns each question's trace-file lines with its
+result; the run's process appends them to `traces/<target>.jsonl` before it commits the row,
+so every committed row has its record on disk, as in one process.
+
+An actor that dies (its node lost, the OOM killer, a crash) is reported: each question it held
+is committed errored, naming the actor and Ray's reason; the other actors run the rest; when
+none is left, what remains is errored the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import re
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, EvaluationError
+from harness.records import RunRecord
+from harness.runs.workers import (
+    WorkerSpec,
+    build_plan,
+    run_item,
+    shares_of,
+    unsendable,
+    worker_telemetry,
+)
+
+__all__ = ["RayWorker", "arun_target_on_ray", "connect_ray", "import_ray"]
+
+
+def import_ray() -> Any:
+    """The `ray` module; a config asking for it without it installed is invalid input."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(
+            "executor: ray needs Ray installed",
+            key="/executor",
+            hint="pip install 'tracegrade[ray]' (on the run's machine and every Ray worker)",
+        ) from exc
+    return ray
+
+
+class RayWorker:
+    """The actor (wrapped by `ray.remote` when the run starts; importable as
+    `harness.runs.ray_executor.RayWorker`, which is how Ray's workers find it)."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.config, self.plan, self.questions = build_plan(spec)
+        self.folder = tempfile.mkdtemp(prefix="tracegrade-ray-")
+        self.trace_path = Path(self.folder) / "spans.jsonl" if spec.trace_file else None
+        self.telemetry = worker_telemetry(self.config, self.trace_path)
+        self.offset = 0
+
+    def _new_lines(self) -> bytes:
+        """Complete trace-file lines written since the last call (a line still being written
+        by another question waits for the next)."""
+        if self.trace_path is None or not self.trace_path.is_file():
+            return b""
+        with self.trace_path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return data[:end]
+
+    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[Any, Any, bytes]:
+        stored, score = await run_item(
+            self.plan, self.questions, self.telemetry, qid, trial, ordinal
+        )
+        try:  # what cannot be pickled cannot go back: its question errors, the run goes on
+            from ray import cloudpickle
+
+            cloudpickle.dumps((stored, score))
+        except Exception as exc:
+            stored, score = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
+        return stored, score, self._new_lines()
+
+    def finish(self) -> tuple[dict[str, Any], bytes]:
+        report = self.telemetry.shutdown()
+        lines = self._new_lines()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return dataclasses.asdict(report), lines
+
+
+def connect_ray(address: str | None, workers: int) -> None:
+    """Join the Ray this process already uses, the cluster at `address` (else `RAY_ADDRESS`),
+    or start a local one with `workers` CPUs; called before the run directory exists, so a
+    cluster that cannot be reached is exit 3 with nothing half-made. A local Ray ends with the
+    process."""
+    import os
+
+    ray = import_ray()
+    if ray.is_initialized():
+        return
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    target = address or os.environ.get("RAY_ADDRESS")
+    # ray.init installs a SIGTERM handler of its own (sys.exit): a CI runner's SIGTERM must
+    # end the run as Ctrl-C does, with the resume hint, so the run's handlers are put back
+    handlers = _stop_handlers()
+    try:
+        if target:
+            ray.init(address=target, **options)
+        else:
+            ray.init(address="local", num_cpus=max(1, workers), **options)
+    except Exception as exc:  # ConnectionError, a version mismatch, a bad address...
+        raise EvaluationError(
+            f"could not start or join Ray ({'at ' + target if target else 'local'}): "
+            f"{_first_line(exc)}",
+            key="/ray/address",
+            hint="check ray.address / RAY_ADDRESS, and that the cluster runs the same Ray "
+            "and Python versions",
+        ) from exc
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None:  # None: set outside Python, nothing to put back
+                signal.signal(signum, handler)
+
+
+def _stop_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    names = ("SIGTERM", "SIGHUP", "SIGINT")
+    return {
+        getattr(signal, n): signal.getsignal(getattr(signal, n))
+        for n in names
+        if hasattr(signal, n)
+    }
+
+
+async def arun_target_on_ray(
+    plan: Any,
+    *,
+    workers: int,
+    address: str | None,
+    config_path: Path,
+    run_dir: Path,
+    store: Any,
+    grading_id: int,
+    use_cache: bool,
+    trace_file: Path | None,
+    on_done: Callable[[Any], None] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """Run `plan`'s questions on `workers` Ray actors, committing each result here; returns
+    (questions committed, each actor's span export report as a dict)."""
+    from harness.runs.runner import _finish
+
+    ray = import_ray()
+    connect_ray(address, workers)
+    total = plan.work_count()
+    shares = shares_of(plan.target.concurrency, min(workers, max(1, total)))
+    remote = ray.remote(RayWorker)
+    actors = []
+    for k, capacity in enumerate(shares):
+        spec = WorkerSpec(
+            config_path=str(Path(config_path).resolve()),
+            target=plan.target.name,
+            repeats=plan.target.repeats,
+            run_dir=str(run_dir),
+            use_cache=use_cache,
+            index=k,
+            concurrency=capacity,
+            trace_file=str(trace_file) if trace_file else None,
+        )
+        actors.append(remote.options(max_concurrency=capacity, num_cpus=1).remote(spec))
+    alive = set(range(len(actors)))
+    held = {k: 0 for k in alive}
+    pending = iter(plan.work())
+    running: dict[asyncio.Future, tuple[int, Any, int]] = {}
+    committed = 0
+    if trace_file is not None:
+        trace_file.parent.mkdir(parents=True, exist_ok=True)
+    sink = trace_file.open("ab") if trace_file is not None else None
+
+    def commit(stored: Any, score: Any, lines: bytes = b"") -> None:
+        nonlocal committed
+        if sink is not None and lines:
+            sink.write(lines)
+            sink.flush()  # the record is on disk before its row
+        store.commit_question(stored, score, grading_id=grading_id)
+        committed += 1
+        if on_done is not None:
+            on_done(score)
+
+    def error_out(question: Any, trial: int, why: str, kind: str = "WorkerDied") -> None:
+        run = RunRecord(question_id=str(question.id), trial=trial, error=why)
+        run.error_type = kind
+        commit(*_finish(plan, question, question.row(), run, None, []))
+
+    def feed() -> None:
+        for k in sorted(alive):
+            while held[k] < shares[k]:
+                item = next(pending, None)
+                if item is None:
+                    return
+                question, trial = item
+                qid = str(question.id)
+                ref = actors[k].run.remote(qid, trial, plan.ordinals.get(qid, 0))
+                running[asyncio.ensure_future(_awaited(ref))] = (k, question, trial)
+                held[k] += 1
+
+    reports: list[dict[str, Any]] = []
+    try:
+        feed()
+        while running:
+            done, _ = await asyncio.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                k, question, trial = running.pop(future)
+                held[k] -= 1
+                exc = future.exception()
+                if exc is None:
+                    commit(*future.result())
+                elif isinstance(exc, ray.exceptions.RayActorError):
+                    alive.discard(k)
+                    error_out(question, trial, f"Ray actor {k} died ({_first_line(exc)})")
+                else:  # the task itself failed (the worker's own code, not the agent's)
+                    error_out(question, trial, f"Ray task failed: {_first_line(exc)}", "RayError")
+            feed()
+            if not alive:
+                for question, trial in pending:
+                    error_out(question, trial, "no Ray actor left to run this question")
+        for k in sorted(alive):
+            with contextlib.suppress(Exception):
+                report, lines = await _awaited(actors[k].finish.remote())
+                reports.append(report)
+                if sink is not None and lines:
+                    sink.write(lines)
+    finally:
+        for future in running:
+            future.cancel()
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        if sink is not None:
+            sink.close()
+    return committed, reports
+
+
+async def _awaited(ref: Any) -> Any:
+    return await ref
+
+
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+def _first_line(exc: BaseException) -> str:
+    """What went wrong, in one line: for a Ray error carrying a remote traceback, the last
+    exception it names (the cause), else the message's first line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    raised = [line for line in lines if _RAISED.match(line)]
+    if raised:
+        return raised[-1]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".strip()

@@ -1,0 +1,432 @@
+"""Worker processes: one target's questions run in N processes (`--workers N`, config
+`workers:`), each with its own event loop, past the one core a Python process can use.
+
+The parent stays the one writer of the store. It hands each worker at most its share of the
+target's `concurrency` questions at a time over a pipe and commits each result the worker sends
+back, in the order they finish, with the progress callback, exactly as the single-process runner
+does; so resume, the gate and the exit codes are the same code. Each worker rebuilds the plan
+itself (config file, dataset, the graders the run stored, the agent factory) and runs each
+question through the same `_run_one` as one process, the per-question timeout included.
+
+Each worker writes its spans to its own trace file `traces/<target>.w<k>.jsonl` and flushes it
+before it sends a result, so a committed row's record is on disk even after kill -9; the worker
+files are folded into `traces/<target>.jsonl` when the target ends, and by the next `--resume`
+or `grade` when the run was killed first.
+
+A worker that dies (a crash in native code, the OOM killer, kill -9) is reported: each question
+it held is committed errored, naming the worker and how it ended, and questions no live worker
+can take are errored the same way; none is lost or silently skipped. When the parent dies, its
+workers see their pipe close and exit at once; `--resume` then asks what has no row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.records import RunRecord
+
+__all__ = [
+    "WorkerSpec",
+    "arun_target_in_workers",
+    "combined_report",
+    "fold_worker_traces",
+    "worker_trace_files",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """What a worker process needs to rebuild its target's plan (picklable)."""
+
+    config_path: str
+    target: str
+    repeats: int
+    run_dir: str
+    use_cache: bool
+    index: int
+    concurrency: int
+    trace_file: str | None
+
+
+def worker_trace_files(run_dir: Path, target: str) -> list[Path]:
+    return sorted((Path(run_dir) / "traces").glob(f"{target}.w*.jsonl"))
+
+
+def fold_worker_traces(run_dir: Path, target: str) -> int:
+    """Append the worker trace files of `target` to its trace file and remove them; returns
+    how many were folded. A torn last line (a killed worker) stays one line, which the reader
+    skips alone."""
+    files = worker_trace_files(run_dir, target)
+    if not files:
+        return 0
+    dest = Path(run_dir) / "traces" / f"{target}.jsonl"
+    with dest.open("ab") as sink:
+        if sink.tell():
+            with dest.open("rb") as check:
+                check.seek(-1, 2)
+                if check.read(1) != b"\n":
+                    sink.write(b"\n")
+        for path in files:
+            with path.open("rb") as source:
+                data = source.read()
+            if data and not data.endswith(b"\n"):
+                data += b"\n"
+            sink.write(data)
+        sink.flush()
+        os.fsync(sink.fileno())
+    for path in files:
+        path.unlink()
+    return len(files)
+
+
+# -- the worker process ---------------------------------------------------------------------
+def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
+    from harness.inputs.config import load_config
+    from harness.inputs.dataset import load_dataset
+    from harness.runs.identity import read_identity
+    from harness.runs.lifecycle import run_services, stored_attachments
+    from harness.runs.runner import TargetPlan, build_shared
+
+    config = load_config(spec.config_path)
+    target = dataclasses.replace(
+        config.select_targets([spec.target])[0], repeats=spec.repeats, concurrency=spec.concurrency
+    )
+    run_dir = Path(spec.run_dir)
+    services = run_services(config, run_dir, spec.use_cache)
+    attached = stored_attachments(read_identity(run_dir), run_dir, services)[spec.target]
+    dataset = load_dataset(target.dataset)
+    plan = TargetPlan(
+        target=target,
+        questions=[],
+        attached=attached,
+        services=services,
+        dataset_name=dataset.name,
+        factory=target.load_factory(),
+        environment_factory=target.load_environment_factory(),
+    )
+    plan.shared = build_shared(plan)
+    return config, plan, {str(q.id): q for q in dataset.questions}
+
+
+def _worker_main(spec: WorkerSpec, conn: Any) -> None:
+    """Entry point of a worker process (spawned: nothing inherited but the spec and the pipe)."""
+    # Ctrl-C reaches the whole process group: the parent decides, and ends its workers by
+    # closing their pipes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    code = 0
+    try:
+        from harness.runs.lifecycle import run_without_loop
+
+        config, plan, questions = build_plan(spec)
+        run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))
+    except _ParentGone:
+        code = 3
+    except BaseException as exc:  # isolation point: say why, the parent errors what we held
+        log.debug("worker %d failed", spec.index, exc_info=True)
+        with contextlib.suppress(Exception):
+            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+    # Not interpreter shutdown: a sync tool stuck in a thread would hold it for ever.
+    os._exit(code)
+
+
+class _ParentGone(Exception):
+    pass
+
+
+def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
+    """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
+    from harness.runs.lifecycle import open_telemetry
+
+    return open_telemetry(config, trace_file)
+
+
+async def run_item(
+    plan: Any, questions: dict, telemetry: Any, qid: str, trial: int, ordinal: int
+) -> tuple[Any, Any]:
+    """One (question, trial) in a worker, as the one-process runner runs it; its spans are in
+    the worker's trace file when this returns."""
+    from harness.capture.recorder import Recorder
+    from harness.runs.runner import _run_one
+
+    question = questions.get(qid)
+    if question is None:  # the dataset changed under the run: the worker fails, loudly
+        raise RuntimeError(f"question {qid!r} is no longer in {plan.target.dataset}")
+    stored, score = await _run_one(
+        plan,
+        question,
+        tracer=telemetry.tracer,
+        shared=plan.shared,
+        record_class=Recorder,
+        trial=trial,
+    )
+    stored.ordinal = ordinal
+    telemetry.flush_trace_file()  # the record is on disk before its row can be
+    return stored, score
+
+
+def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
+    """The errored result standing for one whose values could not be sent back."""
+    from harness.runs.runner import _finish
+
+    question = questions[qid]
+    run = RunRecord(question_id=qid, trial=trial)
+    run.error = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
+    run.error_type = type(exc).__name__
+    stored, score = _finish(plan, question, question.row(), run, None, [])
+    stored.ordinal = ordinal
+    return stored, score
+
+
+async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, conn: Any) -> None:
+    telemetry = worker_telemetry(config, Path(spec.trace_file) if spec.trace_file else None)
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue = asyncio.Queue()
+    gone = loop.create_future()
+
+    def readable() -> None:
+        try:
+            while conn.poll():
+                message = conn.recv()
+                if message[0] == "stop":
+                    for _ in range(spec.concurrency):
+                        inbox.put_nowait(None)
+                else:
+                    inbox.put_nowait(message)
+        except (EOFError, OSError):
+            loop.remove_reader(conn.fileno())
+            if not gone.done():
+                gone.set_result(None)
+
+    async def serve() -> None:
+        while True:
+            message = await inbox.get()
+            if message is None:
+                return
+            _, qid, trial, ordinal = message
+            stored, score = await run_item(plan, questions, telemetry, qid, trial, ordinal)
+            try:
+                conn.send(("result", stored, score))
+            except (EOFError, BrokenPipeError):
+                raise _ParentGone from None
+            except Exception as exc:  # a value the agent returned that cannot be pickled
+                conn.send(("result", *unsendable(plan, questions, qid, trial, ordinal, exc)))
+
+    loop.add_reader(conn.fileno(), readable)
+    conn.send(("ready", os.getpid()))
+    servers = [asyncio.ensure_future(serve()) for _ in range(spec.concurrency)]
+    done = asyncio.ensure_future(asyncio.gather(*servers))
+    try:
+        await asyncio.wait([done, gone], return_when=asyncio.FIRST_COMPLETED)
+        if gone.done():
+            raise _ParentGone  # the parent died or gave up: nobody will commit what we run
+        await done
+    finally:
+        for task in servers:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.remove_reader(conn.fileno())
+        report = telemetry.shutdown()
+    conn.send(("report", dataclasses.asdict(report)))
+
+
+# -- the parent -----------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Worker:
+    index: int
+    process: Any
+    conn: Any
+    capacity: int
+    held: dict[tuple[str, int], Any] = field(default_factory=dict)
+    """(question id, trial) -> question, sent and not yet committed."""
+    failure: str | None = None
+    report: dict[str, Any] | None = None
+    stopping: bool = False
+    ended: bool = False
+
+
+def shares_of(concurrency: int, workers: int) -> list[int]:
+    """Each worker's share of the target's concurrency (at least one question each)."""
+    n = max(1, min(workers, concurrency))
+    return [concurrency // n + (1 if k < concurrency % n else 0) for k in range(n)]
+
+
+def how_it_ended(process: Any) -> str:
+    code = process.exitcode
+    if code is None:
+        return "did not end"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+async def arun_target_in_workers(
+    plan: Any,
+    *,
+    workers: int,
+    config_path: Path,
+    run_dir: Path,
+    store: Any,
+    grading_id: int,
+    use_cache: bool,
+    trace_file: Path | None,
+    on_done: Callable[[Any], None] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """Run `plan`'s questions in `workers` processes, committing each result here; returns
+    (questions committed, each worker's span export report as a dict)."""
+    import multiprocessing
+
+    from harness.runs.runner import _finish
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process holding threads and files
+    total = plan.work_count()
+    shares = shares_of(plan.target.concurrency, min(workers, max(1, total)))
+    pending = iter(plan.work())
+    pool: list[_Worker] = []
+    for k, capacity in enumerate(shares):
+        spec = WorkerSpec(
+            config_path=str(Path(config_path).resolve()),
+            target=plan.target.name,
+            repeats=plan.target.repeats,
+            run_dir=str(run_dir),
+            use_cache=use_cache,
+            index=k,
+            concurrency=capacity,
+            trace_file=str(trace_file.with_suffix(f".w{k}.jsonl")) if trace_file else None,
+        )
+        parent_end, child_end = ctx.Pipe()
+        process = ctx.Process(
+            target=_worker_main, args=(spec, child_end), name=f"tracegrade-worker-{k}", daemon=True
+        )
+        process.start()
+        child_end.close()
+        pool.append(_Worker(k, process, parent_end, capacity))
+
+    loop = asyncio.get_running_loop()
+    finished = loop.create_future()
+    committed = 0
+
+    def commit(stored: Any, score: Any) -> None:
+        nonlocal committed
+        store.commit_question(stored, score, grading_id=grading_id)
+        committed += 1
+        if on_done is not None:
+            on_done(score)
+
+    def error_out(question: Any, trial: int, why: str) -> None:
+        run = RunRecord(question_id=str(question.id), trial=trial, error=why)
+        run.error_type = "WorkerDied"
+        commit(*_finish(plan, question, question.row(), run, None, []))
+
+    def feed(worker: _Worker) -> None:
+        while not worker.stopping and len(worker.held) < worker.capacity:
+            item = next(pending, None)
+            if item is None:
+                if not worker.held:
+                    worker.stopping = True
+                    with contextlib.suppress(OSError):
+                        worker.conn.send(("stop",))
+                return
+            question, trial = item
+            key = (str(question.id), trial)
+            worker.held[key] = question
+            worker.conn.send(("run", key[0], trial, plan.ordinals.get(key[0], 0)))
+
+    def ended(worker: _Worker) -> None:
+        worker.ended = True
+        loop.remove_reader(worker.conn.fileno())
+        worker.process.join(timeout=5)
+        if worker.held or worker.failure:
+            why = worker.failure or f"worker process {worker.index} {how_it_ended(worker.process)}"
+            log.warning("tracegrade worker %d: %s", worker.index, why)
+            for (_qid, trial), question in list(worker.held.items()):
+                error_out(
+                    question,
+                    trial,
+                    f"worker process {worker.index} died ({why}) while running this question",
+                )
+            worker.held.clear()
+        live = [w for w in pool if not w.ended]
+        for w in live:
+            feed(w)
+        if not live:
+            for question, trial in pending:  # nobody left to run them: errored, not dropped
+                error_out(question, trial, "no worker process left to run this question")
+            if not finished.done():
+                finished.set_result(None)
+
+    def readable(worker: _Worker) -> None:
+        try:
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                kind = message[0]
+                if kind == "result":
+                    _, stored, score = message
+                    worker.held.pop((stored.question_id, stored.trial), None)
+                    commit(stored, score)
+                    feed(worker)
+                elif kind == "report":
+                    worker.report = message[1]
+                elif kind == "failed":
+                    worker.failure = message[1]
+        except (EOFError, OSError):
+            ended(worker)
+
+    try:
+        for worker in pool:
+            loop.add_reader(worker.conn.fileno(), readable, worker)
+            feed(worker)
+        await finished
+    finally:
+        for worker in pool:
+            if not worker.ended:
+                with contextlib.suppress(Exception):
+                    loop.remove_reader(worker.conn.fileno())
+            with contextlib.suppress(Exception):
+                worker.conn.close()  # a worker still running sees its pipe close and exits
+        deadline = time.monotonic() + 5
+        for worker in pool:
+            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(timeout=5)
+        if trace_file is not None:
+            fold_worker_traces(run_dir, plan.target.name)
+    return committed, [w.report for w in pool if w.report]
+
+
+def combined_report(reports: list[dict[str, Any]], trace_file: Path | None, endpoint: Any) -> Any:
+    """The worker processes' span export reports as one `ExportReport`."""
+    from harness.capture.telemetry import ExportReport
+
+    def first(key: str) -> Any:
+        return next((r[key] for r in reports if r.get(key)), None)
+
+    return ExportReport(
+        exported=sum(r.get("exported", 0) for r in reports),
+        failed=sum(r.get("failed", 0) for r in reports),
+        first_failure=first("first_failure"),
+        written=sum(r.get("written", 0) for r in reports),
+        endpoint=first("endpoint") or endpoint,
+        trace_file=trace_file,
+        trace_file_failed=sum(r.get("trace_file_failed", 0) for r in reports),
+        trace_file_failure=first("trace_file_failure"),
+    )
