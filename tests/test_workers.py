@@ -35,18 +35,19 @@ def local_ray() -> Iterator[None]:
     an installed project."""
     import ray
 
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), before]))
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "RAY_AUTH_MODE")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # no token written under the home directory
     try:
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         yield
     finally:
         ray.shutdown()
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = before
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(params=EXECUTORS)
