@@ -7,7 +7,10 @@ real model. For each concurrency (1, 10, 50) it prints, side by side:
   local trace file), wall time, throughput as a share of the ideal
   (model calls x latency / concurrency), and its ratio to
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
-  semaphore, one environment per question, no callbacks, no grading).
+  semaphore, one environment per question, no callbacks, no grading), in one process;
+- tracegrade with 1 worker (the run's own process), 2 worker processes (`--workers 2`) and 2
+  Ray actors on a local Ray with 2 CPUs (`--executor ray`), each with its throughput relative
+  to the raw agent's (`--executors` picks the columns).
 
 Then tracegrade's own CPU per question (serial, latency 0), the raw agent and the runner's
 per-question path interleaved question by question so this shared machine's drift cancels (see
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import os
 import statistics
@@ -85,12 +89,15 @@ def write_project(root: Path, questions: int, concurrency: int) -> Path:
     return path
 
 
-def harness_run(path: Path, clock=time.perf_counter) -> tuple[float, int]:
+def harness_run(
+    path: Path, clock=time.perf_counter, *, workers: int = 1, executor: str = "local"
+) -> tuple[float, int]:
     """`tracegrade run` as the library runs it: (seconds on `clock`, questions run). Loading
-    and validating the dataset file is inside the clock."""
+    and validating the dataset file is inside the clock, and so is starting the worker
+    processes or Ray actors."""
     config = load_config(path)
     started = clock()
-    outcome = start_run(config, Selection())
+    outcome = start_run(config, Selection(), workers=workers, executor=executor)
     wall = clock() - started
     errored = sum(t.verdict.errored for t in outcome.targets)
     if errored:
@@ -173,6 +180,13 @@ def main() -> None:
         "--pairs", type=int, default=7, help="one-question runs for the per-run setup (x2)"
     )
     parser.add_argument(
+        "--executors",
+        nargs="+",
+        default=["1", "2", "ray"],
+        help="tracegrade columns beside the raw agent: worker counts, and `ray` (2 Ray actors "
+        "on a local Ray with 2 CPUs, started once before the timed runs)",
+    )
+    parser.add_argument(
         "--parts",
         nargs="+",
         choices=["throughput", "overhead", "redaction", "memory"],
@@ -194,32 +208,60 @@ def main() -> None:
         memory(args, root)
 
 
+def executor_runs(args: argparse.Namespace) -> dict:
+    """The runs compared side by side: the raw agent in one process, then tracegrade as each
+    `--executors` entry asks (1 and 2 worker processes, a local Ray with 2 CPUs)."""
+    runs = {"raw agent": raw_run}
+    for name in args.executors:
+        if name == "ray":
+            try:
+                from harness.runs.ray_executor import connect_ray
+
+                connect_ray(None, 2)  # started once, before any timed run
+            except Exception as exc:  # reported; the other columns still run
+                print(f"(no Ray column: {exc})")
+                continue
+            runs["ray 2 CPUs"] = functools.partial(harness_run, workers=2, executor="ray")
+        else:
+            workers = int(name)
+            label = f"{workers} worker" + ("s" if workers > 1 else "")
+            runs[label] = functools.partial(harness_run, workers=workers)
+    return runs
+
+
 def throughput(args: argparse.Namespace, root: Path) -> None:
-    """Wall time of whole runs, harness and raw agent alternating (order swapped each repeat,
-    so drift of this shared machine falls on both): medians of `--repeats` runs each, and the
-    median of the per-pair ratios."""
-    print(f"medians of {args.repeats} alternating runs each")
-    header = f"{'conc':>4} {'questions':>9} {'ideal s':>8} {'harness s':>9} {'% ideal':>7} {'raw s':>7} {'% ideal':>7} {'harness/raw':>11}"
+    """Wall time of whole runs, the raw agent and tracegrade's executors alternating (the order
+    rotated each repeat, so drift of this shared machine falls on all): medians of `--repeats`
+    runs each, and each one's throughput relative to the raw agent's (raw wall / its wall)."""
+    runs = executor_runs(args)
+    print(f"medians of {args.repeats} alternating runs each; x raw = raw agent wall / wall")
+    names = list(runs)
+    header = f"{'conc':>4} {'questions':>9} {'ideal s':>8} " + " ".join(
+        f"{name + ' s':>14} {'% ideal':>7} {'x raw':>6}" for name in names
+    )
     print(header)
     for concurrency in args.concurrency:
         n = min(args.questions, args.serial_questions) if concurrency == 1 else args.questions
         path = write_project(root / f"c{concurrency}", n, concurrency)
-        raws, walls, ratios = [], [], []
+        walls: dict[str, list[float]] = {name: [] for name in names}
+        calls = done = 0
         for i in range(args.repeats):
-            got = {}
-            for fn in (raw_run, harness_run) if i % 2 == 0 else (harness_run, raw_run):
+            order = names[i % len(names) :] + names[: i % len(names)]
+            for name in order:
                 gc.collect()
-                got[fn] = fn(path)
-            (raw_wall, calls), (wall, done) = got[raw_run], got[harness_run]
-            raws.append(raw_wall)
-            walls.append(wall)
-            ratios.append(wall / raw_wall)
-        raw_wall, wall = statistics.median(raws), statistics.median(walls)
+                wall, count = runs[name](path)
+                walls[name].append(wall)
+                if name == "raw agent":
+                    calls = count
+                else:
+                    done = count
         ideal = calls * args.latency / concurrency
-        print(
-            f"{concurrency:>4} {done:>9} {ideal:>8.2f} {wall:>9.2f} {100 * ideal / wall:>6.1f}% "
-            f"{raw_wall:>7.2f} {100 * ideal / raw_wall:>6.1f}% {statistics.median(ratios):>11.3f}"
-        )
+        raw = statistics.median(walls["raw agent"])
+        cells = []
+        for name in names:
+            wall = statistics.median(walls[name])
+            cells.append(f"{wall:>14.2f} {100 * ideal / wall:>6.1f}% {raw / wall:>6.2f}")
+        print(f"{concurrency:>4} {done or n:>9} {ideal:>8.2f} " + " ".join(cells))
 
 
 def _thread_cpu(name_prefix: str) -> float:
