@@ -11,9 +11,11 @@ from harness.reports.common import fmt
 
 __all__ = [
     "COMPARISON_FORMAT",
+    "comparison_statistics",
     "comparison_to_dict",
     "render_comparison_console",
     "render_comparison_markdown",
+    "tool_change_lines",
     "write_comparison_json",
     "write_comparison_markdown",
 ]
@@ -70,7 +72,8 @@ def _question_lines(q: Any, indent: str) -> list[str]:
     return lines
 
 
-def _statistics(c: Any) -> list[str]:
+def comparison_statistics(c: Any) -> list[str]:
+    """The McNemar and bootstrap lines, as every format prints them."""
     m = c.mcnemar
     lines = [
         f"pass/fail: {m.pass_to_fail} pass->fail, {m.fail_to_pass} fail->pass; "
@@ -118,7 +121,7 @@ def render_comparison_console(c: Any) -> str:
     for title, names in (("only in baseline", c.only_base), ("only in candidate", c.only_cand)):
         if names:
             lines.append(f"  {title}: {', '.join(names)}")
-    lines += ["  " + s for s in _statistics(c)]
+    lines += ["  " + s for s in comparison_statistics(c)]
     reasons = c.regressions
     lines.append(
         f"  verdict: {'REGRESSED (exit 2)' if reasons else 'no regression'}"
@@ -143,7 +146,7 @@ def render_comparison_markdown(c: Any) -> str:
     ]
     lines += [f"> {_cell(n)}" for n in c.notes]
     lines += [f"- {_cell(r)}" for r in reasons]
-    lines += ["", *[f"{s}  " for s in _statistics(c)], ""]
+    lines += ["", *[f"{s}  " for s in comparison_statistics(c)], ""]
     changed = [q for q in c.questions if q.changed]
     if changed:
         lines += ["| question | status | composite | tool calls |", "|---|---|---|---|"]

@@ -279,6 +279,49 @@ def _question_hash(target: str, q: Any) -> str:
     return f"{key}/{q.trial}" if q.trial else key
 
 
+def _comparison_section(c: Any) -> str:
+    """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
+    from harness.reports.compare_report import comparison_statistics, tool_change_lines
+
+    reasons = c.regressions
+    state, word = ("failed", "regressed") if reasons else ("passed", "no regression")
+    out = [
+        '<section id="comparison" aria-labelledby="comparison-h">',
+        f'<h2 id="comparison-h">Against the baseline: <span class="badge v-{state}">'
+        f"{word}</span></h2>",
+        f"<p>Baseline <code>{_e(c.base)}</code> → candidate <code>{_e(c.cand)}</code></p>",
+    ]
+    out += [f'<p class="advisory" role="note">{_e(n)}</p>' for n in c.notes]
+    if reasons:
+        out.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in reasons))
+        out.append("</ul>")
+    out += [f"<p>{_e(line)}</p>" for line in comparison_statistics(c)]
+    changed = [q for q in c.questions if q.changed]
+    if changed:
+        out.append(
+            '<table class="compare"><thead><tr><th scope="col">question</th>'
+            '<th scope="col">status</th><th scope="col">composite</th>'
+            '<th scope="col">tool calls</th></tr></thead><tbody>'
+        )
+        for q in changed:
+            status = q.status.replace("_", " ")
+            if q.must_pass_newly_failing:
+                status += f" (must-pass: {', '.join(q.must_pass_newly_failing)})"
+            calls = "<br>".join(_e(tool_change_lines(t)) for t in q.tool_changes) or "-"
+            out.append(
+                f'<tr data-q="{_e(q.question_id)}"><th scope="row">{_e(q.question_id)}</th>'
+                f"<td>{_e(status)}</td><td>{_e(fmt(q.base_composite))} → "
+                f"{_e(fmt(q.cand_composite))}</td><td>{calls}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    if c.drifted:
+        out.append("<p>Drifted, not compared:</p><ul>")
+        out += [f"<li>{_e(d.question_id)}: {_e('; '.join(d.reasons))}</li>" for d in c.drifted]
+        out.append("</ul>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
     """The whole document for `outcome` and the page data from `build_page_data`."""
     code = outcome.exit_code
@@ -308,6 +351,8 @@ def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
     head.append("</details></header>")
     body = ["<main>"]
     body += [_target_section(t, i) for i, t in enumerate(outcome.targets)]
+    if getattr(outcome, "comparison", None) is not None:
+        body.append(_comparison_section(outcome.comparison))
     body.append(
         '<section id="questions" aria-labelledby="questions-h"><h2 id="questions-h" '
         'tabindex="-1">Questions</h2><noscript><p class="advisory">The question list and '
