@@ -259,15 +259,19 @@ class QuestionItem(pytest.Item):
         from harness.api import failure_reasons
 
         session: _Session = self.parent.parent.session_state  # type: ignore[union-attr]
-        score = session.run_question(self.target.name, str(self.question.id))
-        self.user_properties += [
-            ("composite", score.composite),
-            ("objective", score.objective),
-            ("trace_id", score.trace_id),
-        ]
-        reasons = failure_reasons(score, self.target.gate)
+        trials = session.run_question(self.target.name, str(self.question.id))
+        reasons = []
+        for score in trials:  # one per trial (the target's `repeats`); each must pass
+            self.user_properties += [
+                ("composite", score.composite),
+                ("objective", score.objective),
+                ("trace_id", score.trace_id),
+            ]
+            prefix = f"trial {score.trial}: " if len(trials) > 1 else ""
+            reasons += [prefix + r for r in failure_reasons(score, self.target.gate)]
         if reasons:
-            raise TracegradeFailure(reasons, score)
+            failed = next(s for s in trials if failure_reasons(s, self.target.gate))
+            raise TracegradeFailure(reasons, failed)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TracegradeFailure):

@@ -164,3 +164,27 @@ def test_without_the_option_the_plugin_is_inert(project):
     done = pytest_in(project, "test_plain.py")
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 passed" in done.stdout and not (project / "runs").exists()
+
+
+def test_with_repeats_every_trial_of_a_question_must_pass(project):
+    config = project / "examples" / "tracegrade.yaml"
+    text = config.read_text()
+    anchor = "  support_desk_regressed:\n"
+    config.write_text(text.replace(anchor, anchor + "    repeats: 2\n", 1))
+    done = pytest_in(
+        project,
+        "--tracegrade",
+        str(config),
+        "--tracegrade-target",
+        "support_desk_regressed",
+        "-k",
+        "cancel_booking or book_consultation",
+    )
+    assert done.returncode == 1, done.stdout[-3000:]
+    result = outcomes(done.stdout)
+    assert sorted(n.split("::")[-1] for n in result) == ["book_consultation", "cancel_booking"]
+    assert set(result.values()) == {"FAILED"}
+    assert "trial 0: " in done.stdout and "trial 1: " in done.stdout
+    [run_dir] = run_dirs(project)
+    with sqlite3.connect(run_dir / "results.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM questions").fetchone() == (4,)  # 2 x 2 trials

@@ -128,9 +128,9 @@ class RunSession:
             t.telemetry = open_telemetry(self.config, self._trace_file(t.plan.target.name))
         return t.telemetry
 
-    async def arun_question(self, target: str, question_id: str) -> QuestionScore:
-        """Run one question of the run through its agent and graders, commit it, return its
-        score."""
+    async def arun_question(self, target: str, question_id: str) -> list[QuestionScore]:
+        """Run one question of the run through its agent and graders (each of the target's
+        `repeats` trials), commit it, return its score per trial."""
         if self._store is None:
             raise InputError(f"run {self.run_id} is closed")
         t = self._targets[target]
@@ -144,7 +144,7 @@ class RunSession:
             before_commit=self._telemetry(t).flush_trace_file,
             on_done=scores.append,
         )
-        return scores[0]
+        return sorted(scores, key=lambda s: s.trial)
 
     def close(self) -> list[str]:
         """Flush this process's traces and close its store; returns export notes."""
