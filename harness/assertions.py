@@ -66,7 +66,10 @@ def assert_tool_calls(
         record = ToolRecord(list(record))
     lines: list[str] = []
     if expected_tools is not None:
-        context = {"expected_tools": [dict(e) for e in expected_tools], "tool_calls": record}
+        context: dict[str, Any] = {
+            "expected_tools": [dict(e) for e in expected_tools],
+            "tool_calls": record,
+        }
         result = ToolUsageGrader().grade("", "", context)
         lines += _failure("do not meet the expectations", result, "expectations", "expectation")
     if trajectory is not None:

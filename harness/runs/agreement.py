@@ -72,13 +72,14 @@ def agreement(
 ) -> Agreement:
     """Agreement of (gold, judged) pairs. `categories` fixes the matrix order (default: the
     sorted labels seen)."""
-    cats = list(categories) if categories is not None else sorted({v for p in pairs for v in p})
+    seen = {v for p in pairs for v in p}
+    cats = list(categories) if categories is not None else sorted(seen)  # type: ignore[type-var]
     matrix = confusion_matrix(pairs, cats)
     n = len(pairs)
     exact = sum(1 for g, j in pairs if g == j) / n if n else None
     mae = None
     if ordinal and n:
-        mae = sum(abs(float(g) - float(j)) for g, j in pairs) / n  # type: ignore[arg-type]
+        mae = sum(abs(float(g) - float(j)) for g, j in pairs) / n  # type: ignore[arg-type,misc]
     kappa = cohen_kappa(matrix, weights="quadratic" if ordinal else None)
     return Agreement(
         n=n, exact=exact, kappa=kappa, mae=mae, categories=cats, matrix=matrix, ordinal=ordinal

@@ -84,7 +84,7 @@ def traceback_text(exc: BaseException) -> str:
     while current is not None and current not in chain:
         chain.append(current)
         current = current.__cause__
-    parts = []
+    parts: list[str] = []
     for item in reversed(chain):
         if parts:
             parts.append(
