@@ -47,6 +47,8 @@ def services(server, **settings) -> GraderServices:
 
 def judge(server, grader_id: str, **settings):
     options = settings.pop("options", {})
+    if grader_id == "goal_judge":  # judged against a goal; without one it errors (by design)
+        options = {"goal": "Names the project manager.", **options}
     return BY_ID[grader_id](services=services(server, **settings), **options)
 
 
@@ -74,10 +76,11 @@ def test_the_six_judges_declare_what_the_seed_says():
         "actionability_grader",
         "fact_match_grader",
         "groundedness_grader",
+        "goal_judge",  # seed 003's bundled goal judge follows seed 000's six
     ]
     assert all(cls.llm and issubclass(cls, LlmJudge) for cls in GRADERS)
     seeing = {cls.id for cls in GRADERS if cls.sees_tool_calls}
-    assert seeing == {"accuracy_grader", "groundedness_grader"}
+    assert seeing == {"accuracy_grader", "groundedness_grader", "goal_judge"}
     assert not any(cls.observes_actions for cls in GRADERS)
     scales = {cls.id: (cls.min_score, cls.max_score) for cls in GRADERS}
     assert scales.pop("groundedness_grader") == (0.0, 1.0)

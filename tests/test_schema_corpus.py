@@ -47,6 +47,7 @@ RULES = {
     "unknown key",
     "a question needs id and input",
     "input must not be blank",
+    "goal must not be blank",
     "input must not be an empty list",
     "input must be a string or a list of messages",
     "role must be one of system, user, assistant, tool",

@@ -1,4 +1,5 @@
-"""LLM judges: the base class third parties extend and the six built-ins of seed 000."""
+"""LLM judges: the base class third parties extend and the six built-ins of seed 000,
+the bundled goal judge, and judges defined in a file."""
 
 from graders.judges.base import LlmJudge
 from graders.judges.builtin import (
@@ -9,6 +10,8 @@ from graders.judges.builtin import (
     GroundednessGrader,
     RelevanceGrader,
 )
+from graders.judges.file_judge import file_judge
+from graders.judges.goal import GoalJudge
 
 __all__ = [
     "GRADERS",
@@ -16,9 +19,11 @@ __all__ = [
     "ActionabilityGrader",
     "CompletenessGrader",
     "FactMatchGrader",
+    "GoalJudge",
     "GroundednessGrader",
     "LlmJudge",
     "RelevanceGrader",
+    "file_judge",
 ]
 
 GRADERS = [
@@ -28,4 +33,5 @@ GRADERS = [
     ActionabilityGrader,
     FactMatchGrader,
     GroundednessGrader,
+    GoalJudge,
 ]

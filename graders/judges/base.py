@@ -215,12 +215,17 @@ class LlmJudge(Grader):
     """What the dimension means, for the first slot of the template."""
     scoring_guidance: ClassVar[str] = ""
     """How to assign scores; joined to the criteria by a newline in the third slot."""
+    slot_template: ClassVar[bool] = True
+    """The template has the four positional `%s` slots (and takes a stored override); False for
+    a judge that fills its own template in `build_prompt` (a file judge)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         settings = self.services.judge_settings or {}
         override = (settings.get("templates") or {}).get(self.id)
-        if override is not None:
+        if not self.slot_template:
+            self.template = self.default_template()
+        elif override is not None:
             self.template = validate_template(override, judge_id=self.id)
         else:
             self.template = self.default_template()

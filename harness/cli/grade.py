@@ -16,7 +16,8 @@ Re-score a run's stored answers and tool-call records (read back from the run's 
 without running the agent. By default with the graders stored in the run (the grader ids and
 options it used, and its copy of the grading module), so an edit never silently changes what an
 old run scores; with --current, with the graders the config names now, matched by question id.
-Judge answers come from the judge cache. Each re-grade is stored under a new grading id.
+With --goal TEXT, with the goal judge alone against that text (it cannot be combined with
+--current: the config's graders bring their own criteria). Judge answers come from the judge cache. Each re-grade is stored under a new grading id.
 """
 
 
@@ -42,6 +43,13 @@ def register(subparsers: Any) -> None:
         help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
         "matching id (repeatable)",
     )
+    parser.add_argument(
+        "--goal",
+        default=None,
+        metavar="TEXT",
+        help="grade every question with the goal judge against TEXT alone (a question with its "
+        "own `goal` keeps it); not with --current",
+    )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -57,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         current=args.current,
         use_cache=not args.no_cache,
         ids=tuple(args.ids),
+        goal=args.goal,
     )
     write_reports(args, outcome, config=config)
     return outcome.exit_code

@@ -102,6 +102,13 @@ def register(subparsers: Any) -> None:
         help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
         "matching id (repeatable)",
     )
+    parser.add_argument(
+        "--goal",
+        default=None,
+        metavar="TEXT",
+        help="score every question with the goal judge against TEXT, instead of the targets' "
+        "graders (a question with its own `goal` keeps it); needs a `judge:` block",
+    )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -142,6 +149,15 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             "--id cannot be combined with --resume: a resume asks what the run selected",
             key="--id",
+        )
+    if args.goal is not None and (args.resume or not args.goal.strip()):
+        from harness.errors import InputError
+
+        raise InputError(
+            "--goal cannot be combined with --resume: a resume grades with what the run chose"
+            if args.resume
+            else "--goal must not be blank",
+            key="--goal",
         )
     try:
         with handle_stop_signals():
@@ -207,6 +223,7 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
         ids=tuple(args.ids),
         repeats=args.repeats,
         shard=parse_shard(args.shard) if args.shard else None,
+        goal=args.goal,
     )
     return start_run(
         config,

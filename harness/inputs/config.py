@@ -320,13 +320,9 @@ def _semantic_problems(doc: Document) -> list[Problem]:
             value = target.get(key)
             if isinstance(value, str) and not _resolve(base, value).is_file():
                 at(["targets", name, key], f"file not found: {_resolve(base, value)}")
+        # No graders at all is no error here: the goal judge scores such a target against
+        # each question's goal, and the run's pre-flight rejects questions without one.
         graders = target.get("graders") or []
-        has_module = bool(target.get("grading_module")) or (
-            isinstance(target.get("dataset"), str)
-            and (_resolve(base, target["dataset"]).parent / "graders.py").is_file()
-        )
-        if isinstance(graders, list) and not graders and not has_module:
-            at(["targets", name], "no graders: list `graders:` or add a grading module")
         seen: set[str] = set()
         for i, spec in enumerate(graders if isinstance(graders, list) else []):
             gid = (

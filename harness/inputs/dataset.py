@@ -181,6 +181,8 @@ class Question(BaseModel):
     """A string, or a conversation of messages."""
     criteria: str | None = None
     """The prose standard LLM judges grade against."""
+    goal: Annotated[str, Field(pattern=r"\S")] | None = None
+    """What a good answer achieves: the goal judge scores the answer against it."""
     expected: Expected | None = None
     """Grader-specific expectations."""
     expected_facts: dict[str, FactScalar | list[FactScalar]] | None = None

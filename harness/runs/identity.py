@@ -61,6 +61,9 @@ reloaded module (new objects) is hashed afresh."""
 def grader_code_hash(grader: Any) -> str | None:
     """sha256 of the grader's class source (a `@grader` function's source when it wraps one),
     or of its module file; None when neither can be read."""
+    own = getattr(grader, "content_sha256", None)
+    if isinstance(own, str):  # a judge defined in a file: the file's content is its code
+        return own
     cls = grader if isinstance(grader, type) else type(grader)
     # `@grader` stores its function as `function`; `fn`/`func` are what wrappers elsewhere use.
     fn = next(

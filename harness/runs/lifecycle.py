@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import logging
 import secrets
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +40,12 @@ from harness.runs.identity import (
     sha256_file,
     write_identity,
 )
-from harness.runs.preflight import check_graders, check_rubric_refs
+from harness.runs.preflight import (
+    check_goals,
+    check_graders,
+    check_rubric_refs,
+    effective_graders,
+)
 from harness.runs.runlock import holder_text, run_lock
 from harness.runs.runner import TargetPlan, arun_target, build_shared
 from harness.runs.scoring import (
@@ -96,10 +102,14 @@ class Selection:
     shard: tuple[int, int] | None = None
     """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
     `harness.runs.shards`); None: all of it."""
+    goal: str | None = None
+    """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
+    question's own `goal` wins); None: each target's graders."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ids": list(self.ids),
+            "goal": self.goal,
             "targets": list(self.targets),
             "split": self.split,
             "bundles": list(self.bundles),
@@ -120,6 +130,7 @@ class Selection:
             repeats=data.get("repeats"),
             ids=tuple(data.get("ids") or ()),
             shard=tuple(data["shard"]) if data.get("shard") else None,  # type: ignore[arg-type]
+            goal=data.get("goal"),
         )
 
 
@@ -490,10 +501,17 @@ def prepare_run(
         dataset, questions, ordinals[target.name] = _select_share(target, selection)
         selected_total[target.name] = len(ordinals[target.name])
         # the pre-flight `tracegrade validate` runs: the same problems, located, in one error
-        raise_problems(check_graders(target, services=services), ConfigError)
+        if selection.goal is None:  # with --goal the target's own graders are not used
+            raise_problems(check_graders(target, services=services), ConfigError)
+        judge_configured = services.judge_provider is not None
+        raise_problems(
+            check_goals(target, questions, goal=selection.goal, judge_configured=judge_configured),
+            ConfigError,
+        )
+        specs, module = effective_graders(target, goal=selection.goal)
         attached = attach_graders(
-            target.graders,
-            grading_module=target.grading_module,
+            specs,
+            grading_module=module,
             services=services,
             config_file=target.config_file,
         )
@@ -526,6 +544,8 @@ def prepare_run(
             if target.grading_module
             else None
         )
+        if copy is not None and target.grading_module is not None:
+            _copy_judge_files(attached, target.grading_module.parent, (run_dir / copy).parent)
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
         # how many questions the selection held: fewer rows later means an interrupted run
         identity["targets"][target.name]["selected"] = len(questions)
@@ -539,6 +559,21 @@ def prepare_run(
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     attached_by_target = {t.name: at for t, _, _, at in prepared}
     return PreparedRun(run_id, run_dir, identity, targets, plans, attached_by_target, notes)
+
+
+def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:
+    """Judges defined in a file beside the grading module travel with the run's copy of it,
+    so re-grading with the stored graders finds them (their hash says if they changed)."""
+    for a in attached:
+        source = getattr(a.grader, "source_file", None)
+        if not isinstance(source, Path):
+            continue
+        try:
+            relative = source.resolve().relative_to(module_dir.resolve())
+        except ValueError:  # outside the module's folder: read from where it is
+            continue
+        (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest / relative)
 
 
 def new_grading(store: ResultStore, run: PreparedRun) -> int:

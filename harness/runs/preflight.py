@@ -12,7 +12,9 @@ need no graph, so the two reject the same input with the same words.
   callables in its did-you-mean);
 - every `rubric_ref` of the dataset, at its line in the dataset file;
 - every `expected_tools` `tool` and `after` name, and every tool name of a `trajectory`, against
-  the built graph's tools and agents.
+  the built graph's tools and agents;
+- a target scored by the goal judge (no graders, or `--goal`): a `judge:` block, and a goal for
+  every question (its own `goal`, or `--goal TEXT`).
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, TracegradeError
-from harness.inputs.config import Config, TargetConfig
+from harness.inputs.config import Config, GraderSpec, TargetConfig
 from harness.inputs.sourcefile import Document, Problem, load_document, pointer_of
 from harness.inputs.trajectory import tool_names
 
 __all__ = [
     "Preflight",
     "check_expected_tools",
+    "check_goals",
     "check_graders",
     "check_rubric_refs",
+    "effective_graders",
     "preflight",
     "target_catalog",
 ]
@@ -51,6 +55,69 @@ class Preflight:
     """Everything a run would reject, in config then dataset order."""
     notes: list[str] = field(default_factory=list)
     """What was not checked, and why (a graph not built, a graph whose tools are hidden)."""
+
+
+GOAL_JUDGE = "goal_judge"
+
+
+def effective_graders(
+    target: TargetConfig, *, goal: str | None = None
+) -> tuple[list[GraderSpec], Path | None]:
+    """The grader specs and grading module a run of `target` uses: with `goal` (`--goal
+    TEXT`), the goal judge alone against that text; a target with neither `graders:` nor a
+    grading module is scored by the goal judge against each question's own goal."""
+    if goal is not None:
+        return [GraderSpec(id=GOAL_JUDGE, options={"goal": goal})], None
+    if not target.graders and target.grading_module is None:
+        return [GraderSpec(id=GOAL_JUDGE)], None
+    return list(target.graders), target.grading_module
+
+
+def check_goals(
+    target: TargetConfig, questions: Iterable[Any], *, goal: str | None, judge_configured: bool
+) -> list[Problem]:
+    """Problems of a target scored by the goal judge: no `judge:` block to ask, or questions
+    with no goal to judge against (its own `goal`, a `goal:` option, or `--goal`)."""
+    specs, _ = effective_graders(target, goal=goal)
+    goal_specs = [s for s in specs if s.id == GOAL_JUDGE]
+    if not goal_specs:
+        return []
+    default = goal is not None or (not target.graders and target.grading_module is None)
+    why = "--goal" if goal is not None else "it has no graders" if default else "goal_judge"
+    problems = []
+    if not judge_configured:
+        problems.append(
+            target.problem(
+                (),
+                f"target {target.name!r} is scored by the goal judge ({why}), which needs a "
+                "`judge:` block in the config",
+                "add judge: {provider: openai-compatible, base_url: ..., model: ...}",
+            )
+        )
+    if all(s.options.get("goal") for s in goal_specs):
+        return problems
+    missing = [str(q.id) for q in questions if not getattr(q, "goal", None)]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        if default:
+            message = (
+                f"target {target.name!r} has no graders and {len(missing)} question(s) have no "
+                f"goal ({shown}): nothing could score them"
+            )
+        else:
+            message = (
+                f"target {target.name!r}: goal_judge has no goal option and {len(missing)} "
+                f"question(s) have no goal ({shown})"
+            )
+        problems.append(
+            target.problem(
+                (),
+                message,
+                "list `graders:`, add a grading module, give each question a `goal:`, or pass "
+                "--goal TEXT",
+            )
+        )
+    return problems
 
 
 def _from_error(exc: TracegradeError, fallback: Problem) -> list[Problem]:
@@ -264,6 +331,12 @@ def _check_target(
         result.problems += _from_error(exc, target.problem(("dataset",), exc.message))
         return
     result.problems += check_rubric_refs(target.dataset, dataset.questions, services.rubrics)
+    result.problems += check_goals(
+        target,
+        dataset.questions,
+        goal=None,
+        judge_configured=services.judge_provider is not None,
+    )
     if target.mode != "agent" or not loaded:
         return
     if not any(q.expected_tools or q.trajectory for q in dataset.questions):

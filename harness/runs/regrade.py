@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graders.context import build_context
-from harness.errors import ConfigError
+from harness.errors import ConfigError, InputError
 from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from harness.records import RunRecord, ToolRecord
 from harness.runs.grading import (
@@ -35,6 +35,7 @@ from harness.runs.lifecycle import (
     stored_attachments,
     stored_results,
 )
+from harness.runs.preflight import effective_graders
 from harness.runs.runner import messages_for_agent
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 from harness.runs.store import QuestionRun, ResultStore
@@ -228,17 +229,39 @@ async def aregrade_run(
     use_cache: bool = True,
     on_done: Callable[[QuestionScore], None] | None = None,
     ids: Sequence[str] = (),
+    goal: str | None = None,
 ) -> RunOutcome:
     """Re-score a run's stored answers and records without re-running the agent: with the
     graders stored in the run (default), or with `current` the graders the config names now,
-    matched by question id. `ids` (ids or globs) re-scores only those questions. Writes a new
-    grading; judge answers come from the cache."""
+    matched by question id, or with `goal` the goal judge alone against that text (a question
+    that recorded its own goal keeps it). `ids` (ids or globs) re-scores only those questions.
+    Writes a new grading; judge answers come from the cache."""
+    if goal is not None and current:
+        raise InputError(
+            "--goal cannot be combined with --current: the config's graders bring their own "
+            "criteria, and --goal judges every question against one text with the goal judge",
+            key="--goal",
+            hint="drop --current, or give goal_judge a `goal:` option in the config instead",
+        )
+    if goal is not None and not goal.strip():
+        raise InputError("--goal must not be blank", key="--goal")
     run_dir, identity = open_run(config, run)
     services = run_services(config, run_dir, use_cache)
     names = list(identity["targets"])
     targets: list[TargetConfig] = []
     attached: dict[str, list[AttachedGrader]] = {}
-    if current:
+    if goal is not None:
+        if services.judge_provider is None:
+            raise ConfigError(
+                "--goal grades with the goal judge, which needs a `judge:` block in the config",
+                file=str(config.path),
+                key="/judge",
+            )
+        targets = [_stored_target(config, name, identity) for name in names]
+        for target in targets:
+            specs, _ = effective_graders(target, goal=goal)
+            attached[target.name] = attach_graders(specs, grading_module=None, services=services)
+    elif current:
         for name in names:
             if name not in config.targets:
                 raise ConfigError(
@@ -275,7 +298,8 @@ async def aregrade_run(
                 },
             }
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
-        grading_id = store.new_grading(mode="current" if current else "stored", graders=specs)
+        mode = "goal" if goal is not None else "current" if current else "stored"
+        grading_id = store.new_grading(mode=mode, graders=specs)
         notes = await aregrade(
             store=store,
             run_dir=run_dir,
