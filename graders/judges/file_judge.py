@@ -76,29 +76,23 @@ def _sha256(file: Path) -> str:
     return hashlib.sha256(file.read_bytes()).hexdigest()
 
 
-class _FileIdentity:
-    """What both kinds share: the id, the path and the content hash."""
-
-    source_file: Path
-    content_sha256: str
-    goal: str | None
-
-    def _identify(self, file: Path, judge_id: str, goal: str | None, binary: bool) -> None:
-        """Id, label, goal and scale of a file judge (a binary one answers 0 or 1)."""
-        self.source_file = file
-        self.content_sha256 = _sha256(file)
-        self.id = judge_id  # type: ignore[misc]
-        self.label = judge_id  # type: ignore[misc]
-        self.goal = goal
-        self.binary = binary  # type: ignore[misc]
-        if binary:
-            self.max_score = 1.0  # type: ignore[misc]
-
-    def _file_identity(self) -> dict[str, Any]:
-        return {"judge_file": str(self.source_file), "judge_file_sha256": self.content_sha256}
+def _identify(judge: Any, file: Path, judge_id: str, goal: str | None, binary: bool) -> None:
+    """Id, label, goal, scale and file identity of a file judge (a binary one answers 0 or 1)."""
+    judge.source_file = file
+    judge.content_sha256 = _sha256(file)
+    judge.id = judge_id
+    judge.label = judge_id
+    judge.goal = goal
+    judge.binary = binary
+    if binary:
+        judge.max_score = 1.0
 
 
-class TemplateFileJudge(_FileIdentity, LlmJudge):
+def _file_identity(judge: Any) -> dict[str, Any]:
+    return {"judge_file": str(judge.source_file), "judge_file_sha256": judge.content_sha256}
+
+
+class TemplateFileJudge(LlmJudge):
     """A prompt-template file judged by the configured judge model (through the run's client)."""
 
     id = "file_judge"
@@ -106,11 +100,17 @@ class TemplateFileJudge(_FileIdentity, LlmJudge):
     description = "LLM judge defined by a prompt template file (identified by path and hash)."
     sees_tool_calls = True
     slot_template: ClassVar[bool] = False
+    source_file: Path
+    """The judge's file."""
+    content_sha256: str
+    """sha256 of the file's content: editing it makes a new judge."""
+    goal: str | None
+    """The goal for questions without their own."""
 
     def __init__(
         self, *, file: Path, judge_id: str, goal: str | None, binary: bool, **kwargs: Any
     ) -> None:
-        self._identify(file, judge_id, goal, binary)
+        _identify(self, file, judge_id, goal, binary)
         text = file.read_text(encoding="utf-8")
         slots = set(_SLOT_RE.findall(text))
         unknown = sorted(slots - set(TEMPLATE_SLOTS))
@@ -136,7 +136,7 @@ class TemplateFileJudge(_FileIdentity, LlmJudge):
         return super().interpret_score(raw)
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), **self._file_identity()}
+        return {**super().identity(), **_file_identity(self)}
 
     def build_prompt(self, input: str, response: str, context: Mapping[str, Any]) -> str:
         policy = self.services.redaction
@@ -157,22 +157,28 @@ class TemplateFileJudge(_FileIdentity, LlmJudge):
         return f"{prompt.rstrip()}\n\n{DATA_ONLY_NOTE}\n\n{_ANSWER_FORMAT[self.binary]}"
 
 
-class CallableFileJudge(_FileIdentity, Grader):
+class CallableFileJudge(Grader):
     """A Python module whose `judge(goal, output, expected)` scores the answer itself."""
 
     id = "file_judge"
     label = "File judge"
     description = "A judge defined by a Python module's judge(goal, output, expected)."
+    source_file: Path
+    """The judge's file."""
+    content_sha256: str
+    """sha256 of the file's content: editing it makes a new judge."""
+    goal: str | None
+    """The goal for questions without their own."""
 
     def __init__(
         self, *, file: Path, judge_id: str, goal: str | None, binary: bool, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self._identify(file, judge_id, goal, binary)
+        _identify(self, file, judge_id, goal, binary)
         self.function = _load_judge_function(file, self.content_sha256)
 
     async def agrade(self, input: str, response: str, context: Mapping[str, Any]) -> GradeResult:
-        identity = self._file_identity()
+        identity = _file_identity(self)
         goal = goal_of(context, self.goal)
         answer = self.function(goal, response, expected_answer_of(context))
         if inspect.isawaitable(answer):

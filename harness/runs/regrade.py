@@ -259,8 +259,10 @@ async def aregrade_run(
             )
         targets = [_stored_target(config, name, identity) for name in names]
         for target in targets:
-            specs, _ = effective_graders(target, goal=goal)
-            attached[target.name] = attach_graders(specs, grading_module=None, services=services)
+            goal_specs, _ = effective_graders(target, goal=goal)
+            attached[target.name] = attach_graders(
+                goal_specs, grading_module=None, services=services
+            )
     elif current:
         for name in names:
             if name not in config.targets:
