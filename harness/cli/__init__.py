@@ -63,6 +63,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "grade",
     "runs",
     "show",
+    "label",
     "merge",
     "compare",
     "export",

@@ -69,6 +69,13 @@ def add_compare_flags(parser: argparse.ArgumentParser) -> None:
         "--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)"
     )
     parser.add_argument(
+        "--label",
+        default=None,
+        metavar="ID",
+        help="use a person's answer to checklist item ID (`tracegrade label`) as each question's "
+        "pass/fail (a must-pass signal named label:ID); unlabelled or stale: undecided",
+    )
+    parser.add_argument(
         "--resamples",
         type=int,
         default=10_000,
@@ -99,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         fail_on=fail_on_of(args),
         resamples=args.resamples,
         seed=args.seed,
+        label=args.label,
     )
     sys.stdout.write(render_comparison_console(comparison))
     if args.json:

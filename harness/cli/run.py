@@ -193,6 +193,7 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
             fail_on=fail_on_of(args),
             resamples=args.resamples,
             seed=args.seed,
+            label=args.label,
         )
     except TracegradeError as exc:
         print(f"tracegrade: error: baseline comparison: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ from typing import Any
 from harness.runs.scoring import GraderScore, QuestionScore
 
 __all__ = [
+    "annotation_lines",
     "check_label",
     "check_problems",
     "fmt",
@@ -66,7 +67,29 @@ def check_problems(question: QuestionScore) -> list[tuple[str, dict[str, Any]]]:
 
 def _check_line(what: str, check: dict[str, Any]) -> str:
     reason = str(check.get("reason") or "").strip()
+    if check.get("decided_by"):  # a person resolved a Review: say who, and their note
+        note = check.get("decision_note")
+        what += f" (decided by {check['decided_by']}" + (f": {note})" if note else ")")
     return f"rubric check {check_label(check)} {what}" + (f": {reason}" if reason else "")
+
+
+def annotation_lines(questions: Sequence[QuestionScore]) -> list[str]:
+    """What people answered with `tracegrade label`, one line each, stale ones flagged:
+    `q1: would_send = yes by ana at 2026-11-30T16:40 (note)`."""
+    out = []
+    for q in questions:
+        for a in getattr(q, "annotations", []):
+            review = str(a["label"]).startswith("review:")
+            answer = (
+                ("pass" if a["answer"] else "fail") if review else ("yes" if a["answer"] else "no")
+            )
+            stale = " [STALE: the answer changed since; not applied]" if a.get("stale") else ""
+            note = f": {a['note']}" if a.get("note") else ""
+            out.append(
+                f"{question_label(q)}: {a['label']} = {answer} by {a['by']} at "
+                f"{str(a['created'])[:16]}{stale}{note}"
+            )
+    return out
 
 
 def rubric_findings(questions: Sequence[QuestionScore]) -> list[str]:

@@ -4,6 +4,7 @@ composite, objective, errors, the gate verdict, then the worst questions with re
 from __future__ import annotations
 
 from harness.reports.common import (
+    annotation_lines,
     fmt,
     fmt_score,
     question_label,
@@ -96,6 +97,10 @@ def render_console(outcome, *, worst: int = 5) -> str:
         if findings:
             lines.append("  rubric checks to look at:")
             lines.extend(f"    {finding}" for finding in findings)
+        labelled = annotation_lines(t.questions)
+        if labelled:
+            lines.append("  labels (answered by people):")
+            lines.extend(f"    {line}" for line in labelled)
         lines.extend(_trial_lines(t.questions, v.pass_rate))
         flagged = worst_questions(t.questions, worst)
         if flagged:

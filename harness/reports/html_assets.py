@@ -414,6 +414,25 @@ function renderQuestion(q) {
   add(answer, [q.error ? h("p", {cls: "advisory", text: "The agent failed (" +
     (q.error_type || "error") + "): " + q.error}) : null,
     h("pre", {id: "answer", text: q.response === null ? "(not stored)" : q.response})]);
+  var labels = section("Labels", "qs-labels");
+  if (q.labels && q.labels.length) {
+    labels.append(h("table", {cls: "grid", id: "labels"},
+      h("caption", {text: "What people answered (tracegrade label)"}),
+      h("thead", null, h("tr", null, ["label", "answer", "by", "when", "note"].map(
+        function (c) { return h("th", {scope: "col", text: c}); }))),
+      h("tbody", null, q.labels.map(function (a) {
+        var review = a.label.indexOf("review:") === 0;
+        var answer = review ? (a.answer ? "pass" : "fail") : (a.answer ? "yes" : "no");
+        return h("tr", {cls: a.stale ? "stale" : null}, h("td", null, h("code", {text: a.label})),
+          h("td", null, h("span", {cls: "badge v-" + (a.answer ? "passed" : "failed"),
+            text: answer})),
+          h("td", {text: a.by}), h("td", {text: a.created}),
+          h("td", {text: (a.stale ? "STALE: the answer changed since; not applied. " : "") +
+            (a.note || "")}));
+      }))));
+  } else {
+    labels.append(h("p", {cls: "muted", text: "no labels (tracegrade label RUN)"}));
+  }
   var calls = section("Tool calls", "qs-calls");
   calls.append(h("div", {cls: "timeline-wrap"}, timeline(q), expectations(q)));
   var back = h("a", {href: "#questions", text: "← All questions"});
@@ -427,7 +446,7 @@ function renderQuestion(q) {
       h("span", {text: "split " + (q.split || "-")}),
       h("span", {text: "bundle " + (q.bundle || "-")}), tags,
       q.latency === null ? null : h("span", {text: fmt(q.latency) + " s"}), traceBox(q)),
-    input, answer, graders, calls);
+    input, answer, graders, labels, calls);
 }
 
 /* ---- routing: #q=<target>/<id> shows one question, anything else the summary and list ---- */

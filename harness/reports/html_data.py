@@ -237,7 +237,7 @@ def _grader(g: Any, policy: RedactionPolicy) -> dict[str, Any]:
 
 
 def _check(c: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
-    keep = ("id", "version", "kind", "status", "severity", "required", "outcome")
+    keep = ("id", "version", "kind", "status", "severity", "required", "outcome", "decided_by")
     out = {k: c[k] for k in keep if c.get(k) is not None}
     for key in ("probabilities", "rule", "evidence", "reason"):
         if c.get(key) not in (None, "", [], {}):
@@ -286,4 +286,15 @@ def build_question(
         "record": record_state,
         "expected": verdicts,
         "calls": _calls(record, expectations, verdicts, policy),
+        "labels": [
+            {
+                "label": a["label"],
+                "answer": bool(a["answer"]),
+                "by": _text(a["by"], policy),
+                "created": str(a["created"])[:16],
+                "note": _text(a["note"], policy) if a.get("note") else None,
+                "stale": bool(a.get("stale")),
+            }
+            for a in getattr(q, "annotations", [])
+        ],
     }

@@ -42,6 +42,15 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
     ):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=str(value))
+    for a in getattr(q, "annotations", []):  # what people answered (`tracegrade label`)
+        stale = " (stale)" if a.get("stale") else ""
+        answer = "yes" if a["answer"] else "no"
+        ET.SubElement(
+            props,
+            "property",
+            name=f"label:{a['label'].removeprefix('label:')}",
+            value=f"{answer} by {a['by']}{stale}" + (f": {a['note']}" if a.get("note") else ""),
+        )
     failures = errors = 0
     if q.errored:
         err = ET.SubElement(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.reports.common import (
+    annotation_lines,
     fmt,
     fmt_score,
     question_label,
@@ -64,6 +65,10 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         if findings:
             lines += ["", "**Rubric checks to look at**", ""]
             lines += [f"- {_cell(f)}" for f in findings]
+        labelled = annotation_lines(t.questions)
+        if labelled:
+            lines += ["", "**Labels (answered by people)**", ""]
+            lines += [f"- {_cell(line)}" for line in labelled]
         flagged = worst_questions(t.questions, worst)
         if flagged:
             lines += ["", "<details><summary>Worst questions</summary>", ""]

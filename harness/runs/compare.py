@@ -326,6 +326,31 @@ def _question_change(
     )
 
 
+def _by_label(run: StoredRun, label: str) -> StoredRun:
+    """`run` with each question's pass/fail taken from the person's answer to `label`."""
+    from dataclasses import replace
+
+    from harness.runs.record import GraderResult
+
+    questions = []
+    for q in run.questions:
+        answer = q.label(label)
+        signal = GraderResult(
+            id=f"label:{label}",
+            score=None if answer is None else float(answer),
+            min=0.0,
+            max=1.0,
+            reason="answered by a person" if answer is not None else "not labelled",
+            skipped=answer is None,
+            binary=True,
+            passed=answer,
+            must_pass=True,
+            pass_bar="= 1",
+        )
+        questions.append(q.model_copy(update={"passed": answer, "graders": [*q.graders, signal]}))
+    return replace(run, questions=questions)
+
+
 def _counts(q: QuestionResult) -> bool:
     """A trial's composite counts in the delta unless the evaluation itself failed (a grader
     error): an agent error is a real 0."""
@@ -373,9 +398,14 @@ def compare_runs(
     fail_on: Sequence[str] = ("must-pass", "significant"),
     resamples: int = 10_000,
     seed: int = 0,
+    label: str | None = None,
 ) -> Comparison:
     """Compare `cand` against `base`. Raises `InputError` (exit 4) on drift unless
-    `allow_drift`, and `NothingToRunError` (exit 5) when no question is in both runs."""
+    `allow_drift`, and `NothingToRunError` (exit 5) when no question is in both runs. With
+    `label`, a person's answer to that checklist item is each question's pass/fail (a
+    must-pass signal `label:<id>`; unlabelled or stale: undecided)."""
+    if label is not None:
+        base, cand = _by_label(base, label), _by_label(cand, label)
     unknown = [f for f in fail_on if f not in FAIL_ON]
     if unknown:
         raise InputError(f"unknown --fail-on {unknown[0]!r}; one of {', '.join(FAIL_ON)}")

@@ -225,6 +225,15 @@ class QuestionResult(_Model):
     rubric_version, status, severity, required, reason, ..."""
     tool_calls: list[ToolCallResult] | None = None
     """The calls the agent made (from the trace file); None when no record is known."""
+    annotations: list[dict[str, Any]] = Field(default_factory=list)
+    """What people answered about it with `tracegrade label`: `label` (a checklist id, or
+    `review:<check id>`), `answer` (yes/pass true), `note`, `by`, `created`, `answer_sha256`
+    and `stale` (the answer changed since: shown, never applied)."""
+
+    def label(self, label_id: str) -> bool | None:
+        """The latest answer to checklist item `label_id` that is not stale; None if none."""
+        found = [a for a in self.annotations if a.get("label") == label_id and not a.get("stale")]
+        return bool(found[-1]["answer"]) if found else None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -256,4 +265,5 @@ class QuestionResult(_Model):
             graders=[GraderResult.from_score(g) for g in q.graders],
             checks=[{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
             tool_calls=tool_calls,
+            annotations=[dict(a) for a in getattr(q, "annotations", [])],
         )

@@ -239,6 +239,9 @@ class QuestionScore:
     """0–5; 0 for an errored agent; None when every grader skipped."""
     objective: float | None = None
     """0–1; 0 for an errored agent or a failed must-pass grader; None when nothing scored."""
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    """What people answered about this question with `tracegrade label` (label, answer, note,
+    by, created, stale), oldest first; a re-grade keeps them."""
 
     @property
     def errored(self) -> bool:

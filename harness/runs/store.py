@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from harness.runs.annotations import Annotation, answer_fingerprint, apply_annotations
 from harness.runs.record import question_fingerprint
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
 
@@ -30,10 +31,11 @@ __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """`PRAGMA user_version` of a store this release writes. 0: the first release (no version,
 no trials, graders' details dropped); 1: a trial index on every row, graders' details kept,
-each question's content fingerprint (what `compare` checks for drift)."""
+each question's content fingerprint (what `compare` checks for drift); 2: the `annotations`
+table (answers a person gave with `tracegrade label`)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -78,6 +80,18 @@ CREATE TABLE IF NOT EXISTS grades (
     details TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (grading_id, target, question_id, trial, position)
 );
+CREATE TABLE IF NOT EXISTS annotations (
+    annotation_id INTEGER PRIMARY KEY,
+    target TEXT NOT NULL,
+    question_id TEXT NOT NULL,
+    trial INTEGER NOT NULL DEFAULT 0,
+    label TEXT NOT NULL,
+    answer INTEGER NOT NULL,
+    note TEXT,
+    author TEXT NOT NULL,
+    created TEXT NOT NULL,
+    answer_sha256 TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS scores (
     grading_id INTEGER NOT NULL,
     target TEXT NOT NULL,
@@ -89,6 +103,10 @@ CREATE TABLE IF NOT EXISTS scores (
     PRIMARY KEY (grading_id, target, question_id, trial)
 );
 """
+
+_ANNOTATIONS_TABLE = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS annotations") :].split(
+    "CREATE TABLE IF NOT EXISTS scores"
+)[0]
 
 # Version 0 -> 1: SQLite cannot change a primary key in place, so each table with a new key is
 # rebuilt (created under a new name, filled, swapped). Columns a version-0 row lacks take their
@@ -272,6 +290,9 @@ class ResultStore:
                         for r in rows.fetchall()
                     ],
                 )
+            if version <= 1:  # 1 -> 2: the annotations table (nothing else changed)
+                for statement in _statements(_ANNOTATIONS_TABLE):
+                    db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -515,24 +536,111 @@ class ResultStore:
                 (grading_id,),
             )
         }
+        notes: dict[tuple[str, str, int], list[Annotation]] = {}
+        for annotation in self.load_annotations(target=target):
+            key = (annotation.target, annotation.question_id, annotation.trial)
+            notes.setdefault(key, []).append(annotation)
         out = []
         for key, run in runs.items():
             if key not in scored:
                 continue
-            out.append(
-                score_question(
-                    QuestionScore(
-                        question_id=key[1],
-                        target=key[0],
-                        trial=key[2],
-                        graders=grades.get(key, []),
-                        error=scored[key][0],
-                        error_type=scored[key][1],
-                        **run,
-                    )
-                )
+            question = QuestionScore(
+                question_id=key[1],
+                target=key[0],
+                trial=key[2],
+                graders=grades.get(key, []),
+                error=scored[key][0],
+                error_type=scored[key][1],
+                **run,
             )
+            # A person's Review decisions replace the judge's "review" before scoring.
+            apply_annotations(question, notes.get(key, ()))
+            out.append(score_question(question))
         return out
+
+    # -- annotations (grading by hand) ------------------------------------------------------
+    def add_annotation(
+        self,
+        *,
+        target: str,
+        question_id: str,
+        trial: int = 0,
+        label: str,
+        answer: bool,
+        author: str,
+        note: str | None = None,
+        answer_sha256: str | None = None,
+    ) -> Annotation:
+        """Store one answer a person gave about a question trial, committed at once (nothing
+        lost when labelling stops half way). `answer_sha256` defaults to the stored answer's."""
+        if answer_sha256 is None:
+            row = self._db.execute(
+                "SELECT response FROM questions WHERE target = ? AND question_id = ? AND trial = ?",
+                (target, question_id, trial),
+            ).fetchone()
+            if row is None:
+                raise InputError(
+                    f"the run has no question {question_id!r} (trial {trial}) for target {target!r}"
+                )
+            answer_sha256 = answer_fingerprint(row[0])
+        created = _now()
+        self._db.execute(
+            "INSERT INTO annotations (target, question_id, trial, label, answer, note, author, "
+            "created, answer_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                target,
+                question_id,
+                trial,
+                label,
+                int(bool(answer)),
+                _optional(self.redaction, note),
+                self.redaction.text(author),
+                created,
+                answer_sha256,
+            ),
+        )
+        return Annotation(
+            target=target,
+            question_id=question_id,
+            trial=trial,
+            label=label,
+            answer=bool(answer),
+            author=author,
+            created=created,
+            answer_sha256=answer_sha256,
+            note=note,
+        )
+
+    def load_annotations(self, *, target: str | None = None) -> list[Annotation]:
+        """Every annotation of the run (of `target`), oldest first, each flagged stale when the
+        stored answer it was about has changed since."""
+        answers = {
+            (r[0], r[1], r[2]): answer_fingerprint(r[3])
+            for r in self._db.execute("SELECT target, question_id, trial, response FROM questions")
+        }
+        sql = (
+            "SELECT target, question_id, trial, label, answer, note, author, created, "
+            "answer_sha256 FROM annotations"
+        )
+        args: tuple[Any, ...] = ()
+        if target is not None:
+            sql += " WHERE target = ?"
+            args = (target,)
+        return [
+            Annotation(
+                target=r[0],
+                question_id=r[1],
+                trial=r[2],
+                label=r[3],
+                answer=bool(r[4]),
+                note=r[5],
+                author=r[6],
+                created=r[7],
+                answer_sha256=r[8],
+                stale=answers.get((r[0], r[1], r[2])) != r[8],
+            )
+            for r in self._db.execute(sql + " ORDER BY annotation_id", args)
+        ]
 
 
 _QUESTION_COLUMNS = (
