@@ -64,6 +64,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "runs",
     "show",
     "label",
+    "dataset",
     "merge",
     "compare",
     "export",

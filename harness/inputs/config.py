@@ -216,6 +216,9 @@ class Config:
     """`local` (this machine) or `ray` (`executor:`; `--executor` overrides)."""
     ray_address: str | None = None
     """`ray.address`: the Ray cluster to join; None: `RAY_ADDRESS`, else a local Ray."""
+    dataset_store: Path = Path("datasets.sqlite")
+    """The writable dataset store (`dataset_store:`, default `datasets.sqlite` beside the
+    config): where `tracegrade dataset promote` writes and `dataset: store:NAME` reads."""
 
     def select_targets(self, names: list[str] | tuple[str, ...] = ()) -> list[TargetConfig]:
         """Targets by name (all when none named); an unknown name is a config error."""
@@ -318,6 +321,12 @@ def _semantic_problems(doc: Document) -> list[Problem]:
                 at(["targets", name, key], f"file not found: {_resolve(base, file)}")
         for key in ("dataset", "grading_module", "policy"):
             value = target.get(key)
+            if key == "dataset" and isinstance(value, str):
+                from harness.inputs.sources import split_reference
+
+                scheme, value = split_reference(value)
+                if scheme != "file":  # another source checks its own reference when read
+                    continue
             if isinstance(value, str) and not _resolve(base, value).is_file():
                 at(["targets", name, key], f"file not found: {_resolve(base, value)}")
         # No graders at all is no error here: the goal judge scores such a target against
@@ -418,9 +427,10 @@ def load_config(path: str | Path | None = None) -> Config:
         workers=int(data.get("workers", 1)),
         executor=str(data.get("executor", "local")),
         ray_address=(data.get("ray") or {}).get("address"),
+        dataset_store=_resolve(base, data.get("dataset_store", "datasets.sqlite")),
     )
     for name, raw in data["targets"].items():
-        dataset = _resolve(base, raw["dataset"])
+        dataset = _dataset_of(raw["dataset"], config, doc, name)
         module = raw.get("grading_module")
         grading_module = _resolve(base, module) if module else None
         if grading_module is None and (dataset.parent / "graders.py").is_file():
@@ -461,6 +471,25 @@ def load_config(path: str | Path | None = None) -> Config:
             lines=lines,
         )
     return config
+
+
+def _dataset_of(reference: str, config: Config, doc: Document, target: str) -> Path:
+    """The dataset file a target's `dataset:` names, through its source plugin (a plain path
+    is `file:`), validated whole; an error names the config's line when the source's own
+    error has no file."""
+    from harness.errors import DatasetError
+    from harness.inputs.sources import resolve_dataset, split_reference
+
+    scheme, what = split_reference(reference)
+    if scheme == "file":  # the common case, checked by the file source when the run reads it
+        return _resolve(config.base_dir, what)
+    pointer = pointer_of(["targets", target, "dataset"])
+    try:
+        return resolve_dataset(reference, base_dir=config.base_dir, store_path=config.dataset_store)
+    except DatasetError as exc:
+        if exc.file is None:
+            exc.file, exc.line, exc.key = str(config.path), doc.line_of(pointer), pointer
+        raise
 
 
 # ----------------------------------------------------------------------- object references

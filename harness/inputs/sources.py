@@ -1,0 +1,106 @@
+"""Dataset sources: where a target's questions come from, as plugins.
+
+A target's `dataset:` is a reference `<source>:<what>`: `file:path/to/questions.yaml` (the
+default when there is no prefix: a plain path), `store:NAME` (a dataset in the writable SQLite
+dataset store, `harness.inputs.datastore`), or a third party's source. Every source registers
+through the entry-point group `tracegrade.datasets` (the built-ins too, in tracegrade's own
+pyproject) and turns its reference into a dataset file the run reads, after validating the whole
+document against the dataset schema: a source never hands a run a half-read dataset.
+
+A source is a class with `name` and
+`materialize(reference, *, base_dir, store_path) -> Path`, raising `DatasetError` (exit 4,
+naming file, line and key) for a document that does not validate.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from harness.errors import DatasetError, PluginError
+
+__all__ = [
+    "GROUP",
+    "DatasetSource",
+    "FileSource",
+    "dataset_sources",
+    "resolve_dataset",
+    "split_reference",
+]
+
+GROUP = "tracegrade.datasets"
+"""The entry-point group every dataset source registers through."""
+
+_SCHEME = re.compile(r"^([a-z][a-z0-9_\-]+):(.*)$", re.S)
+
+
+class DatasetSource(Protocol):
+    """What a dataset source plugin implements."""
+
+    name: ClassVar[str]
+    """The prefix a target's `dataset:` names it by (`file`, `store`)."""
+
+    def materialize(self, reference: str, *, base_dir: Path, store_path: Path) -> Path:
+        """The validated dataset file for `reference` (relative paths against `base_dir`;
+        `store_path` is the config's dataset store)."""
+        ...
+
+
+class FileSource:
+    """YAML, JSON or JSONL files: a path, relative to the config file's directory."""
+
+    name: ClassVar[str] = "file"
+
+    def materialize(self, reference: str, *, base_dir: Path, store_path: Path) -> Path:
+        from harness.inputs.dataset import check_dataset
+        from harness.inputs.sourcefile import raise_problems
+
+        path = Path(reference).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        if not path.is_file():
+            raise DatasetError("dataset file not found", file=str(path))
+        problems, _ = check_dataset(path)
+        raise_problems(problems, DatasetError)
+        return path
+
+
+def split_reference(reference: str) -> tuple[str, str]:
+    """(source name, what) of a `dataset:` reference; a plain path is `file`."""
+    match = _SCHEME.match(reference)
+    if match is None:
+        return "file", reference
+    return match.group(1), match.group(2)
+
+
+@functools.cache
+def dataset_sources() -> dict[str, Any]:
+    """Every registered source class by name (entry-point group `tracegrade.datasets`)."""
+    found: dict[str, Any] = {}
+    for entry in metadata.entry_points(group=GROUP):
+        where = f"entry point {entry.name} = {entry.value} (group {GROUP})"
+        try:
+            cls = entry.load()
+        except Exception as exc:  # isolation point: a broken plugin is reported, not half-loaded
+            raise PluginError(f"{where}: cannot load: {type(exc).__name__}: {exc}") from exc
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not callable(getattr(cls, "materialize", None)):
+            raise PluginError(f"{where}: a dataset source needs `name` and `materialize()`")
+        if name in found:
+            raise PluginError(f"{where}: a second dataset source named {name!r}")
+        found[name] = cls
+    return found
+
+
+def resolve_dataset(reference: str, *, base_dir: Path, store_path: Path) -> Path:
+    """The validated dataset file a `dataset:` reference names, through its source."""
+    scheme, what = split_reference(reference)
+    sources = dataset_sources()
+    if scheme not in sources:
+        close = difflib.get_close_matches(scheme, list(sources), n=1)
+        hint = f"did you mean {close[0]}:?" if close else f"sources: {', '.join(sorted(sources))}"
+        raise DatasetError(f"no dataset source {scheme!r} (in {reference!r})", hint=hint)
+    return Path(sources[scheme]().materialize(what, base_dir=base_dir, store_path=store_path))

@@ -1,0 +1,109 @@
+"""Promotion (seed 004): a question of a run copied into the writable dataset store, with the
+agent's actual tool calls offered as draft `expected_tools`, marked for review.
+
+The question is copied as the run stored it (its row as authored). When it has no
+`expected_tools`, the calls the agent made (from the run's trace file, redacted as exported)
+become the draft: each tool once, in the order first called, `should_run: true`, with the
+scalar arguments of its first call as `args` (arguments redacted on export are left out, and
+so are non-scalar ones, which an `args` assertion cannot hold). The draft is marked in
+`metadata.needs_review` and in the store, so a person checks it before it counts: an agent's
+behaviour is not yet the expected behaviour.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.inputs.datastore import DatasetStore
+from harness.redaction import REDACTED
+
+__all__ = ["draft_expected_tools", "promote_question"]
+
+
+def draft_expected_tools(calls: list[Any]) -> list[dict[str, Any]]:
+    """Each tool the agent called, once, in first-call order, with its first call's scalar
+    arguments (redacted or structured values left out)."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for call in calls:
+        if call.name in seen:
+            continue
+        seen.add(call.name)
+        entry: dict[str, Any] = {"tool": call.name, "should_run": True}
+        args = {
+            k: v
+            for k, v in dict(call.args).items()
+            if (v is None or isinstance(v, str | int | float | bool))
+            and v != REDACTED
+            and not (isinstance(v, str) and REDACTED in v)
+        }
+        if args:
+            entry["args"] = args
+        out.append(entry)
+    return out
+
+
+def promote_question(
+    run_dir: Path,
+    store_path: Path,
+    *,
+    question_id: str,
+    to: str | None = None,
+    as_id: str | None = None,
+    target: str | None = None,
+    trial: int = 0,
+) -> tuple[str, dict[str, Any], list[str]]:
+    """Copy `question_id` of the run in `run_dir` into dataset `to` of the store at
+    `store_path` (default name: the run's dataset name, else `promoted`). Returns (dataset
+    name, the row written, the keys marked for review)."""
+    from harness.runs.history import tool_calls_of
+    from harness.runs.identity import read_identity
+    from harness.runs.store import ResultStore
+
+    identity = read_identity(run_dir)
+    with ResultStore.open_readonly(run_dir) as results:
+        runs = [
+            r
+            for r in results.load_runs(target)
+            if r.question_id == question_id and r.trial == trial
+        ]
+    if not runs:
+        raise InputError(f"run {run_dir.name} has no question {question_id!r}", key="--id")
+    if len({r.target for r in runs}) > 1:
+        names = ", ".join(sorted({r.target for r in runs}))
+        raise InputError(
+            f"question {question_id!r} ran against several targets ({names})", key="--target"
+        )
+    stored = runs[0]
+    row = dict(stored.row)
+    row.pop("disabled", None)
+    if as_id is not None:
+        row["id"] = as_id
+    needs_review: list[str] = []
+    if not row.get("expected_tools") and stored.has_record:
+        calls = tool_calls_of(run_dir, stored.target).get((stored.question_id, stored.trial))
+        if calls:
+            row["expected_tools"] = draft_expected_tools(calls)
+            needs_review.append("expected_tools")
+    origin = (
+        f"run {identity.get('run_id', run_dir.name)} target {stored.target} question {question_id}"
+    )
+    metadata = dict(row.get("metadata") or {})
+    metadata["promoted_from"] = origin
+    if needs_review:
+        metadata["needs_review"] = needs_review
+    row["metadata"] = metadata
+    dataset_name = to or _default_name(identity, stored.target)
+    with DatasetStore(store_path) as store:
+        store.add(dataset_name, row, needs_review=needs_review, origin=origin)
+    return dataset_name, row, needs_review
+
+
+def _default_name(identity: dict[str, Any], target: str) -> str:
+    import re
+
+    name = ((identity.get("targets") or {}).get(target) or {}).get("dataset", {}).get("name")
+    slug = re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(name or "")).strip("_.-")
+    return slug or "promoted"
