@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -126,7 +126,7 @@ class DatasetStore:
         name: str,
         row: Mapping[str, Any],
         *,
-        needs_review: list[str] = (),  # type: ignore[assignment]
+        needs_review: Sequence[str] = (),
         origin: str | None = None,
     ) -> None:
         """Append a question to dataset `name` (created when new). The row is validated
