@@ -22,6 +22,13 @@ The writable dataset store: named datasets of questions in one SQLite file (the 
   export NAME                               print dataset NAME as YAML (> file.yaml)
   list                                      the datasets and their sizes
   show NAME                                 a dataset's questions, drafts marked
+  generate --to NAME --count N [--dimension D ...] [--examples FILE]
+                                            ask the judge model to draft N questions; each
+                                            draft is validated (an invalid one is rejected with
+                                            the reason, never stored) and lands disabled,
+                                            marked as a draft
+  review NAME [--accept ID ...] [--drop ID ...] [--accept-all]
+                                            accept drafts (they then count) or drop them
 
 Every question is validated against the dataset schema when written, and the whole dataset
 again when a run reads it.
@@ -49,6 +56,25 @@ def register(subparsers: Any) -> None:
     actions.add_parser("list", help="the stored datasets")
     show = actions.add_parser("show", help="a stored dataset's questions")
     show.add_argument("name", metavar="NAME")
+    generate = actions.add_parser("generate", help="draft synthetic questions with the judge model")
+    generate.add_argument("--to", required=True, metavar="NAME", help="the dataset to add them to")
+    generate.add_argument("--count", type=int, default=5, metavar="N", help="how many (default 5)")
+    generate.add_argument(
+        "--dimension",
+        dest="dimensions",
+        action="append",
+        default=[],
+        metavar="D",
+        help="what to vary across the questions, e.g. 'topic: refunds, bookings' (repeatable)",
+    )
+    generate.add_argument(
+        "--examples", type=Path, default=None, metavar="FILE", help="seed examples (a dataset file)"
+    )
+    review = actions.add_parser("review", help="accept or drop generated drafts")
+    review.add_argument("name", metavar="NAME")
+    review.add_argument("--accept", action="append", default=[], metavar="ID")
+    review.add_argument("--drop", action="append", default=[], metavar="ID")
+    review.add_argument("--accept-all", action="store_true", help="accept every draft")
     for sub in actions.choices.values():
         sub.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
     parser.set_defaults(handler=run)
@@ -60,10 +86,72 @@ def _store_path(config_path: Path | None) -> Path:
     return load_config(config_path).dataset_store
 
 
+def _generate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from harness.errors import InputError
+    from harness.inputs.config import load_config
+    from harness.inputs.dataset import load_dataset
+    from harness.runs.generate import agenerate_drafts
+    from harness.runs.grading import build_services
+
+    if args.count < 1:
+        raise InputError("--count must be at least 1", key="--count")
+    config = load_config(args.config)
+    examples = []
+    if args.examples is not None:
+        examples = [q.row() for q in load_dataset(args.examples).questions][:5]
+    services = build_services(
+        judge=config.judge,
+        base_dir=config.base_dir,
+        runs_dir=config.runs_dir,
+        rubrics=None,
+        use_cache=False,  # a second ask should draft new questions, not replay the first
+        redaction=config.redaction,
+    )
+    done = asyncio.run(
+        agenerate_drafts(
+            client=services.client(),
+            store_path=config.dataset_store,
+            name=args.to,
+            count=args.count,
+            dimensions=args.dimensions,
+            examples=examples,
+            model=(config.judge or {}).get("model"),
+        )
+    )
+    for qid, why in done.rejected:
+        print(f"rejected {qid}: {why}")
+    print(
+        f"tracegrade: {len(done.stored)} draft(s) stored in dataset {args.to!r} (disabled until "
+        f"reviewed: tracegrade dataset review {args.to}); {len(done.rejected)} rejected"
+    )
+    return 0
+
+
+def _review(args: argparse.Namespace, store_path: Path) -> int:
+    from harness.inputs.datastore import DatasetStore
+    from harness.runs.generate import DRAFT, review_drafts
+
+    accept = list(args.accept)
+    if args.accept_all:
+        with DatasetStore(store_path) as store:
+            accept = [q.id for q in store.questions(args.name) if DRAFT in q.needs_review]
+    waiting = review_drafts(store_path, args.name, accept=accept, drop=args.drop)
+    print(f"tracegrade: accepted {len(accept)}, dropped {len(args.drop)}; {len(waiting)} waiting")
+    for qid in waiting:
+        print(f"  draft {qid}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.inputs.datastore import DatasetStore
 
+    if args.action == "generate":
+        return _generate(args)
     store_path = _store_path(args.config)
+    if args.action == "review":
+        return _review(args, store_path)
     if args.action == "promote":
         from harness.runs.history import resolve_run
         from harness.runs.promote import promote_question

@@ -23,7 +23,14 @@ import yaml
 
 from harness.errors import DatasetError, InputError
 
-__all__ = ["DEFAULT_STORE", "NAME_PATTERN", "DatasetStore", "StoreSource", "StoredQuestion"]
+__all__ = [
+    "DEFAULT_STORE",
+    "NAME_PATTERN",
+    "DatasetStore",
+    "StoreSource",
+    "StoredQuestion",
+    "row_problems",
+]
 
 DEFAULT_STORE = "datasets.sqlite"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -170,6 +177,18 @@ class DatasetStore:
             self._db.execute("ROLLBACK")
             raise
 
+    def update(self, name: str, row: Mapping[str, Any], *, needs_review: Sequence[str]) -> None:
+        """Replace question `row["id"]` of dataset `name` (validated first)."""
+        _validate_rows(name, [dict(row)])
+        self._db.execute(
+            "UPDATE questions SET row = ?, needs_review = ? WHERE dataset = ? AND id = ?",
+            (json.dumps(dict(row)), json.dumps(list(needs_review)), name, str(row["id"])),
+        )
+
+    def remove(self, name: str, question_id: str) -> None:
+        """Drop question `question_id` of dataset `name`."""
+        self._db.execute("DELETE FROM questions WHERE dataset = ? AND id = ?", (name, question_id))
+
     def document(self, name: str) -> dict[str, Any]:
         """Dataset `name` as a dataset document (what `export` writes)."""
         return {"name": name, "questions": [q.row for q in self.questions(name)]}
@@ -189,23 +208,30 @@ class DatasetStore:
         return "\n".join(lines) + "\n" + body
 
 
-def _validate_rows(name: str, rows: list[dict[str, Any]]) -> None:
-    """The whole document against the dataset schema and models (`DatasetError`, exit 4)."""
+def row_problems(name: str, rows: list[Any]) -> list[Any]:
+    """Every problem of `rows` as the questions of dataset `name`, checked as a whole document
+    against the dataset schema and models (each `Problem` names the dataset, its pointer and
+    the rule)."""
     import dataclasses
     import tempfile
 
     from harness.inputs.dataset import validate_dataset_file
-    from harness.inputs.sourcefile import raise_problems
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.yaml"
         path.write_text(yaml.safe_dump({"questions": rows}, sort_keys=False), encoding="utf-8")
-        problems = [
+        return [
             # the temporary file means nothing to a person: name the dataset instead
             dataclasses.replace(p, file=f"store dataset {name!r}")
             for p in validate_dataset_file(path)
         ]
-        raise_problems(problems, DatasetError)
+
+
+def _validate_rows(name: str, rows: list[dict[str, Any]]) -> None:
+    """The whole document against the dataset schema and models (`DatasetError`, exit 4)."""
+    from harness.inputs.sourcefile import raise_problems
+
+    raise_problems(row_problems(name, rows), DatasetError)
 
 
 class StoreSource:
