@@ -143,3 +143,35 @@ def test_a_huge_agent_error_is_cut_in_the_store_and_reports(capsys, tmp_path: Pa
     assert longest <= MAX_ERROR_CHARS
     assert len(stdout + err) < 100_000
     assert len(md.read_text(encoding="utf-8")) < 100_000
+
+
+def test_automatic_grading_module_is_labelled_and_can_be_opted_out(capsys, tmp_path: Path) -> None:
+    config = write_project(tmp_path, questions=["paris"], grading_module=True)
+    code, out, err = run_cli(capsys, "targets", "--config", str(config))
+    assert code == 0, err
+    assert "(automatic: graders.py beside the dataset; `grading_module: false` opts out)" in out
+    assert "says_sunny (0-1, from the automatic grading module)" in out
+    code, out, err = run_cli(capsys, "run", "--config", str(config), "--quiet")
+    assert "graders from the automatic grading module" in out + err
+    assert "says_sunny; `grading_module: false` on the target opts out" in out + err
+
+    config = write_project(
+        tmp_path, questions=["paris"], grading_module=True, target={"grading_module": False}
+    )
+    code, out, err = run_cli(capsys, "targets", "--config", str(config))
+    assert code == 0, err
+    assert "says_sunny" not in out and "grading module" not in out
+    json_out = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, "run", "--config", str(config), "--json", str(json_out))
+    [question] = report(json_out)["questions"]
+    assert {g["id"] for g in question["graders"]} == {"tool_usage_grader", "contains"}
+
+
+def test_grading_module_must_be_a_path_or_false(capsys, tmp_path: Path) -> None:
+    config = write_project(tmp_path, target={"grading_module": True})
+    code, _, err = run_cli(capsys, "validate", str(config))
+    assert code == 4
+    assert (
+        "at /targets/t/grading_module: grading_module must be a path to a Python file, or false"
+        in err
+    )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe_targets", "register", "run"]
+__all__ = ["describe_targets", "module_label", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -46,7 +46,7 @@ def describe_targets(config: Any) -> str:
         lines.append(f"{target.name} ({target.mode}){mark}")
         lines.append(f"  dataset: {target.dataset}")
         if target.grading_module:
-            lines.append(f"  grading module: {target.grading_module}")
+            lines.append(f"  grading module: {module_label(target)}")
         for a in attached:
             s = a.spec
             how = []
@@ -65,6 +65,12 @@ def describe_targets(config: Any) -> str:
                 how.append(f"{s['samples']} samples")
             flags = ["observes actions"] if s["observes_actions"] else []
             flags += ["LLM judge"] if s["llm"] else []
+            if s.get("source") == "module":
+                flags.append(
+                    "from the automatic grading module"
+                    if target.grading_module_auto
+                    else "from the grading module"
+                )
             extra = f" [{', '.join(how)}]" if how else ""
             lines.append(
                 f"  - {s['id']} ({s['min_score']:g}-{s['max_score']:g}"
@@ -73,6 +79,16 @@ def describe_targets(config: Any) -> str:
         for note in notes:
             lines.append(f"  ! {note}")
     return "\n".join(lines) + "\n"
+
+
+def module_label(target: Any) -> str:
+    """The grading module as `targets` and the run's console name it."""
+    if target.grading_module_auto:
+        return (
+            f"{target.grading_module} (automatic: graders.py beside the dataset; "
+            "`grading_module: false` opts out)"
+        )
+    return str(target.grading_module)
 
 
 def run(args: argparse.Namespace) -> int:

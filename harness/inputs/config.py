@@ -142,7 +142,10 @@ class TargetConfig:
     environment: str | None = None
     """Environment factory reference: one fresh environment per question."""
     grading_module: Path | None = None
-    """Named module, or `graders.py` found beside the dataset; None when neither."""
+    """Named module, or `graders.py` found beside the dataset; None when neither (or when the
+    target says `grading_module: false`)."""
+    grading_module_auto: bool = False
+    """True when `grading_module` is the `graders.py` found beside the dataset, not named."""
     policy: Path | None = None
     system_prompt: str | None = None
     """Replaces any stored system message of a question."""
@@ -433,8 +436,9 @@ def load_config(path: str | Path | None = None) -> Config:
         dataset = _dataset_of(raw["dataset"], config, doc, name)
         module = raw.get("grading_module")
         grading_module = _resolve(base, module) if module else None
-        if grading_module is None and (dataset.parent / "graders.py").is_file():
-            grading_module = dataset.parent / "graders.py"
+        automatic = False
+        if module is None and (dataset.parent / "graders.py").is_file():
+            grading_module, automatic = dataset.parent / "graders.py", True
         own = pointer_of(["targets", name])
         line = doc.line_of(own)
         lines = {p: n for p, n in doc.lines.items() if p == own or p.startswith(own + "/")}
@@ -445,6 +449,7 @@ def load_config(path: str | Path | None = None) -> Config:
             dataset=dataset,
             environment=raw.get("environment"),
             grading_module=grading_module,
+            grading_module_auto=automatic,
             policy=_resolve(base, raw["policy"]) if raw.get("policy") else None,
             system_prompt=raw.get("system_prompt"),
             configurable=dict(raw.get("configurable") or {}),

@@ -220,6 +220,18 @@ def _select_share(
     return dataset, shard_questions(target.name, questions, selection.shard), ordinals
 
 
+def _module_note(target: TargetConfig, attached: Sequence[AttachedGrader]) -> list[str]:
+    """Say which graders came from the automatic grading module (graders.py beside the
+    dataset): they attach even when the target's `graders:` names none of them."""
+    ids = [a.grader.id for a in attached if a.spec.get("source") == "module"]
+    if not (target.grading_module_auto and ids):
+        return []
+    return [
+        f"graders from the automatic grading module {target.grading_module} (graders.py "
+        f"beside the dataset): {', '.join(ids)}; `grading_module: false` on the target opts out"
+    ]
+
+
 def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
     from harness.inputs.dataset import load_dataset, select_questions
 
@@ -432,7 +444,8 @@ def stored_results(
                     run_id=identity.get("run_id"),
                 ),
                 graders=summarise_graders(questions),
-                advisories=_advisories(target.mode, attached.get(target.name, []), questions),
+                advisories=_module_note(target, attached.get(target.name, []))
+                + _advisories(target.mode, attached.get(target.name, []), questions),
             )
         )
     return out
