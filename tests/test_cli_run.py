@@ -92,7 +92,10 @@ def test_targets_lists_graders_and_marks_text_only(tmp_path, capsys):
     assert main(["targets", "--config", str(path)]) == 0
     out = capsys.readouterr().out
     assert "t (agent)  [Text only]" in out
-    assert "- format_grader (0-5)" in out and "- says_sunny (0-1)" in out
+    assert (
+        "- format_grader (0-5)" in out
+        and "- says_sunny (0-1, from the automatic grading module)" in out
+    )
 
 
 def test_run_prints_the_text_only_advisory(tmp_path, capsys):
