@@ -168,6 +168,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _descendants(pid: int) -> list[int]:
+    """The processes under `pid` (workers are forked by a fork server, a child of the run)."""
+    out = []
+    for child in _children(pid):
+        out += [child, *_descendants(child)]
+    return out
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = (Path("/proc") / str(pid) / "stat").read_text()
@@ -272,8 +280,9 @@ def _start(
     workers: list[int] = []
     while time.monotonic() < deadline:
         dirs = list(runs.iterdir()) if runs.is_dir() else []
-        workers = workers or [p for p in _children(proc.pid) if _alive(p)]
-        if dirs and _rows(dirs[0]) >= rows and (workers or args):
+        workers = [p for p in _descendants(proc.pid) if _alive(p)]
+        # locally: the fork server and the two workers it forked (with Ray: the cluster's)
+        if dirs and _rows(dirs[0]) >= rows and (len(workers) >= 3 or args):
             return proc, config, dirs[0], workers
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
