@@ -29,7 +29,7 @@ from harness.inputs.config import GateConfig  # noqa: E402
 from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 from harness.reports.html import build_page_data, render_page  # noqa: E402
 from harness.reports.html_data import RESULT_CHARS  # noqa: E402
-from harness.runs.lifecycle import RunOutcome, TargetResult  # noqa: E402
+from harness.runs.outcome import RunOutcome, TargetResult  # noqa: E402
 from harness.runs.scoring import (  # noqa: E402
     GraderScore,
     QuestionScore,

@@ -47,7 +47,8 @@ sys.path.insert(0, str(REPO))
 
 from harness.inputs.config import load_config  # noqa: E402
 from harness.inputs.dataset import load_dataset  # noqa: E402
-from harness.runs.lifecycle import Selection, start_run  # noqa: E402
+from harness.runs.lifecycle import start_run  # noqa: E402
+from harness.runs.outcome import Selection  # noqa: E402
 
 SOURCE = REPO / "examples" / "datasets" / "support_desk.yaml"
 GRADERS = [

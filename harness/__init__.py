@@ -53,8 +53,8 @@ _EXPORTS: dict[str, str] = {
     "build_provider": "harness.judging",
     # config and runs
     "Config": "harness.inputs.config",
-    "RunOutcome": "harness.runs.lifecycle",
-    "Selection": "harness.runs.lifecycle",
+    "RunOutcome": "harness.runs.outcome",
+    "Selection": "harness.runs.outcome",
     "aregrade_run": "harness.runs.regrade",
     "aresume_run": "harness.runs.lifecycle",
     "astart_run": "harness.runs.lifecycle",

@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 from harness.errors import ConfigError
 from harness.inputs.config import Config, GateConfig, load_config
 from harness.records import ToolRecord
-from harness.runs.lifecycle import RunOutcome, Selection, TargetResult, astart_run
+from harness.runs.lifecycle import astart_run
+from harness.runs.outcome import RunOutcome, Selection, TargetResult
 from harness.runs.scoring import GateVerdict, QuestionScore
 
 __all__ = [

@@ -116,7 +116,7 @@ class _Session:
         if self.pytest_config.option.collectonly:
             return
         from harness.errors import TracegradeError
-        from harness.runs.lifecycle import Selection
+        from harness.runs.outcome import Selection
         from harness.runs.session import RunSession
 
         use_cache = not self.pytest_config.getoption("tracegrade_no_cache")

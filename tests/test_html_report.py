@@ -17,7 +17,7 @@ from harness.records import Outcome, ToolCall, ToolRecord
 from harness.redaction import RedactionPolicy
 from harness.reports.html import build_page_data, render_page
 from harness.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
-from harness.runs.lifecycle import RunOutcome, TargetResult
+from harness.runs.outcome import RunOutcome, TargetResult
 from harness.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
 from harness.runs.store import QuestionRun
 from tests.runs_support import write_project

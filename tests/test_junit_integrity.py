@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.inputs.config import GateConfig
 from harness.reports.junit import render_junit
-from harness.runs.lifecycle import RunOutcome, TargetResult
+from harness.runs.outcome import RunOutcome, TargetResult
 from harness.runs.scoring import (
     GraderScore,
     QuestionScore,

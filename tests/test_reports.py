@@ -14,7 +14,7 @@ from harness.reports.console import render_console
 from harness.reports.json_report import build_json_report
 from harness.reports.junit import render_junit
 from harness.reports.markdown import render_markdown
-from harness.runs.lifecycle import RunOutcome, TargetResult
+from harness.runs.outcome import RunOutcome, TargetResult
 from harness.runs.scoring import (
     GraderScore,
     QuestionScore,

@@ -10,7 +10,8 @@ import pytest
 
 from harness.inputs.config import load_config
 from harness.records import ToolRecord
-from harness.runs.lifecycle import Selection, start_run
+from harness.runs.lifecycle import start_run
+from harness.runs.outcome import Selection
 from harness.runs.store import ResultStore
 from tests.runs_support import write_project
 

@@ -202,7 +202,8 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
-    from harness.runs.lifecycle import Selection, resume_run, start_run
+    from harness.runs.lifecycle import resume_run, start_run
+    from harness.runs.outcome import Selection
     from harness.runs.shards import parse_shard
 
     if args.resume:

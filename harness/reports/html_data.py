@@ -80,7 +80,7 @@ def load_sources(
     """The stored question runs and the trace file's records of each target, by (question id,
     trial). A missing store or trace file gives empty maps: the page then says what is absent."""
     from harness.capture.tracefile import read_trial_records
-    from harness.runs.lifecycle import trace_file_of
+    from harness.runs.outcome import trace_file_of
     from harness.runs.store import STORE_FILE, ResultStore
 
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}

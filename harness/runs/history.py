@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from harness.errors import InputError
 from harness.inputs.config import TargetConfig, parse_gate
 from harness.runs.identity import IDENTITY_FILE, read_json_file, read_manifest
-from harness.runs.lifecycle import RunOutcome, TargetResult, trace_file_of
+from harness.runs.outcome import RunOutcome, TargetResult, trace_file_of
 from harness.runs.record import QuestionResult, RunManifest, ToolCallResult
 from harness.runs.scoring import QuestionScore, evaluate_gate, summarise_graders
 from harness.runs.store import STORE_FILE, ResultStore

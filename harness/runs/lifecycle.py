@@ -15,11 +15,9 @@ returns a `RunOutcome` the reports render and whose `exit_code` the CLI returns.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import logging
-import secrets
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, ExitCode, InputError, NothingToRunError, RubricError
+from harness.errors import ConfigError, InputError, NothingToRunError, RubricError
 from harness.inputs.config import Config, TargetConfig
 from harness.inputs.sourcefile import raise_problems
 from harness.records import GradeResult
@@ -40,6 +38,14 @@ from harness.runs.identity import (
     sha256_file,
     write_identity,
 )
+from harness.runs.loops import run_without_loop
+from harness.runs.outcome import (
+    RunOutcome,
+    Selection,
+    TargetResult,
+    new_run_id,
+    trace_file_of,
+)
 from harness.runs.preflight import (
     check_goals,
     check_graders,
@@ -49,10 +55,7 @@ from harness.runs.preflight import (
 from harness.runs.runlock import holder_text, run_lock
 from harness.runs.runner import TargetPlan, arun_target, build_shared
 from harness.runs.scoring import (
-    GateVerdict,
-    GraderSummary,
     QuestionScore,
-    combine_exit_codes,
     evaluate_gate,
     summarise_graders,
 )
@@ -62,129 +65,22 @@ from harness.runs.store import ResultStore
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
     "PreparedRun",
-    "RunOutcome",
-    "Selection",
-    "TargetResult",
     "aresume_run",
     "astart_run",
     "new_grading",
-    "new_run_id",
     "open_run",
     "open_telemetry",
     "prepare_run",
     "redaction_notes",
     "resume_run",
     "run_services",
-    "run_without_loop",
     "start_run",
     "stored_attachments",
     "stored_results",
     "telemetry_notes",
-    "trace_file_of",
 ]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """Which questions a run asks (the CLI's filters), recorded so a resume asks the same."""
-
-    targets: tuple[str, ...] = ()
-    split: str | None = None
-    bundles: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
-    limit: int | None = None
-    repeats: int | None = None
-    """Trials per question for every target (`--repeats`); None: each target's `repeats:`."""
-    ids: tuple[str, ...] = ()
-    """Question ids or glob patterns (`--id`); empty: every question."""
-    shard: tuple[int, int] | None = None
-    """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
-    `harness.runs.shards`); None: all of it."""
-    goal: str | None = None
-    """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
-    question's own `goal` wins); None: each target's graders."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ids": list(self.ids),
-            "goal": self.goal,
-            "targets": list(self.targets),
-            "split": self.split,
-            "bundles": list(self.bundles),
-            "tags": list(self.tags),
-            "limit": self.limit,
-            "repeats": self.repeats,
-            "shard": list(self.shard) if self.shard else None,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Selection:
-        return cls(
-            targets=tuple(data.get("targets") or ()),
-            split=data.get("split"),
-            bundles=tuple(data.get("bundles") or ()),
-            tags=tuple(data.get("tags") or ()),
-            limit=data.get("limit"),
-            repeats=data.get("repeats"),
-            ids=tuple(data.get("ids") or ()),
-            shard=tuple(data["shard"]) if data.get("shard") else None,  # type: ignore[arg-type]
-            goal=data.get("goal"),
-        )
-
-
-@dataclass(slots=True)
-class TargetResult:
-    """One target's questions, grader summaries, advisories and gate verdict."""
-
-    target: str
-    mode: str
-    dataset: str
-    questions: list[QuestionScore]
-    verdict: GateVerdict
-    graders: list[GraderSummary]
-    advisories: list[str] = field(default_factory=list)
-    """What the run says about its graders ("Text only", graders that skipped everything)."""
-
-
-@dataclass(slots=True)
-class RunOutcome:
-    """What `tracegrade run`/`grade` produced."""
-
-    run_id: str
-    run_dir: Path
-    targets: list[TargetResult]
-    identity: dict[str, Any]
-    grading_id: int
-    notes: list[str] = field(default_factory=list)
-    """Operator notes: export failures, resumed questions, changed datasets..."""
-    lost_spans: int = 0
-    """Spans that could not be written to the run's trace file: their records are lost on
-    disk, so the run is incomplete (exit 3) however its gates came out."""
-    comparison: Any = None
-    """With `run --baseline`: the `harness.runs.compare.Comparison` against the baseline,
-    whose regression verdict joins the gate."""
-    extra_exit_codes: list[int] = field(default_factory=list)
-    """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""
-
-    @property
-    def exit_code(self) -> int:
-        codes = [t.verdict.exit_code for t in self.targets] + list(self.extra_exit_codes)
-        if self.comparison is not None:
-            codes.append(self.comparison.exit_code)
-        if self.lost_spans:
-            codes.append(int(ExitCode.INCOMPLETE))
-        return combine_exit_codes(codes)
-
-
-def new_run_id() -> str:
-    """`YYYYmmdd-HHMMSS-xxxxxx`: sortable by start time, unique across machines."""
-    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-
-
-def trace_file_of(run_dir: Path, target: str) -> Path:
-    return run_dir / "traces" / f"{target}.jsonl"
 
 
 def _as_results(question: QuestionScore) -> list[GradeResult]:
@@ -745,50 +641,6 @@ async def aresume_run(
         )
         results = stored_results(store, grading_id, targets, identity, attached)
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes, sum(lost))
-
-
-def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
-    """Run `make()` on a fresh event loop (see `_run_loop`); refused inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _run_loop(make())
-    raise RuntimeError(f"{name}() called inside a running event loop: await a{name}() instead")
-
-
-def _run_loop(coro: Any) -> Any:
-    """`asyncio.run`, minus two ways user code could end or hang the run:
-
-    - a `SystemExit` raised by an agent inside a task of its own (LangChain runs each runnable
-      in a task) escapes the event loop as well as reaching the awaiting question, which makes
-      it that question's error; the loop goes on while the run's own task is not done;
-    - a sync tool stuck past its question's timeout holds a default-executor thread, and
-      `asyncio.run` joins that executor for ever: here it is shut down without waiting (the
-      CLI then exits without joining stray threads).
-    """
-    loop = asyncio.new_event_loop()
-    try:
-        main = loop.create_task(coro)
-        while True:
-            try:
-                return loop.run_until_complete(main)
-            except SystemExit:
-                if main.done():
-                    raise
-                log.debug("a task of user code raised SystemExit; its question errors")
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            executor = getattr(loop, "_default_executor", None)
-            if executor is not None:
-                executor.shutdown(wait=False, cancel_futures=True)
-            loop.close()
 
 
 def start_run(config: Config, selection: Selection = Selection(), **options: Any) -> RunOutcome:

@@ -27,14 +27,14 @@ from harness.runs.grading import (
     target_policy,
 )
 from harness.runs.lifecycle import (
-    RunOutcome,
     open_run,
     redaction_notes,
     run_services,
-    run_without_loop,
     stored_attachments,
     stored_results,
 )
+from harness.runs.loops import run_without_loop
+from harness.runs.outcome import RunOutcome
 from harness.runs.preflight import effective_graders
 from harness.runs.runner import messages_for_agent
 from harness.runs.scoring import GraderScore, QuestionScore, score_question
@@ -176,7 +176,7 @@ async def aregrade(
     given) under `grading_id`; returns notes."""
     from harness.capture.tracefile import read_trial_records
     from harness.inputs.dataset import id_selected
-    from harness.runs.lifecycle import trace_file_of
+    from harness.runs.outcome import trace_file_of
     from harness.runs.workers import worker_trace_files
 
     notes: list[str] = []

@@ -193,7 +193,7 @@ def benchmark_items(
     from graders.rubrics.evidence import Evidence, gather_evidence
     from graders.rubrics.judge_kinds import interpret
     from harness.capture.tracefile import read_records
-    from harness.runs.lifecycle import trace_file_of
+    from harness.runs.outcome import trace_file_of
 
     labels = {(label.target, label.question, label.dimension): label for label in gold.labels}
     checks = {c.id: c for c in rubric.checks}

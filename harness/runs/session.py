@@ -19,9 +19,9 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.inputs.config import Config
+from harness.runs.lifecycle import _plan as plan_of
+from harness.runs.lifecycle import _select as select
 from harness.runs.lifecycle import (
-    RunOutcome,
-    Selection,
     new_grading,
     open_run,
     open_telemetry,
@@ -30,10 +30,8 @@ from harness.runs.lifecycle import (
     stored_attachments,
     stored_results,
     telemetry_notes,
-    trace_file_of,
 )
-from harness.runs.lifecycle import _plan as plan_of
-from harness.runs.lifecycle import _select as select
+from harness.runs.outcome import RunOutcome, Selection, trace_file_of
 from harness.runs.runner import TargetPlan, arun_target
 from harness.runs.scoring import QuestionScore
 from harness.runs.store import ResultStore

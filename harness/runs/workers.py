@@ -128,7 +128,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = 0
     try:
-        from harness.runs.lifecycle import run_without_loop
+        from harness.runs.loops import run_without_loop
 
         config, plan, questions = build_plan(spec)
         run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))

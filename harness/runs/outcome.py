@@ -1,0 +1,117 @@
+"""What a run is asked and what it produced: the `Selection` of questions (recorded so a resume
+asks the same), each target's `TargetResult`, the `RunOutcome` the reports render and whose
+`exit_code` the CLI returns, and where a run keeps its trace files."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ExitCode
+from harness.runs.scoring import GateVerdict, GraderSummary, QuestionScore, combine_exit_codes
+
+__all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id", "trace_file_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which questions a run asks (the CLI's filters), recorded so a resume asks the same."""
+
+    targets: tuple[str, ...] = ()
+    split: str | None = None
+    bundles: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    limit: int | None = None
+    repeats: int | None = None
+    """Trials per question for every target (`--repeats`); None: each target's `repeats:`."""
+    ids: tuple[str, ...] = ()
+    """Question ids or glob patterns (`--id`); empty: every question."""
+    shard: tuple[int, int] | None = None
+    """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
+    `harness.runs.shards`); None: all of it."""
+    goal: str | None = None
+    """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
+    question's own `goal` wins); None: each target's graders."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ids": list(self.ids),
+            "goal": self.goal,
+            "targets": list(self.targets),
+            "split": self.split,
+            "bundles": list(self.bundles),
+            "tags": list(self.tags),
+            "limit": self.limit,
+            "repeats": self.repeats,
+            "shard": list(self.shard) if self.shard else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Selection:
+        return cls(
+            targets=tuple(data.get("targets") or ()),
+            split=data.get("split"),
+            bundles=tuple(data.get("bundles") or ()),
+            tags=tuple(data.get("tags") or ()),
+            limit=data.get("limit"),
+            repeats=data.get("repeats"),
+            ids=tuple(data.get("ids") or ()),
+            shard=tuple(data["shard"]) if data.get("shard") else None,  # type: ignore[arg-type]
+            goal=data.get("goal"),
+        )
+
+
+@dataclass(slots=True)
+class TargetResult:
+    """One target's questions, grader summaries, advisories and gate verdict."""
+
+    target: str
+    mode: str
+    dataset: str
+    questions: list[QuestionScore]
+    verdict: GateVerdict
+    graders: list[GraderSummary]
+    advisories: list[str] = field(default_factory=list)
+    """What the run says about its graders ("Text only", graders that skipped everything)."""
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """What `tracegrade run`/`grade` produced."""
+
+    run_id: str
+    run_dir: Path
+    targets: list[TargetResult]
+    identity: dict[str, Any]
+    grading_id: int
+    notes: list[str] = field(default_factory=list)
+    """Operator notes: export failures, resumed questions, changed datasets..."""
+    lost_spans: int = 0
+    """Spans that could not be written to the run's trace file: their records are lost on
+    disk, so the run is incomplete (exit 3) however its gates came out."""
+    comparison: Any = None
+    """With `run --baseline`: the `harness.runs.compare.Comparison` against the baseline,
+    whose regression verdict joins the gate."""
+    extra_exit_codes: list[int] = field(default_factory=list)
+    """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""
+
+    @property
+    def exit_code(self) -> int:
+        codes = [t.verdict.exit_code for t in self.targets] + list(self.extra_exit_codes)
+        if self.comparison is not None:
+            codes.append(self.comparison.exit_code)
+        if self.lost_spans:
+            codes.append(int(ExitCode.INCOMPLETE))
+        return combine_exit_codes(codes)
+
+
+def new_run_id() -> str:
+    """`YYYYmmdd-HHMMSS-xxxxxx`: sortable by start time, unique across machines."""
+    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def trace_file_of(run_dir: Path, target: str) -> Path:
+    return run_dir / "traces" / f"{target}.jsonl"
