@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from harness.errors import ExitCode, TracegradeError
 from harness.redaction import RedactingFormatter, redact_text
 
-__all__ = ["Interrupted", "build_parser", "handle_stop_signals", "main"]
+__all__ = ["Interrupted", "add_id_flag", "build_parser", "handle_stop_signals", "main"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -100,6 +100,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(ExitCode.INVALID_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def add_id_flag(parser: argparse.ArgumentParser) -> None:
+    """`--id ID` (repeatable, glob patterns), shared by the commands that select questions."""
+    parser.add_argument(
+        "--id",
+        dest="ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
+        "matching id (repeatable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

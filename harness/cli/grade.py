@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
+from harness.cli import EPILOG, add_id_flag
 from harness.reports.flags import add_report_flags, write_reports
 
 __all__ = ["register", "run"]
@@ -34,15 +34,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--current", action="store_true", help="grade with the config's graders now"
     )
-    parser.add_argument(
-        "--id",
-        dest="ids",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
-        "matching id (repeatable)",
-    )
+    add_id_flag(parser)
     parser.add_argument(
         "--goal",
         default=None,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
+from harness.cli import EPILOG, add_id_flag
 from harness.cli.compare import add_compare_flags, fail_on_of
 from harness.reports.flags import add_report_flags, write_reports
 
@@ -93,15 +93,7 @@ def register(subparsers: Any) -> None:
         "target and question id); merge the shards' run dirs with `tracegrade merge`",
     )
     add_compare_flags(parser)
-    parser.add_argument(
-        "--id",
-        dest="ids",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
-        "matching id (repeatable)",
-    )
+    add_id_flag(parser)
     parser.add_argument(
         "--goal",
         default=None,
