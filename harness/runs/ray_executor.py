@@ -35,8 +35,8 @@ from harness.runs.workers import (
     WorkerSpec,
     build_plan,
     run_item,
-    shares_of,
     unsendable,
+    worker_specs,
     worker_telemetry,
 )
 
@@ -162,22 +162,16 @@ async def arun_target_on_ray(
 
     ray = import_ray()
     connect_ray(address, workers)
-    total = plan.work_count()
-    shares = shares_of(plan.target.concurrency, min(workers, max(1, total)))
+    specs = worker_specs(
+        plan,
+        workers=workers,
+        config_path=config_path,
+        run_dir=run_dir,
+        use_cache=use_cache,
+        trace_file=lambda k: str(trace_file) if trace_file else None,
+    )
     remote = ray.remote(RayWorker)
-    actors = []
-    for k, capacity in enumerate(shares):
-        spec = WorkerSpec(
-            config_path=str(Path(config_path).resolve()),
-            target=plan.target.name,
-            repeats=plan.target.repeats,
-            run_dir=str(run_dir),
-            use_cache=use_cache,
-            index=k,
-            concurrency=capacity,
-            trace_file=str(trace_file) if trace_file else None,
-        )
-        actors.append(remote.options(max_concurrency=capacity, num_cpus=1).remote(spec))
+    actors = [remote.options(max_concurrency=s.concurrency, num_cpus=1).remote(s) for s in specs]
     alive = set(range(len(actors)))
     held = {k: 0 for k in alive}
     pending = iter(plan.work())
@@ -204,7 +198,7 @@ async def arun_target_on_ray(
 
     def feed() -> None:
         for k in sorted(alive):
-            while held[k] < shares[k]:
+            while held[k] < specs[k].concurrency:
                 item = next(pending, None)
                 if item is None:
                     return

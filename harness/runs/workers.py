@@ -40,6 +40,7 @@ __all__ = [
     "arun_target_in_workers",
     "combined_report",
     "fold_worker_traces",
+    "worker_specs",
     "worker_trace_files",
 ]
 
@@ -279,6 +280,33 @@ def _context() -> Any:
     return ctx
 
 
+def worker_specs(
+    plan: Any,
+    *,
+    workers: int,
+    config_path: Path,
+    run_dir: Path,
+    use_cache: bool,
+    trace_file: Callable[[int], str | None],
+) -> list[WorkerSpec]:
+    """One spec per worker (processes or Ray actors), each with its share of the concurrency;
+    `trace_file(k)` names worker k's trace file."""
+    shares = shares_of(plan.target.concurrency, min(workers, max(1, plan.work_count())))
+    return [
+        WorkerSpec(
+            config_path=str(Path(config_path).resolve()),
+            target=plan.target.name,
+            repeats=plan.target.repeats,
+            run_dir=str(run_dir),
+            use_cache=use_cache,
+            index=k,
+            concurrency=capacity,
+            trace_file=trace_file(k),
+        )
+        for k, capacity in enumerate(shares)
+    ]
+
+
 def shares_of(concurrency: int, workers: int) -> list[int]:
     """Each worker's share of the target's concurrency (at least one question each)."""
     n = max(1, min(workers, concurrency))
@@ -315,21 +343,18 @@ async def arun_target_in_workers(
     from harness.runs.runner import _finish
 
     ctx = _context()
-    total = plan.work_count()
-    shares = shares_of(plan.target.concurrency, min(workers, max(1, total)))
+    specs = worker_specs(
+        plan,
+        workers=workers,
+        config_path=config_path,
+        run_dir=run_dir,
+        use_cache=use_cache,
+        trace_file=lambda k: str(trace_file.with_suffix(f".w{k}.jsonl")) if trace_file else None,
+    )
     pending = iter(plan.work())
     pool: list[_Worker] = []
-    for k, capacity in enumerate(shares):
-        spec = WorkerSpec(
-            config_path=str(Path(config_path).resolve()),
-            target=plan.target.name,
-            repeats=plan.target.repeats,
-            run_dir=str(run_dir),
-            use_cache=use_cache,
-            index=k,
-            concurrency=capacity,
-            trace_file=str(trace_file.with_suffix(f".w{k}.jsonl")) if trace_file else None,
-        )
+    for spec in specs:
+        k, capacity = spec.index, spec.concurrency
         parent_end, child_end = ctx.Pipe()
         process = ctx.Process(
             target=_worker_main, args=(spec, child_end), name=f"tracegrade-worker-{k}", daemon=True
