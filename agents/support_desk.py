@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from agents import tool_loop
 from agents.scripted import call, say
 from agents.tool_loop import build_tool_loop, last_tool_result, tool_from
-from harness.environment import SQLiteEnvironment
+from tracegrade.environment import SQLiteEnvironment
 
 __all__ = [
     "AGENT_NAME",

@@ -37,8 +37,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 
 from agents.scripted import ScriptedChatModel, call, say
 from agents.testing_graphs import lookup, react_agent
-from harness.capture.recorder import Recorder
-from harness.capture.telemetry import RunTelemetry
+from tracegrade.capture.recorder import Recorder
+from tracegrade.capture.telemetry import RunTelemetry
 
 TOOL_CALLS = 3
 INPUTS = {"messages": [("user", "find three things")]}

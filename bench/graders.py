@@ -24,10 +24,10 @@ from pathlib import Path
 # `graders` package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from graders.context import build_context  # noqa: E402
-from graders.tool_usage import ToolUsageGrader  # noqa: E402
-from graders.trajectory import TrajectoryGrader  # noqa: E402
-from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
+from tracegrade.graders.context import build_context  # noqa: E402
+from tracegrade.graders.tool_usage import ToolUsageGrader  # noqa: E402
+from tracegrade.graders.trajectory import TrajectoryGrader  # noqa: E402
+from tracegrade.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 
 TOOLS = [
     "search",

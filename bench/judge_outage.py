@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-from harness.inputs.config import load_config  # noqa: E402
-from harness.runs.lifecycle import start_run  # noqa: E402
 from tests.openai_server import HangingServer  # noqa: E402
 from tests.runs_support import write_project  # noqa: E402
+from tracegrade.inputs.config import load_config  # noqa: E402
+from tracegrade.runs.lifecycle import start_run  # noqa: E402
 
 JUDGES = ["relevance_grader", "completeness_grader", "actionability_grader"]
 

@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-from graders.base import GraderServices  # noqa: E402
-from graders.judges import AccuracyGrader  # noqa: E402
-from harness.judging import JudgeCache, OpenAICompatibleProvider, render_tool_calls  # noqa: E402
-from harness.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 from tests.openai_server import OpenAIServer, score  # noqa: E402
+from tracegrade.graders.base import GraderServices  # noqa: E402
+from tracegrade.graders.judges import AccuracyGrader  # noqa: E402
+from tracegrade.judging import JudgeCache, OpenAICompatibleProvider, render_tool_calls  # noqa: E402
+from tracegrade.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 
 
 def record(n: int) -> ToolRecord:

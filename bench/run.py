@@ -3,7 +3,7 @@
 The scripted model sleeps `--latency` seconds per model call (default 50 ms), standing in for a
 real model. For each concurrency (1, 10, 50) it prints, side by side:
 
-- the harness: `harness.runs.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
+- the harness: `tracegrade.runs.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
   local trace file), wall time, throughput as a share of the ideal
   (model calls x latency / concurrency), and its ratio to
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
@@ -45,10 +45,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.inputs.config import load_config  # noqa: E402
-from harness.inputs.dataset import load_dataset  # noqa: E402
-from harness.runs.lifecycle import start_run  # noqa: E402
-from harness.runs.outcome import Selection  # noqa: E402
+from tracegrade.inputs.config import load_config  # noqa: E402
+from tracegrade.inputs.dataset import load_dataset  # noqa: E402
+from tracegrade.runs.lifecycle import start_run  # noqa: E402
+from tracegrade.runs.outcome import Selection  # noqa: E402
 
 SOURCE = REPO / "examples" / "datasets" / "support_desk.yaml"
 GRADERS = [
@@ -109,7 +109,7 @@ def harness_run(
 async def raw_question(target, factory, make_env, question) -> int:
     """One question through the agent as a plain loop would: a fresh environment, the graph
     built on it, `ainvoke` with no callbacks. Returns the model calls it made."""
-    from harness.runs.runner import messages_for_agent
+    from tracegrade.runs.runner import messages_for_agent
 
     env = make_env()
     try:
@@ -216,7 +216,7 @@ def executor_runs(args: argparse.Namespace) -> dict:
     for name in args.executors:
         if name == "ray":
             try:
-                from harness.runs.ray_executor import connect_ray
+                from tracegrade.runs.ray_executor import connect_ray
 
                 connect_ray(None, 2)  # started once, before any timed run
             except Exception as exc:  # reported; the other columns still run
@@ -286,13 +286,13 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     the paired differences is the per-question cost. Added to it, measured apart: the trace
     file writer's thread CPU, loading and validating the dataset file, and the per-run setup.
     """
-    from harness.capture.recorder import Recorder
-    from harness.capture.telemetry import RunTelemetry
-    from harness.inputs import sourcefile
-    from harness.runs.grading import attach_graders
-    from harness.runs.lifecycle import _plan, _select, run_services
-    from harness.runs.runner import _run_one
-    from harness.runs.store import ResultStore
+    from tracegrade.capture.recorder import Recorder
+    from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade.inputs import sourcefile
+    from tracegrade.runs.grading import attach_graders
+    from tracegrade.runs.lifecycle import _plan, _select, run_services
+    from tracegrade.runs.runner import _run_one
+    from tracegrade.runs.store import ResultStore
 
     os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
     n = args.overhead_questions
@@ -386,14 +386,14 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from harness.capture.recorder import Recorder
-    from harness.capture.telemetry import RunTelemetry
-    from harness.capture.tracefile import encode_line
-    from harness.redaction import RedactionPolicy
-    from harness.runs.grading import attach_graders
-    from harness.runs.lifecycle import _plan, _select, run_services
-    from harness.runs.runner import _run_one
-    from harness.runs.store import ResultStore
+    from tracegrade.capture.recorder import Recorder
+    from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade.capture.tracefile import encode_line
+    from tracegrade.redaction import RedactionPolicy
+    from tracegrade.runs.grading import attach_graders
+    from tracegrade.runs.lifecycle import _plan, _select, run_services
+    from tracegrade.runs.runner import _run_one
+    from tracegrade.runs.store import ResultStore
 
     class PassThrough(RedactionPolicy):
         """Redacts nothing: the baseline the real policy is measured against."""

@@ -8,7 +8,7 @@ wall time of each probe, the time over a bare start, and how many modules it imp
     /other/venv/bin/python bench/startup.py          # any other install, e.g. before a change
 
 The console script `tracegrade --help` is timed through the same interpreter the script was
-run with (`harness.cli:main` is what the `tracegrade` entry point runs), from a directory outside
+run with (`tracegrade.cli:main` is what the `tracegrade` entry point runs), from a directory outside
 the checkout, so the install under test is the one imported.
 """
 
@@ -25,16 +25,16 @@ PROBES: dict[str, str] = {
     "bare interpreter": "pass",
     "tracegrade --help": (
         "import sys; sys.argv = ['tracegrade', '--help']\n"
-        "from harness.cli import main\n"
+        "from tracegrade.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass"
     ),
     "tracegrade run --help": (
-        "from harness.cli import main\n"
+        "from tracegrade.cli import main\n"
         "try:\n    main(['run', '--help'])\nexcept SystemExit:\n    pass"
     ),
-    "import harness": "import harness",
-    "import graders": "import graders",
-    "from graders import ToolUsageGrader": "from graders import ToolUsageGrader",
+    "import tracegrade": "import tracegrade",
+    "import tracegrade.graders": "import tracegrade.graders",
+    "from tracegrade.graders import ToolUsageGrader": "from tracegrade.graders import ToolUsageGrader",
 }
 COUNT = "\nimport sys as _s; print(len(_s.modules), file=_s.stderr)"
 

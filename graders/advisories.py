@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graders.base import Attachment, Grader
-from graders.tool_usage import FALLBACK_MARKER
-from harness.records import GradeResult
+from ..records import GradeResult
+from .base import Attachment, Grader
+from .tool_usage import FALLBACK_MARKER
 
 __all__ = [
     "TEXT_ONLY",

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.records import GradeResult
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from ..records import GradeResult
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = ["Attachment", "Grader", "GraderServices"]
 
@@ -25,24 +25,24 @@ class GraderServices:
     needs a missing service errors (never passes) when asked to grade."""
 
     judge_provider: Any = None
-    """A `harness.judging.JudgeProvider` (None when no provider is configured)."""
+    """A `tracegrade.judging.JudgeProvider` (None when no provider is configured)."""
     judge_settings: Mapping[str, Any] = field(default_factory=dict)
     """Judge knobs from config: template overrides per judge id, `judge_response_char_limit`,
     `use_cache`..."""
     judge_cache: Any = None
-    """A `harness.judging.JudgeCache`, or None to call the provider every time."""
+    """A `tracegrade.judging.JudgeCache`, or None to call the provider every time."""
     rubrics: Any = None
-    """A `graders.rubrics.RubricStore`, or None when no rubric directory is configured."""
+    """A `tracegrade.graders.rubrics.RubricStore`, or None when no rubric directory is configured."""
     workdir: Path | None = None
     """The run directory, for graders that look at files the agent wrote."""
     judge_client: Any = None
-    """The run's `harness.judging.JudgeClient` (provider, cache, settings, redaction); built
+    """The run's `tracegrade.judging.JudgeClient` (provider, cache, settings, redaction); built
     from the fields above on first use when not given."""
 
     def client(self) -> Any:
         """The judge client every judge path calls; None when no provider is configured."""
         if self.judge_client is None and self.judge_provider is not None:
-            from harness.judging.client import JudgeClient
+            from ..judging.client import JudgeClient
 
             self.judge_client = JudgeClient(
                 self.judge_provider,

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from graders.base import Attachment, Grader, GraderServices
-from graders.context import RESERVED_KEYS
-from harness.errors import JudgeError
-from harness.records import GradeResult, RunRecord
+from ..errors import JudgeError
+from ..records import GradeResult, RunRecord
+from .base import Attachment, Grader, GraderServices
+from .context import RESERVED_KEYS
 
 __all__ = [
     "GRADERS",
@@ -273,7 +273,7 @@ class FunctionGrader(CodeGrader):
         if isinstance(value, GradeResult):
             return value.model_copy(update={"grader_id": self.id})
         if isinstance(value, bool):
-            # details["binary"]: a bool verdict passes only at 1 (harness.runs.scoring's pass rule)
+            # details["binary"]: a bool verdict passes only at 1 (tracegrade.runs.scoring's pass rule)
             return self.result(
                 1.0 if value else 0.0, "passed" if value else "failed", details={"binary": True}
             )
@@ -308,7 +308,7 @@ _GOAL_PROMPT = (
 
 def _goal_score(text: str) -> float:
     """The 0–1 score of a goal judge's answer (read as leniently as the six judges' answers)."""
-    from graders.judges.base import parse_verdict
+    from .judges.base import parse_verdict
 
     score, _ = parse_verdict(text)
     if not 0.0 <= score <= 1.0:
@@ -325,8 +325,8 @@ def _goal_judge(services: GraderServices, response: str) -> Callable[..., Any] |
         return None
 
     async def judge(goal: str, output: str | None = None) -> float:
-        from harness.judging.provider import JudgeRequest
-        from harness.judging.rendering import escape_fences
+        from ..judging.provider import JudgeRequest
+        from ..judging.rendering import escape_fences
 
         text = escape_fences(response if output is None else output, _GOAL_TAGS)
         request = JudgeRequest(

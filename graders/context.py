@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.records import RunRecord, ToolRecord
+from ..records import RunRecord, ToolRecord
 
 __all__ = ["DEFAULT_RESPONSE_CHAR_LIMIT", "RESERVED_KEYS", "build_context", "trial_of"]
 

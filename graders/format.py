@@ -13,9 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from graders.base import Grader, GraderServices
-from graders.context import DEFAULT_RESPONSE_CHAR_LIMIT
-from harness.records import GradeResult
+from ..records import GradeResult
+from .base import Grader, GraderServices
+from .context import DEFAULT_RESPONSE_CHAR_LIMIT
 
 __all__ = ["GRADERS", "MIN_LENGTH", "FormatGrader", "text_rule_violations"]
 

@@ -10,9 +10,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from graders.base import Attachment, Grader, GraderServices
-from graders.code import FunctionGrader, _short, attachment_of, grader
-from harness.errors import InputError
+from ..errors import InputError
+from .base import Attachment, Grader, GraderServices
+from .code import FunctionGrader, _short, attachment_of, grader
 
 __all__ = ["GRADING_MODULE_NAME", "find_grading_module", "load_grading_module"]
 

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
-from graders.base import Grader, GraderServices
-from harness.errors import InputError, PluginError
-from harness.records import scale_label
+from ..errors import InputError, PluginError
+from ..records import scale_label
+from .base import Grader, GraderServices
 
 __all__ = [
     "GROUP",

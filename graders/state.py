@@ -23,9 +23,9 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from graders.base import Grader, GraderServices
-from graders.tool_usage import same_scalar
-from harness.records import GradeResult
+from ..records import GradeResult
+from .base import Grader, GraderServices
+from .tool_usage import same_scalar
 
 __all__ = ["GRADERS", "SetupFailure", "StateGrader", "parse_assertions", "same_value"]
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graders.base import Grader, GraderServices
-from harness.records import GradeResult, Outcome, ToolCall, ToolRecord
+from ..records import GradeResult, Outcome, ToolCall, ToolRecord
+from .base import Grader, GraderServices
 
 __all__ = [
     "ATTEMPTED_OUTCOMES",

@@ -3,7 +3,7 @@
 `expected_tools` (tool_usage_grader) asserts presence, scalar arguments and `after`; a
 `trajectory` asserts the shape of the whole run: a match mode over the calls that executed,
 argument matchers, forbidden tools, an allow-list, counts and a cap. The vocabulary and its
-static checks are in `harness.inputs.trajectory`, the matchers in `trajectory_matchers`, the
+static checks are in `tracegrade.inputs.trajectory`, the matchers in `trajectory_matchers`, the
 optimal assignment in `trajectory_matching`.
 
 Which calls count (from the record's outcome, never from text; as tool_usage_grader counts):
@@ -26,16 +26,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graders.base import Grader, GraderServices
-from graders.tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
-from graders.trajectory_matchers import ArgsMatcher, compile_args
-from graders.trajectory_matching import align_in_order, max_matching
-from harness.inputs.trajectory import (
+from ..inputs.trajectory import (
     DEFAULT_ARGS_POLICY,
     DEFAULT_MODE,
     trajectory_problems,
 )
-from harness.records import GradeResult, ToolCall, ToolRecord
+from ..records import GradeResult, ToolCall, ToolRecord
+from .base import Grader, GraderServices
+from .tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
+from .trajectory_matchers import ArgsMatcher, compile_args
+from .trajectory_matching import align_in_order, max_matching
 
 __all__ = [
     "GRADERS",

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import ConfigError
-from harness.inputs.config import Config, GateConfig, load_config
-from harness.records import ToolRecord
-from harness.runs.lifecycle import astart_run
-from harness.runs.outcome import RunOutcome, Selection, TargetResult
-from harness.runs.scoring import GateVerdict, QuestionScore
+from .errors import ConfigError
+from .inputs.config import Config, GateConfig, load_config
+from .records import ToolRecord
+from .runs.lifecycle import astart_run
+from .runs.outcome import RunOutcome, Selection, TargetResult
+from .runs.scoring import GateVerdict, QuestionScore
 
 __all__ = [
     "RunResult",
@@ -63,7 +63,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     """Operator notes: spans not exported, targets whose selection was empty."""
     outcome: RunOutcome | None = None
-    """The underlying outcome, for `harness.reports` renderers."""
+    """The underlying outcome, for `tracegrade.reports` renderers."""
 
     @property
     def passed(self) -> bool:
@@ -105,7 +105,7 @@ def _gate_of(result: RunResult, target: str) -> GateConfig | None:
     if result.outcome is None:
         return None
     raw = result.outcome.identity.get("targets", {}).get(target, {}).get("config", {})
-    from harness.inputs.config import parse_gate
+    from .inputs.config import parse_gate
 
     return parse_gate(raw.get("gate")) if isinstance(raw, dict) else None
 
@@ -147,9 +147,9 @@ async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
 
 
 def _write_reports(outcome: RunOutcome, paths: Mapping[str, Path | str | None]) -> dict[str, Path]:
-    from harness.reports.json_report import write_json_report
-    from harness.reports.junit import write_junit
-    from harness.reports.markdown import write_markdown
+    from .reports.json_report import write_json_report
+    from .reports.junit import write_junit
+    from .reports.markdown import write_markdown
 
     writers: dict[str, Callable[[Any, Path], Any]] = {
         "json": write_json_report,
@@ -340,8 +340,8 @@ def _with_recorder(config: Mapping[str, Any] | None, recorder: Any) -> dict[str,
 
 
 def _recorder(graph: Any) -> tuple[Any, Any]:
-    from harness.capture.recorder import Recorder
-    from harness.capture.telemetry import RunTelemetry
+    from .capture.recorder import Recorder
+    from .capture.telemetry import RunTelemetry
 
     telemetry = RunTelemetry(trace_file=None)
     name = str(getattr(graph, "name", None) or "agent")

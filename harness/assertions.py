@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graders.tool_usage import ToolUsageGrader
-from graders.trajectory import TrajectoryGrader, request_order
-from harness.records import GradeResult, ToolCall, ToolRecord
+from .graders.tool_usage import ToolUsageGrader
+from .graders.trajectory import TrajectoryGrader, request_order
+from .records import GradeResult, ToolCall, ToolRecord
 
 __all__ = ["assert_tool_calls"]
 

@@ -1,11 +1,11 @@
 """Lazy public facades: a package's `__getattr__` and `__dir__` that import each public name
 from its defining module on first use (PEP 562), so importing the facade costs nothing.
 
-A public name may also be a subpackage's name (`harness.capture` the function, `harness/capture/`
-the package; `graders.advisories`). The import system binds every imported submodule on its
+A public name may also be a subpackage's name (`tracegrade.capture` the function, `harness/capture/`
+the package; `tracegrade.graders.advisories`). The import system binds every imported submodule on its
 package, which would swap the public name for the module depending on what was imported first;
 the facade's module class keeps the public name. Import submodules by their dotted name
-(`from harness.capture.recorder import Recorder`), which never reads that attribute."""
+(`from tracegrade.capture.recorder import Recorder`), which never reads that attribute."""
 
 from __future__ import annotations
 

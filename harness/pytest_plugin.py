@@ -79,8 +79,8 @@ class _Session:
     """The plugin's state for one pytest process (the controller or one xdist worker)."""
 
     def __init__(self, config: pytest.Config, path: Path) -> None:
-        from harness.errors import TracegradeError
-        from harness.inputs.config import load_config
+        from .errors import TracegradeError
+        from .inputs.config import load_config
 
         self.pytest_config = config
         self.path = path
@@ -90,7 +90,7 @@ class _Session:
         except TracegradeError as exc:
             raise pytest.UsageError(f"tracegrade: {exc}") from exc
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.run: Any = None  # harness.runs.session.RunSession, once the session starts
+        self.run: Any = None  # tracegrade.runs.session.RunSession, once the session starts
         self.outcome: Any = None
         self._include_config_in_collection(config)
 
@@ -115,9 +115,9 @@ class _Session:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.pytest_config.option.collectonly:
             return
-        from harness.errors import TracegradeError
-        from harness.runs.outcome import Selection
-        from harness.runs.session import RunSession
+        from .errors import TracegradeError
+        from .runs.outcome import Selection
+        from .runs.session import RunSession
 
         use_cache = not self.pytest_config.getoption("tracegrade_no_cache")
         try:
@@ -173,7 +173,7 @@ class _Session:
         if not ran:
             tr.write_line("no question ran")
         else:
-            from harness.runs.scoring import combine_exit_codes
+            from .runs.scoring import combine_exit_codes
 
             code = combine_exit_codes(t.verdict.exit_code for t in ran)
             tr.write_line(f"verdict: exit {code} ({_MEANINGS.get(code, 'see docs')})")
@@ -224,8 +224,8 @@ class TargetNode(pytest.Collector):
         self.target = target
 
     def collect(self) -> Any:
-        from harness.errors import TracegradeError
-        from harness.inputs.dataset import load_dataset, select_questions
+        from .errors import TracegradeError
+        from .inputs.dataset import load_dataset, select_questions
 
         try:
             questions = select_questions(load_dataset(self.target.dataset))
@@ -256,7 +256,7 @@ class QuestionItem(pytest.Item):
         self.extra_keyword_matches.add(target.name)
 
     def runtest(self) -> None:
-        from harness.api import failure_reasons
+        from .api import failure_reasons
 
         session: _Session = self.parent.parent.session_state  # type: ignore[union-attr]
         trials = session.run_question(self.target.name, str(self.question.id))

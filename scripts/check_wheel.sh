@@ -25,12 +25,27 @@ TG="$WORK/venv/bin/tracegrade"
 mkdir -p "$WORK/project" "$WORK/elsewhere"
 cp -R "$ROOT/examples" "$ROOT/agents" "$WORK/project/"
 cd "$WORK/elsewhere"
-if "$WORK/venv/bin/python" -c "import harness, sys; sys.exit(harness.__file__.startswith('$ROOT'))"; then
-  echo "ok: harness imported from the installed wheel"
-else
-  echo "wheel check: harness was imported from the checkout, not the wheel" >&2
-  exit 1
-fi
+# One import package: `tracegrade` from the wheel, nothing named harness or graders at the top
+# level; and a user's own graders.py (the grading module the docs tell users to write) and a
+# harness/ folder in the working directory shadow nothing.
+cat >"$WORK/elsewhere/graders.py" <<'PY'
+raise SystemExit("the user's graders.py was imported in place of tracegrade.graders")
+PY
+mkdir -p "$WORK/elsewhere/harness" && echo 'raise SystemExit("harness/ shadowed")' >"$WORK/elsewhere/harness/__init__.py"
+"$WORK/venv/bin/python" - "$ROOT" <<'PY'
+import importlib.util, sys
+root = sys.argv[1]
+import tracegrade, tracegrade.graders
+from tracegrade import run, grader, Grader
+assert not tracegrade.__file__.startswith(root), f"tracegrade imported from the checkout: {tracegrade.__file__}"
+site = [p for p in sys.path if p.endswith("site-packages")][0]
+import os
+for name in ("harness", "graders"):
+    assert not os.path.exists(os.path.join(site, name)), f"{name} installed at the top level"
+print(f"ok: tracegrade {tracegrade.__version__} imported from the installed wheel; no top-level harness or graders")
+PY
+"$WORK/venv/bin/tracegrade" --version >/dev/null
+rm -rf "$WORK/elsewhere/harness"
 
 P="$WORK/project/examples"
 "$TG" --help >/dev/null

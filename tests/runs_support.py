@@ -32,7 +32,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agents.scripted import ScriptedChatModel, call, say
-from harness.environment import SQLiteEnvironment
+from tracegrade.environment import SQLiteEnvironment
 
 CLOSED = []
 BUILT = []
@@ -131,7 +131,7 @@ def build_chat_model():
 '''
 
 GRADING_MODULE = """
-from graders.code import grader
+from tracegrade.graders.code import grader
 
 
 @grader(name="says_sunny")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from graders import Attachment, advisories, text_only
-from graders.advisories import fallback_action_graders, skipping_action_graders
-from graders.format import FormatGrader
-from graders.state import StateGrader
-from graders.tool_usage import ToolUsageGrader
+from tracegrade.graders import Attachment, advisories, text_only
+from tracegrade.graders.advisories import fallback_action_graders, skipping_action_graders
+from tracegrade.graders.format import FormatGrader
+from tracegrade.graders.state import StateGrader
+from tracegrade.graders.tool_usage import ToolUsageGrader
 
 TOOLS, STATE, FORMAT = ToolUsageGrader(), StateGrader(), FormatGrader()
 

@@ -15,8 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from agents.scripted import ScriptedChatModel, call, say
 from agents.support_desk import build_graph, build_regressed_graph, make_environment
 from agents.testing_graphs import boom, lookup, react_agent
-from graders.tool_usage import ToolUsageGrader
-from harness import (
+from tracegrade import (
     ConfigError,
     InputError,
     RunResult,
@@ -29,6 +28,7 @@ from harness import (
     load_dataset,
     run,
 )
+from tracegrade.graders.tool_usage import ToolUsageGrader
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,12 +134,12 @@ def test_evaluate_validates_its_inputs_as_a_config_would(tmp_path):
 
 
 def test_from_harness_import_run_after_importing_the_runs_package():
-    # `harness.runs` is a package and `harness.capture` one too: the facade's functions win.
+    # `tracegrade.runs` is a package and `tracegrade.capture` one too: the facade's functions win.
     code = (
-        "import harness.runs.lifecycle, harness.capture.recorder\n"
-        "from harness import run, capture\n"
-        "import harness.api\n"
-        "assert run is harness.api.run and capture is harness.api.capture, (run, capture)\n"
+        "import tracegrade.runs.lifecycle, tracegrade.capture.recorder\n"
+        "from tracegrade import run, capture\n"
+        "import tracegrade.api\n"
+        "assert run is tracegrade.api.run and capture is tracegrade.api.capture, (run, capture)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 

@@ -19,8 +19,8 @@ from agents.testing_graphs import (
     supervisor_with_subgraph,
     threaded_tool,
 )
-from harness.capture.recorder import Recorder
-from harness.records import Outcome, ToolRecord
+from tracegrade.capture.recorder import Recorder
+from tracegrade.records import Outcome, ToolRecord
 
 
 def recorder(tracer, name) -> Recorder:
@@ -219,7 +219,7 @@ def test_agent_spans_carry_their_conversation_in_the_genai_form(spans):
 def test_genai_messages_render_tool_calls_and_answers_as_parts():
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-    from harness.capture.reconcile import genai_messages
+    from tracegrade.capture.reconcile import genai_messages
 
     messages = [
         SystemMessage("be brief"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import boom, fetch, flaky, lookup, react_agent, set_flag
-from harness.capture.recorder import Recorder
-from harness.records import Outcome, ToolRecord
+from tracegrade.capture.recorder import Recorder
+from tracegrade.records import Outcome, ToolRecord
 
 
 def recorder(tracer, name="desk") -> Recorder:

@@ -13,10 +13,10 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from harness.capture.recorder import Recorder
-from harness.capture.tracefile import TraceFileExporter, read_records
-from harness.records import Outcome, ToolCall, finalize_calls
-from harness.redaction import is_secret_name, redact_text
+from tracegrade.capture.recorder import Recorder
+from tracegrade.capture.tracefile import TraceFileExporter, read_records
+from tracegrade.records import Outcome, ToolCall, finalize_calls
+from tracegrade.redaction import is_secret_name, redact_text
 
 safe_text = st.text(max_size=30).filter(lambda s: redact_text(s) == s)
 safe_key = st.text(max_size=10).filter(lambda k: not is_secret_name(k) and redact_text(k) == k)

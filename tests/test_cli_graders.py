@@ -6,8 +6,8 @@ import argparse
 import io
 import json
 
-from graders.registry import CatalogRow
-from harness.cli import graders as graders_cli
+from tracegrade.cli import graders as graders_cli
+from tracegrade.graders.registry import CatalogRow
 
 
 def invoke(*argv):

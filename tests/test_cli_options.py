@@ -8,7 +8,7 @@ from importlib.metadata import version
 
 import pytest
 
-from harness.cli import main
+from tracegrade.cli import main
 
 
 def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,7 +20,10 @@ def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]
 
 def test_version_from_the_real_command() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "--version"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "tracegrade", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tracegrade ")

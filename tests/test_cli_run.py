@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from harness.cli import main
 from tests.runs_support import write_project
+from tracegrade.cli import main
 
 
 def test_passing_run_exits_0_and_writes_the_reports_asked_for(tmp_path, capsys):
@@ -130,7 +130,7 @@ class _Tty:
 def test_progress_draws_on_a_tty_and_is_quiet_otherwise():
     from types import SimpleNamespace
 
-    from harness.reports.progress import Progress
+    from tracegrade.reports.progress import Progress
 
     tty = _Tty()
     progress = Progress(stream=tty, interval_s=0)

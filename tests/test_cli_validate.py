@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.cli import validate as validate_cmd
 from tests.test_schema_corpus import INVALID, VALID, rule_of
+from tracegrade.cli import main
+from tracegrade.cli import validate as validate_cmd
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -86,7 +86,7 @@ def test_kind_detection() -> None:
 def test_kind_without_a_validator_is_a_clear_exit_4(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(validate_cmd.VALIDATORS, "config", "harness.no_such_module:validate")
+    monkeypatch.setitem(validate_cmd.VALIDATORS, "config", "tracegrade.no_such_module:validate")
     path = tmp_path / "tracegrade.yaml"
     path.write_text("targets: {}\n")
     code, _, err = run(capsys, str(path))

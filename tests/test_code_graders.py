@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from graders import (
+from tracegrade.errors import InputError
+from tracegrade.graders import (
     Attachment,
     Contains,
     ExactMatch,
@@ -18,11 +19,10 @@ from graders import (
     load_grading_module,
     load_registry,
 )
-from graders.code import FunctionGrader
-from graders.modules import find_grading_module
-from harness.errors import InputError
-from harness.judging.provider import JudgeReply
-from harness.records import GradeResult, RunRecord, ToolRecord
+from tracegrade.graders.code import FunctionGrader
+from tracegrade.graders.modules import find_grading_module
+from tracegrade.judging.provider import JudgeReply
+from tracegrade.records import GradeResult, RunRecord, ToolRecord
 
 
 def ctx(**row):
@@ -262,7 +262,7 @@ def test_load_grading_module_collects_decorated_functions_and_instances(tmp_path
     module = write(
         tmp_path / "graders.py",
         """
-        from graders import grader, ExactMatch, Contains, Similarity
+        from tracegrade.graders import grader, ExactMatch, Contains, Similarity
 
         @grader(name="mentions-year", must_pass=True)
         def mentions_year(output):
@@ -296,7 +296,7 @@ def test_load_grading_module_graders_list(tmp_path):
     module = write(
         tmp_path / "mine.py",
         """
-        from graders import Attachment, Contains, grader
+        from tracegrade.graders import Attachment, Contains, grader
 
         def plain(output):
             return output.startswith("A")
@@ -329,7 +329,7 @@ def test_load_grading_module_graders_list(tmp_path):
         ),
         ("GRADERS = [42]\n", "not a grader: 42", None),
         (
-            "from graders import Contains\nGRADERS = [Contains(), Contains()]\n",
+            "from tracegrade.graders import Contains\nGRADERS = [Contains(), Contains()]\n",
             "two graders named 'contains'",
             None,
         ),

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.errors import InputError
-from harness.runs.compare import compare_runs, diff_tool_calls
-from harness.runs.history import StoredRun
-from harness.runs.record import GraderResult, QuestionResult, ToolCallResult
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.errors import InputError
+from tracegrade.runs.compare import compare_runs, diff_tool_calls
+from tracegrade.runs.history import StoredRun
+from tracegrade.runs.record import GraderResult, QuestionResult, ToolCallResult
 
 MUST_PASS = [
     {"id": "tool_usage_grader", "must_pass": True, "threshold": 5},

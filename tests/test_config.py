@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import ConfigError
-from harness.inputs.config import load_config, load_object, validate_config_file
-from harness.inputs.sourcefile import load_document, validate_document
 from tests.runs_support import write_project
+from tracegrade.errors import ConfigError
+from tracegrade.inputs.config import load_config, load_object, validate_config_file
+from tracegrade.inputs.sourcefile import load_document, validate_document
 
 CORPUS = Path(__file__).resolve().parents[1] / "schema" / "examples" / "config"
 VALID = sorted((CORPUS / "valid").glob("*.yaml"))

@@ -9,7 +9,7 @@ import textwrap
 
 import yaml
 
-from harness.cli import main
+from tracegrade.cli import main
 
 AGENT = """
 from langchain_core.messages import AIMessage

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from graders.context import build_context
-from harness.environment import SQLiteEnvironment
-from harness.records import RunRecord, ToolRecord
+from tracegrade.environment import SQLiteEnvironment
+from tracegrade.graders.context import build_context
+from tracegrade.records import RunRecord, ToolRecord
 
 ROW = {
     "id": "q1",

@@ -33,7 +33,7 @@ def _questions(n: int) -> list[dict]:
 def _cli(*args: str, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "tracegrade", *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -157,9 +157,9 @@ def test_a_stuck_sync_call_never_blocks_the_exit(tmp_path):
 
 
 def test_one_damaged_trace_file_line_degrades_only_its_question(tmp_path):
-    from harness.inputs.config import load_config
-    from harness.runs.lifecycle import start_run
-    from harness.runs.regrade import regrade_run
+    from tracegrade.inputs.config import load_config
+    from tracegrade.runs.lifecycle import start_run
+    from tracegrade.runs.regrade import regrade_run
 
     config = load_config(
         write_project(
@@ -182,7 +182,7 @@ def test_one_damaged_trace_file_line_degrades_only_its_question(tmp_path):
 
 
 def test_a_second_resume_of_a_live_run_is_refused_and_a_dead_holder_never_blocks(tmp_path, capsys):
-    from harness.cli import main
+    from tracegrade.cli import main
 
     config = _project(tmp_path, n=200)
     proc, run_dir = _start_and_wait(tmp_path, config, rows=2)
@@ -199,7 +199,7 @@ def test_a_second_resume_of_a_live_run_is_refused_and_a_dead_holder_never_blocks
 
 
 def test_grade_of_an_interrupted_run_is_incomplete_and_says_how_to_resume(tmp_path, capsys):
-    from harness.cli import main
+    from tracegrade.cli import main
 
     config = _project(tmp_path, n=40)
     proc, run_dir = _start_and_wait(tmp_path, config, rows=3)
@@ -224,7 +224,7 @@ def test_grade_of_an_interrupted_run_is_incomplete_and_says_how_to_resume(tmp_pa
 )
 @pytest.mark.parametrize("command", ["resume", "grade"])
 def test_a_damaged_run_file_is_exit_4_naming_it(tmp_path, capsys, name, damage, command):
-    from harness.cli import main
+    from tracegrade.cli import main
 
     config = write_project(tmp_path, questions=[], extra_questions=_questions(30))
     assert main(["run", "--config", str(config), "--quiet"]) == 0

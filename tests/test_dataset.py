@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.errors import DatasetError, ExitCode, InputError
-from harness.inputs.dataset import (
+from tracegrade.errors import DatasetError, ExitCode, InputError
+from tracegrade.inputs.dataset import (
     Dataset,
     Question,
     load_dataset,
     select_questions,
     validate_dataset_file,
 )
-from harness.inputs.sourcefile import load_schema
+from tracegrade.inputs.sourcefile import load_schema
 
 QUESTIONS = [
     {"id": "q1", "input": "What is LangGraph?", "bundle": "basics", "tags": ["smoke"]},
@@ -219,7 +219,7 @@ question = st.fixed_dictionaries(
 @settings(max_examples=150, deadline=None)
 @given(row=question)
 def test_valid_questions_round_trip_and_agree_with_the_schema(row: dict) -> None:
-    from harness.inputs.sourcefile import (
+    from tracegrade.inputs.sourcefile import (
         _validator,  # the same validator `tracegrade validate` uses
     )
 
@@ -234,9 +234,9 @@ def test_schema_and_models_name_the_same_question_keys() -> None:
 
 def test_model_errors_are_located_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Should the schema ever let through what the models reject, the error still names the line.
-    import harness.inputs.dataset
+    import tracegrade.inputs.dataset
 
-    monkeypatch.setattr(harness.inputs.dataset, "validate_document", lambda doc, name: [])
+    monkeypatch.setattr(tracegrade.inputs.dataset, "validate_document", lambda doc, name: [])
     path = tmp_path / "d.yaml"
     path.write_text(
         "questions:\n  - id: q1\n    input: x\n    expected_tools:\n"

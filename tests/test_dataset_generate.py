@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from harness.cli import main
-from harness.inputs.datastore import DatasetStore
 from tests import openai_server as loopback
 from tests.openai_server import reply, server_error
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.inputs.datastore import DatasetStore
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.errors import DatasetError
-from harness.inputs.datastore import DatasetStore
-from harness.inputs.sources import GROUP, dataset_sources, resolve_dataset
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.errors import DatasetError
+from tracegrade.inputs.datastore import DatasetStore
+from tracegrade.inputs.sources import GROUP, dataset_sources, resolve_dataset
 
 
 def first_run(tmp_path: Path, capsys) -> tuple[Path, str]:

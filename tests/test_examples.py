@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graders.modules import load_grading_module
-from graders.registry import load_registry
-from harness.inputs.config import load_config
-from harness.inputs.dataset import load_dataset
+from tracegrade.graders.modules import load_grading_module
+from tracegrade.graders.registry import load_registry
+from tracegrade.inputs.config import load_config
+from tracegrade.inputs.dataset import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graders.context import build_context
-from graders.format import FormatGrader
+from tracegrade.graders.context import build_context
+from tracegrade.graders.format import FormatGrader
 
 GRADER = FormatGrader()
 PLAIN = "The site has three content types: page, article and kb_doc."

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.base import Grader
-from harness.errors import (
+from tracegrade.errors import (
     ConfigError,
     DatasetError,
     ExitCode,
@@ -19,7 +18,8 @@ from harness.errors import (
     ProviderError,
     TracegradeError,
 )
-from harness.records import (
+from tracegrade.graders.base import Grader
+from tracegrade.records import (
     GradeResult,
     Outcome,
     ToolCall,

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.cli import main
 from tests.runs_support import write_project
+from tracegrade.cli import main
 
 MUST_PASS_NO_THRESHOLD = [{"id": "tool_usage_grader", "must_pass": True}, "contains"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.inputs.config import GateConfig
-from harness.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
+from tracegrade.inputs.config import GateConfig
+from tracegrade.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
 
 
 def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderScore:

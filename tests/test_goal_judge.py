@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
 from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
+from tracegrade.cli import main
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
@@ -201,7 +201,7 @@ Answer under review: {{ output }}
 """
 
 TEMPLATE_MODULE = """\
-from graders import file_judge
+from tracegrade.graders import file_judge
 
 GRADERS = [file_judge("judges/polite.md", name="polite", goal="is polite")]
 """
@@ -212,7 +212,7 @@ def judge(goal, output, expected):
 """
 
 CALLABLE_MODULE = """\
-from graders import file_judge
+from tracegrade.graders import file_judge
 
 GRADERS = [file_judge("judges/sunny.py", name="sunny", goal="mentions the sun")]
 """

@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from harness.cli import main
-from harness.inputs.config import load_config
-from harness.runs.lifecycle import start_run
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.inputs.config import load_config
+from tracegrade.runs.lifecycle import start_run
 
 RETURNS = """
 import sys
@@ -114,7 +114,7 @@ FLAKY = """
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
-from harness.environment import SQLiteEnvironment
+from tracegrade.environment import SQLiteEnvironment
 
 CALLS = {"environment": 0, "agent": 0}
 

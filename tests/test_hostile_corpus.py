@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from tests.runs_support import write_project
+from tracegrade.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 LAUGHS = "".join(
@@ -341,7 +341,7 @@ def test_hostile_input(case: Case, tmp_path: Path, monkeypatch, capsys) -> None:
 def test_hostile_input_real_command(case: Case, tmp_path: Path) -> None:
     argv = prepare(case, tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", *argv],
+        [sys.executable, "-m", "tracegrade", *argv],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import ConfigError, DatasetError
-from harness.inputs.dataset import load_dataset
-from harness.inputs.sourcefile import load_document
-from harness.inputs.sourceparse import ALIAS_EXPANSION_MIN, MAX_DEPTH
 from tests.runs_support import write_project
+from tracegrade.errors import ConfigError, DatasetError
+from tracegrade.inputs.dataset import load_dataset
+from tracegrade.inputs.sourcefile import load_document
+from tracegrade.inputs.sourceparse import ALIAS_EXPANSION_MIN, MAX_DEPTH
 
 LAUGHS = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"
@@ -123,7 +123,7 @@ def test_not_utf8_names_the_line(tmp_path: Path) -> None:
 
 
 def test_config_alias_bomb_is_a_config_error(tmp_path: Path) -> None:
-    from harness.inputs.config import load_config
+    from tracegrade.inputs.config import load_config
 
     path = write(tmp_path / "tracegrade.yaml", LAUGHS + "targets: *i\n")
     with pytest.raises(ConfigError) as info:
@@ -135,7 +135,7 @@ def _cli(*args: str, cwd: Path, timeout: float = 120) -> tuple[int, str, int]:
     """The real CLI in a child; returns exit code, stderr and the child's peak RSS in MB."""
     code = (
         "import sys\n"
-        "from harness.cli import main\n"
+        "from tracegrade.cli import main\n"
         "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
         # VmHWM is this process image's own peak: ru_maxrss keeps the high-water mark of the
         # pytest process it was forked from across exec, so late in a long suite a small

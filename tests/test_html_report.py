@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.inputs.config import GateConfig
-from harness.records import Outcome, ToolCall, ToolRecord
-from harness.redaction import RedactionPolicy
-from harness.reports.html import build_page_data, render_page
-from harness.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
-from harness.runs.outcome import RunOutcome, TargetResult
-from harness.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
-from harness.runs.store import QuestionRun
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.inputs.config import GateConfig
+from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade.redaction import RedactionPolicy
+from tracegrade.reports.html import build_page_data, render_page
+from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
+from tracegrade.runs.outcome import RunOutcome, TargetResult
+from tracegrade.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
+from tracegrade.runs.store import QuestionRun
 
 
 def page_data(html: str) -> dict:

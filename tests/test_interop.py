@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from harness import semconv as sc
-from harness.cli import main
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
 from tests.runs_support import write_project
+from tracegrade import semconv as sc
+from tracegrade.cli import main
 
 SECRET_Q = {
     "id": "leaky",

@@ -10,19 +10,19 @@ import textwrap
 
 import pytest
 
-from harness.errors import PluginError, ProviderError
-from harness.inputs.config import load_config
-from harness.judging import JudgeRequest, ManagedProvider, build_provider, provider_backends
-from harness.runs.lifecycle import start_run
-from harness.runs.regrade import regrade_run
 from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
+from tracegrade.errors import PluginError, ProviderError
+from tracegrade.inputs.config import load_config
+from tracegrade.judging import JudgeRequest, ManagedProvider, build_provider, provider_backends
+from tracegrade.runs.lifecycle import start_run
+from tracegrade.runs.regrade import regrade_run
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
 GOAL_MODULE = """
-from graders.code import grader
+from tracegrade.graders.code import grader
 
 
 @grader(name="goal_met")
@@ -62,8 +62,8 @@ def test_the_grader_judge_closure_goes_through_the_cache(tmp_path, openai_server
 
 
 async def test_every_prompt_part_is_redacted_before_it_leaves(tmp_path, openai_server):
-    from graders.base import GraderServices
-    from graders.judges import GRADERS
+    from tracegrade.graders.base import GraderServices
+    from tracegrade.graders.judges import GRADERS
 
     relevance = {cls.id: cls for cls in GRADERS}["relevance_grader"]
     provider = build_provider(_judge_block(openai_server))
@@ -76,7 +76,7 @@ async def test_every_prompt_part_is_redacted_before_it_leaves(tmp_path, openai_s
 
 # -- the provider layer -------------------------------------------------------------------------
 BACKEND = """
-from harness.judging import Failure, JudgeReply
+from tracegrade.judging import Failure, JudgeReply
 
 
 class FlakyError(Exception):

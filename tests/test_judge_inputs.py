@@ -10,18 +10,18 @@ from pathlib import Path
 
 import yaml
 
-from graders.base import GraderServices
-from graders.code import grader
-from graders.judges import GRADERS
-from harness.cli import main
-from harness.inputs.config import load_config
-from harness.judging import OpenAICompatibleProvider
-from harness.runs.identity import grader_code_hash
-from harness.runs.lifecycle import start_run
-from harness.runs.regrade import regrade_run
 from tests import openai_server as loopback
 from tests.openai_server import reply, score
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.graders.base import GraderServices
+from tracegrade.graders.code import grader
+from tracegrade.graders.judges import GRADERS
+from tracegrade.inputs.config import load_config
+from tracegrade.judging import OpenAICompatibleProvider
+from tracegrade.runs.identity import grader_code_hash
+from tracegrade.runs.lifecycle import start_run
+from tracegrade.runs.regrade import regrade_run
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

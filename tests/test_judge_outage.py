@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from graders.judges import GRADERS
-from harness.cli import main
-from harness.errors import ProviderError
-from harness.judging import CircuitBreaker, JudgeRequest, OpenAICompatibleProvider
 from tests import openai_server as loopback
 from tests.openai_server import rate_limited, score, server_error, slow
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.errors import ProviderError
+from tracegrade.graders.judges import GRADERS
+from tracegrade.judging import CircuitBreaker, JudgeRequest, OpenAICompatibleProvider
 
 openai_server = loopback.openai_server  # the fixtures, by the names tests request
 hanging_server = loopback.hanging_server

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.runs.agreement import agreement, cohen_kappa
 from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.runs.agreement import agreement, cohen_kappa
 
 openai_server = loopback.openai_server  # the fixture
 

@@ -8,12 +8,6 @@ import re
 
 import pytest
 
-from graders.base import GraderServices
-from graders.judges import GRADERS, LlmJudge
-from graders.judges.base import parse_verdict
-from harness.errors import ConfigError, JudgeError
-from harness.judging import OpenAICompatibleProvider
-from harness.records import Outcome, ToolCall, ToolRecord
 from tests import openai_server as loopback
 from tests.openai_server import (
     non_numeric_score,
@@ -23,6 +17,12 @@ from tests.openai_server import (
     server_error,
     slow,
 )
+from tracegrade.errors import ConfigError, JudgeError
+from tracegrade.graders.base import GraderServices
+from tracegrade.graders.judges import GRADERS, LlmJudge
+from tracegrade.graders.judges.base import parse_verdict
+from tracegrade.judging import OpenAICompatibleProvider
+from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
 from tests import openai_server as loopback
 from tests.openai_server import non_numeric_score, score, server_error
+from tracegrade.cli import main
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.inputs.config import GateConfig
-from harness.reports.junit import render_junit
-from harness.runs.outcome import RunOutcome, TargetResult
-from harness.runs.scoring import (
+from tracegrade.inputs.config import GateConfig
+from tracegrade.reports.junit import render_junit
+from tracegrade.runs.outcome import RunOutcome, TargetResult
+from tracegrade.runs.scoring import (
     GraderScore,
     QuestionScore,
     evaluate_gate,

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import yaml
 
-from harness.cli import main
-from harness.runs.store import SCHEMA_VERSION, ResultStore
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.runs.store import SCHEMA_VERSION, ResultStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # A grader that leaves one required rubric check in Review on every question (as a rubric
 # judge does without the evidence it needs): the gate fails until a person decides it.
 REVIEW_MODULE = """
-from graders.base import Grader
+from tracegrade.graders.base import Grader
 
 
 class NeedsPerson(Grader):
@@ -230,7 +230,7 @@ def _talk(argv: list[str], script: list[tuple[str, str]], cwd: Path) -> tuple[in
 def test_interactive_label_in_a_terminal(tmp_path, capsys):
     config = project(tmp_path)
     run_id = run(config, capsys)
-    entry = "import sys; from harness.cli import main; sys.exit(main(sys.argv[1:]))"
+    entry = "import sys; from tracegrade.cli import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", entry, "label", run_id, "--config", str(config)]
     code, transcript = _talk(
         argv,

@@ -12,26 +12,27 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # room -> floor; a module's room is the longest prefix listed here.
 FLOORS: dict[str, int] = {
-    "harness.errors": 1,
-    "harness.records": 1,
-    "harness.redaction": 1,
-    "harness.semconv": 1,
-    "harness.environment": 1,
-    "harness.lazy": 1,
-    "harness.otlp": 1,
-    "harness.inputs": 2,
-    "harness.capture": 2,
-    "harness.judging": 2,
-    "graders": 3,
-    "harness.runs": 4,
-    "harness.assertions": 4,
-    "harness.reports": 5,
-    "harness.cli": 6,
-    "harness.api": 6,
-    "harness.pytest_plugin": 7,
-    "harness.__main__": 7,  # `python -m harness`: the entry point above the CLI
+    "tracegrade.errors": 1,
+    "tracegrade.records": 1,
+    "tracegrade.redaction": 1,
+    "tracegrade.semconv": 1,
+    "tracegrade.environment": 1,
+    "tracegrade.lazy": 1,
+    "tracegrade._version": 1,
+    "tracegrade.otlp": 1,
+    "tracegrade.inputs": 2,
+    "tracegrade.capture": 2,
+    "tracegrade.judging": 2,
+    "tracegrade.graders": 3,
+    "tracegrade.runs": 4,
+    "tracegrade.assertions": 4,
+    "tracegrade.reports": 5,
+    "tracegrade.cli": 6,
+    "tracegrade.api": 6,
+    "tracegrade.pytest_plugin": 7,
+    "tracegrade.__main__": 7,  # `python -m tracegrade`: the entry point above the CLI
 }
-FACADE = "harness"  # the lazy facade names every floor; it imports nothing at import time
+FACADE = "tracegrade"  # the lazy facade names every floor; it imports nothing at import time
 
 
 def room_of(module: str) -> str | None:
@@ -41,25 +42,56 @@ def room_of(module: str) -> str | None:
 
 def modules() -> list[tuple[str, Path]]:
     found = []
-    for package in ("harness", "graders"):
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
+    # harness/ is the package `tracegrade`, graders/ is `tracegrade.graders` (pyproject.toml)
+    for folder, package in (("harness", ("tracegrade",)), ("graders", ("tracegrade", "graders"))):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.relative_to(ROOT / folder).parts[0] in ("graders", "schemas"):
+                continue  # the links inside harness/: graders/ is walked as its own folder
+            parts = (*package, *path.relative_to(ROOT / folder).with_suffix("").parts)
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found.append((name, path))
     return found
 
 
 def imports_of(path: Path, module: str) -> list[tuple[str, int]]:
+    """Every module `path` imports, relative imports resolved against `module`."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.module, node.lineno))
-            # `from harness import semconv` imports the submodule harness.semconv
-            out += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            out.append((source, node.lineno))
+            # `from . import semconv` imports the submodule tracegrade.semconv
+            out += [(f"{source}.{a.name}", node.lineno) for a in node.names]
     return out
+
+
+@pytest.mark.parametrize("module,path", modules(), ids=lambda v: str(v))
+def test_the_package_imports_itself_relatively(module, path):
+    # One package, `tracegrade`: its modules never import the source folders' names (`harness`,
+    # `graders`), which are not installed, nor themselves by absolute name (httpx's style, and
+    # what keeps a user's own `graders.py` from shadowing anything).
+    tree = ast.parse(path.read_text(), filename=str(path))
+    absolute = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        absolute += [
+            f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+            for n in names
+            if n.split(".")[0] in ("harness", "graders", "tracegrade")
+        ]
+    assert not absolute, "\n".join(absolute)
 
 
 @pytest.mark.parametrize("module,path", modules(), ids=lambda v: str(v))
@@ -84,6 +116,6 @@ def test_no_module_imports_from_a_higher_floor(module, path):
 def test_the_layer_check_sees_an_upward_import(tmp_path):
     # The check itself can fail: a floor-2 module importing the runner is caught.
     bad = tmp_path / "bad.py"
-    bad.write_text("from harness.runs.runner import arun_target\n")
-    targets = [t for t, _ in imports_of(bad, "harness.inputs.bad")]
-    assert any(FLOORS[room_of(t)] > FLOORS["harness.inputs"] for t in targets if room_of(t))
+    bad.write_text("from ..runs.runner import arun_target\n")
+    targets = [t for t, _ in imports_of(bad, "tracegrade.inputs.bad")]
+    assert any(FLOORS[room_of(t)] > FLOORS["tracegrade.inputs"] for t in targets if room_of(t))

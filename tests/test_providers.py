@@ -8,14 +8,6 @@ import time
 
 import pytest
 
-from harness.errors import ConfigError, ProviderError
-from harness.judging import (
-    JudgeRequest,
-    OpenAICompatibleProvider,
-    RateLimiter,
-    build_provider,
-)
-from harness.judging.retry import RetryPolicy, parse_retry_after
 from tests import openai_server as loopback
 from tests.openai_server import (
     malformed_body,
@@ -25,6 +17,14 @@ from tests.openai_server import (
     server_error,
     slow,
 )
+from tracegrade.errors import ConfigError, ProviderError
+from tracegrade.judging import (
+    JudgeRequest,
+    OpenAICompatibleProvider,
+    RateLimiter,
+    build_provider,
+)
+from tracegrade.judging.retry import RetryPolicy, parse_retry_after
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

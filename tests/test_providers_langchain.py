@@ -12,10 +12,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from graders.base import GraderServices
-from graders.judges import RelevanceGrader
-from harness.errors import ConfigError, ProviderError
-from harness.judging import JudgeRequest, LangChainProvider, build_provider
+from tracegrade.errors import ConfigError, ProviderError
+from tracegrade.graders.base import GraderServices
+from tracegrade.graders.judges import RelevanceGrader
+from tracegrade.judging import JudgeRequest, LangChainProvider, build_provider
 
 REQUEST = JudgeRequest(messages=({"role": "user", "content": "grade"},))
 LOGPROBS = {

@@ -1,4 +1,4 @@
-"""The public facades: `harness` and `graders` export exactly what `__all__` says, and every
+"""The public facades: `tracegrade` and `tracegrade.graders` export exactly what `__all__` says, and every
 name resolves (a renamed function would otherwise break users at import time, not in CI)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import types
 
 import pytest
 
-import graders
-import harness
+import tracegrade
+import tracegrade.graders as graders
 
 
-@pytest.mark.parametrize("package", [harness, graders], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("package", [tracegrade, graders], ids=lambda p: p.__name__)
 def test_all_is_sorted_unique_and_every_name_resolves(package):
     names = package.__all__
     assert names == sorted(set(names), key=names.index)  # no duplicates
@@ -31,7 +31,7 @@ def test_graders_namespace_holds_exactly_all():
     assert public == set(graders.__all__)
 
 
-@pytest.mark.parametrize("package", [harness, graders], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("package", [tracegrade, graders], ids=lambda p: p.__name__)
 def test_facade_names_the_defining_module(package):
     for name in package.__all__:
         value = getattr(package, name)
@@ -42,12 +42,19 @@ def test_facade_names_the_defining_module(package):
 
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_thing"):
-        harness.no_such_thing  # noqa: B018
+        tracegrade.no_such_thing  # noqa: B018
 
 
 # What a light entry point must not pay for: LangGraph, the judges and their HTTP client, the
 # schema validator, the runner.
-HEAVY = ("langgraph", "langchain_core", "graders.judges", "httpx", "jsonschema", "harness.runs")
+HEAVY = (
+    "langgraph",
+    "langchain_core",
+    "tracegrade.graders.judges",
+    "httpx",
+    "jsonschema",
+    "tracegrade.runs",
+)
 
 
 def _heavy_modules_after(code: str) -> list[str]:
@@ -57,7 +64,9 @@ def _heavy_modules_after(code: str) -> list[str]:
     return [m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
-@pytest.mark.parametrize("package", ["harness", "graders", "harness.pytest_plugin"])
+@pytest.mark.parametrize(
+    "package", ["tracegrade", "tracegrade.graders", "tracegrade.pytest_plugin"]
+)
 def test_importing_a_facade_imports_nothing_heavy(package):
     # The facades are lazy: a user importing one name, or the CLI, stays light; so does the
     # pytest plugin, which every pytest run of a project that installs tracegrade loads.
@@ -68,10 +77,14 @@ def test_importing_a_facade_imports_nothing_heavy(package):
 def test_the_cli_help_imports_nothing_heavy(argv):
     # `tracegrade --help` starts in a few tens of milliseconds (bench/startup.py): the parser is
     # built from the subcommand modules alone, each importing its machinery when it runs.
-    code = f"from harness.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    code = (
+        f"from tracegrade.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass"
+    )
     assert _heavy_modules_after(code) == []
 
 
 def test_the_probe_sees_a_heavy_import():
     # The check above can fail: asking for a judge loads the judges.
-    assert "graders.judges" in _heavy_modules_after("from graders import LlmJudge")
+    assert "tracegrade.graders.judges" in _heavy_modules_after(
+        "from tracegrade.graders import LlmJudge"
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import load_dataset, read_records
+from tracegrade import load_dataset, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = {"book_consultation", "book_without_check", "cancel_booking", "refund_over_limit"}
@@ -78,7 +78,7 @@ def test_one_item_per_question_per_target_failing_with_the_graders_reasons(proje
         [
             sys.executable,
             "-m",
-            "harness",
+            "tracegrade",
             "grade",
             "--config",
             "examples/tracegrade.yaml",
@@ -157,8 +157,8 @@ def test_without_the_option_the_plugin_is_inert(project):
         "def test_plain(pytestconfig):\n"
         "    assert pytestconfig.pluginmanager.hasplugin('tracegrade')\n"
         "    assert pytestconfig.pluginmanager.get_plugin('tracegrade-session') is None\n"
-        "    heavy = [m for m in sys.modules if m.startswith(('harness.runs', 'graders',\n"
-        "             'harness.inputs', 'langgraph'))]\n"
+        "    heavy = [m for m in sys.modules if m.startswith(('tracegrade.runs', 'graders',\n"
+        "             'tracegrade.inputs', 'langgraph'))]\n"
         "    assert heavy == []\n"
     )
     done = pytest_in(project, "test_plain.py")

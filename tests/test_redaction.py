@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.redaction import (
+from tracegrade.redaction import (
     REDACTED,
     SECRET_NAME_FRAGMENTS,
     is_secret_name,

@@ -135,7 +135,7 @@ def build_graph():
 GRADING_MODULE = """
 from pathlib import Path
 
-from graders.code import grader
+from tracegrade.graders.code import grader
 
 BLOB = Path(SECRET_FILE_REPR).read_text(encoding="utf-8")
 
@@ -268,7 +268,7 @@ def hits(label: str, data: bytes) -> list[str]:
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "tracegrade", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -10,14 +10,14 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.capture.tracefile import redacted_attributes
-from harness.cli import main
-from harness.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
-from harness.judging.redacting import RedactingProvider
-from harness.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
-from harness.runs.scoring import GraderScore, QuestionScore, score_question
-from harness.runs.store import QuestionRun, ResultStore
 from tests.runs_support import write_project
+from tracegrade.capture.tracefile import redacted_attributes
+from tracegrade.cli import main
+from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
+from tracegrade.judging.redacting import RedactingProvider
+from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
+from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.runs.store import QuestionRun, ResultStore
 
 # (as planted, the part that must not survive): one of every kind.
 KINDS = [
@@ -287,8 +287,8 @@ def test_validate_never_prints_a_rejected_secret(tmp_path, capsys):
 
 
 def test_the_configured_policy_decides_the_judges_tool_calls_block():
-    from harness.judging.rendering import render_tool_calls
-    from harness.records import Outcome, ToolCall
+    from tracegrade.judging.rendering import render_tool_calls
+    from tracegrade.records import Outcome, ToolCall
 
     call = ToolCall(
         seq=0,

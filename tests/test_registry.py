@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from graders import Grader, GraderServices, build_context, load_registry
-from graders.registry import GROUP, GraderRegistry, validate_grader_class
-from harness.errors import InputError, PluginError
-from harness.records import Outcome, ToolCall, ToolRecord
+from tracegrade.errors import InputError, PluginError
+from tracegrade.graders import Grader, GraderServices, build_context, load_registry
+from tracegrade.graders.registry import GROUP, GraderRegistry, validate_grader_class
+from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 SAMPLE = Path(__file__).parent / "plugins" / "tracegrade_sample_plugin"
 
@@ -265,7 +265,7 @@ packages = ["tracegrade_broken_plugin"]
 """
 
 BROKEN_MODULE = """\
-from graders import Grader
+from tracegrade.graders import Grader
 
 
 class Inverted(Grader):

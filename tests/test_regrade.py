@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import textwrap
 
-from harness.cli import main
-from harness.inputs.config import load_config
-from harness.runs.lifecycle import start_run
-from harness.runs.regrade import regrade_run
-from harness.runs.store import ResultStore
 from tests import openai_server as loopback
 from tests.openai_server import score, server_error
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.inputs.config import load_config
+from tracegrade.runs.lifecycle import start_run
+from tracegrade.runs.regrade import regrade_run
+from tracegrade.runs.store import ResultStore
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
@@ -84,7 +84,7 @@ def test_stored_grading_module_copy_vs_current(tmp_path, openai_server):
     (tmp_path / "data" / "graders.py").write_text(
         textwrap.dedent(
             """
-            from graders.code import grader
+            from tracegrade.graders.code import grader
 
             @grader(name="says_sunny")
             def says_sunny(output):

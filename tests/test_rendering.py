@@ -10,15 +10,15 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.judging import (
+from tracegrade.judging import (
     NO_TOOLS_CALLED,
     TOOL_CALLS_HEADER,
     escape_fences,
     fence,
     render_tool_calls,
 )
-from harness.records import Outcome, ToolCall, ToolRecord
-from harness.redaction import SECRET_NAME_FRAGMENTS, redact_text
+from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade.redaction import SECRET_NAME_FRAGMENTS, redact_text
 
 HEADER_LINES = len(TOOL_CALLS_HEADER.splitlines())
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.capture.tracefile import read_trial_records
-from harness.cli import main
-from harness.runs.store import ResultStore
+from tracegrade.capture.tracefile import read_trial_records
+from tracegrade.cli import main
+from tracegrade.runs.store import ResultStore
 
 SEED = 6
 CITIES = ("Paris", "Oslo", "Rome")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.inputs.config import GateConfig
-from harness.reports.console import render_console
-from harness.reports.json_report import build_json_report
-from harness.reports.junit import render_junit
-from harness.reports.markdown import render_markdown
-from harness.runs.outcome import RunOutcome, TargetResult
-from harness.runs.scoring import (
+from tracegrade.inputs.config import GateConfig
+from tracegrade.reports.console import render_console
+from tracegrade.reports.json_report import build_json_report
+from tracegrade.reports.junit import render_junit
+from tracegrade.reports.markdown import render_markdown
+from tracegrade.runs.outcome import RunOutcome, TargetResult
+from tracegrade.runs.scoring import (
     GraderScore,
     QuestionScore,
     evaluate_gate,

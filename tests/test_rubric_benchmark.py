@@ -10,12 +10,12 @@ import math
 import pytest
 import yaml
 
-from graders.rubrics.model import Thresholds
-from harness.cli import main
-from harness.runs.rubric_benchmark import grid
 from tests import openai_server as loopback
 from tests.openai_server import Answer
 from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.graders.rubrics.model import Thresholds
+from tracegrade.runs.rubric_benchmark import grid
 
 openai_server = loopback.openai_server  # the fixture
 

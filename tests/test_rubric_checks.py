@@ -11,11 +11,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graders.base import GraderServices
-from graders.rubrics import Check, Rubric, RubricChecksGrader, RubricStore
-from graders.rubrics.executable import run_check
-from graders.rubrics.rubric_checks import combine
-from harness.errors import RubricError
+from tracegrade.errors import RubricError
+from tracegrade.graders.base import GraderServices
+from tracegrade.graders.rubrics import Check, Rubric, RubricChecksGrader, RubricStore
+from tracegrade.graders.rubrics.executable import run_check
+from tracegrade.graders.rubrics.rubric_checks import combine
 
 
 def check(kind: str, **params) -> Check:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graders.rubrics import Rubric, validate_rubric_file
-from harness.inputs.sourcefile import load_document, load_schema
+from tracegrade.graders.rubrics import Rubric, validate_rubric_file
+from tracegrade.inputs.sourcefile import load_document, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 VALID = sorted((ROOT / "schema/examples/rubrics/valid").iterdir())

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from graders.base import GraderServices
-from graders.rubrics import RubricJudgeGrader, RubricStore
-from harness.errors import ConfigError
-from harness.judging import JudgeCache, OpenAICompatibleProvider
-from harness.records import Outcome, ToolCall, ToolRecord
 from tests import openai_server as loopback
 from tests.openai_server import Answer, reply, server_error
+from tracegrade.errors import ConfigError
+from tracegrade.graders.base import GraderServices
+from tracegrade.graders.rubrics import RubricJudgeGrader, RubricStore
+from tracegrade.judging import JudgeCache, OpenAICompatibleProvider
+from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -10,9 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from graders.rubrics import CheckStatus, Thresholds, decide_status
-from graders.rubrics.probabilities import letter_probabilities, sample_probabilities, token_at
-from harness.judging.provider import TokenLogprob
+from tracegrade.graders.rubrics import CheckStatus, Thresholds, decide_status
+from tracegrade.graders.rubrics.probabilities import (
+    letter_probabilities,
+    sample_probabilities,
+    token_at,
+)
+from tracegrade.judging.provider import TokenLogprob
 
 DEFAULT = Thresholds()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from graders.rubrics import RubricStore, append_criteria, criteria_text, parse_ref
-from harness.errors import ExitCode, RubricError
+from tracegrade.errors import ExitCode, RubricError
+from tracegrade.graders.rubrics import RubricStore, append_criteria, criteria_text, parse_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InputError
-from harness.runs.history import load_outcome, load_stored_run
-from harness.runs.identity import read_manifest
-from harness.runs.record import question_fingerprint
-from harness.runs.scoring import GraderScore, QuestionScore, score_question
-from harness.runs.store import SCHEMA_VERSION, QuestionRun, ResultStore
+from tracegrade.errors import InputError
+from tracegrade.runs.history import load_outcome, load_stored_run
+from tracegrade.runs.identity import read_manifest
+from tracegrade.runs.record import question_fingerprint
+from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.runs.store import SCHEMA_VERSION, QuestionRun, ResultStore
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"
 # What the first release scored on that run (printed by it when the fixture was written).

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from harness.inputs.config import load_config
-from harness.records import ToolRecord
-from harness.runs.lifecycle import start_run
-from harness.runs.outcome import Selection
-from harness.runs.store import ResultStore
 from tests.runs_support import write_project
+from tracegrade.inputs.config import load_config
+from tracegrade.records import ToolRecord
+from tracegrade.runs.lifecycle import start_run
+from tracegrade.runs.outcome import Selection
+from tracegrade.runs.store import ResultStore
 
 
 def _by_id(outcome):
@@ -122,7 +122,7 @@ def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):
 
 
 def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
-    from harness.capture.recorder import Recorder
+    from tracegrade.capture.recorder import Recorder
 
     class BrokenRecorder(Recorder):
         def seal(self, final_state=None):
@@ -131,10 +131,10 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
-    from harness.inputs.dataset import load_dataset
-    from harness.runs.grading import attach_graders
-    from harness.runs.lifecycle import _plan, run_services
-    from harness.runs.runner import arun_target
+    from tracegrade.inputs.dataset import load_dataset
+    from tracegrade.runs.grading import attach_graders
+    from tracegrade.runs.lifecycle import _plan, run_services
+    from tracegrade.runs.runner import arun_target
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
@@ -175,7 +175,7 @@ def test_every_finished_question_is_a_committed_row_without_tool_arguments(tmp_p
 
 
 def test_nothing_selected_is_exit_5(tmp_path):
-    from harness.errors import NothingToRunError
+    from tracegrade.errors import NothingToRunError
 
     config = load_config(write_project(tmp_path))
     with pytest.raises(NothingToRunError):
@@ -186,7 +186,7 @@ def test_nothing_selected_is_exit_5(tmp_path):
 async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
     # A notebook or an async service already has a loop: astart_run must be awaitable there
     # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
-    from harness.runs.lifecycle import astart_run
+    from tracegrade.runs.lifecycle import astart_run
 
     config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
     outcome = await astart_run(config)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.inputs.config import load_config
-from harness.runs.lifecycle import resume_run, start_run
-from harness.runs.store import ResultStore
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade.inputs.config import load_config
+from tracegrade.runs.lifecycle import resume_run, start_run
+from tracegrade.runs.store import ResultStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ def test_killed_process_resumed_from_the_cli(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--config", str(path), "--quiet"],
+        [sys.executable, "-m", "tracegrade", "run", "--config", str(path), "--quiet"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -96,7 +96,7 @@ def test_killed_process_resumed_from_the_cli(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness",
+            "tracegrade",
             "run",
             "--config",
             str(path),

@@ -11,9 +11,9 @@ import pydantic
 import pytest
 from jsonschema import Draft202012Validator
 
-from harness.errors import DatasetError
-from harness.inputs.dataset import Dataset, load_dataset, validate_dataset_file
-from harness.inputs.sourcefile import _validator, load_document, load_schema
+from tracegrade.errors import DatasetError
+from tracegrade.inputs.dataset import Dataset, load_dataset, validate_dataset_file
+from tracegrade.inputs.sourcefile import _validator, load_document, load_schema
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "schema" / "examples"
 VALID = sorted((EXAMPLES / "valid").glob("dataset-*.yaml"))
@@ -68,7 +68,7 @@ RULES = {
     "duplicate question id",
     "duplicate key",
     "YAML syntax error",
-    # the trajectory block (harness.inputs.trajectory words each rule the same way)
+    # the trajectory block (tracegrade.inputs.trajectory words each rule the same way)
     "a trajectory needs calls, forbid, only, count or max_calls",
     "trajectory.match must be one of strict, unordered, subset, superset, subsequence",
     "trajectory.args must be one of subset, exact, ignore",

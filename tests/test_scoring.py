@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.inputs.config import GateConfig
-from harness.records import GradeResult
-from harness.runs.scoring import (
+from tracegrade.inputs.config import GateConfig
+from tracegrade.records import GradeResult
+from tracegrade.runs.scoring import (
     GraderScore,
     QuestionScore,
     aggregate_samples,

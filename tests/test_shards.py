@@ -12,12 +12,12 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.capture.tracefile import read_records
-from harness.cli import main
-from harness.errors import InputError
-from harness.runs.shards import parse_shard, shard_of
-from harness.runs.store import ResultStore
 from tests.runs_support import write_project
+from tracegrade.capture.tracefile import read_records
+from tracegrade.cli import main
+from tracegrade.errors import InputError
+from tracegrade.runs.shards import parse_shard, shard_of
+from tracegrade.runs.store import ResultStore
 
 
 def _questions(n: int) -> list[dict]:

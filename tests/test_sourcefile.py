@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.errors import ConfigError, DatasetError, ExitCode
-from harness.inputs.sourcefile import (
+from tracegrade.errors import ConfigError, DatasetError, ExitCode
+from tracegrade.inputs.sourcefile import (
     Problem,
     load_document,
     load_schema,
@@ -210,7 +210,7 @@ def test_every_repository_schema_ships_in_the_package() -> None:
     for name in names:
         assert (schema_dir() / name).read_text() == (repo / name).read_text()
     pyproject = tomllib.loads((repo.parent / "pyproject.toml").read_text())
-    package_data = pyproject["tool"]["setuptools"]["package-data"]["harness"]
+    package_data = pyproject["tool"]["setuptools"]["package-data"]["tracegrade"]
     assert "schemas/*.schema.json" in package_data and "py.typed" in package_data
 
 

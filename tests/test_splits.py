@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.inputs.dataset import load_dataset, select_questions
-from harness.inputs.splits import SPLIT_NAMES, UNCOVERED, assign_split, bucket_of, hash_fraction
+from tracegrade.inputs.dataset import load_dataset, select_questions
+from tracegrade.inputs.splits import SPLIT_NAMES, UNCOVERED, assign_split, bucket_of, hash_fraction
 
 RATIOS = {"train": 0.6, "validation": 0.2, "test": 0.2}
 
@@ -57,7 +57,7 @@ def test_hash_fraction_is_documented_sha256_formula() -> None:
 def test_same_in_a_fresh_interpreter_with_other_hash_seed() -> None:
     # Python's str hash is salted per process; ours must not be.
     code = (
-        "from harness.inputs.splits import bucket_of;"
+        "from tracegrade.inputs.splits import bucket_of;"
         f"print(','.join(bucket_of(k, ratios={RATIOS!r}, seed=7) for k in {list(GOLDEN_SEED_7)!r}))"
     )
     out = subprocess.run(

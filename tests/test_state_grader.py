@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from graders.context import build_context
-from graders.state import StateGrader
-from harness.environment import SQLiteEnvironment
+from tracegrade.environment import SQLiteEnvironment
+from tracegrade.graders.context import build_context
+from tracegrade.graders.state import StateGrader
 
 GRADER = StateGrader()
 SCHEMA = """

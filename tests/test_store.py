@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from harness.runs.scoring import GraderScore, QuestionScore, score_question
-from harness.runs.store import QuestionRun, ResultStore
+from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.runs.store import QuestionRun, ResultStore
 
 
 def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:

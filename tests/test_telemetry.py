@@ -15,11 +15,11 @@ from opentelemetry import trace
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import lookup, react_agent
-from harness.capture.recorder import Recorder
-from harness.capture.telemetry import RunTelemetry
-from harness.capture.tracefile import read_records, redacted_attributes
-from harness.redaction import REDACTED, SECRET_NAME_FRAGMENTS
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
+from tracegrade.capture.recorder import Recorder
+from tracegrade.capture.telemetry import RunTelemetry
+from tracegrade.capture.tracefile import read_records, redacted_attributes
+from tracegrade.redaction import REDACTED, SECRET_NAME_FRAGMENTS
 
 BEARER = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -117,7 +117,7 @@ def test_unreachable_collector_never_fails_or_stalls_a_run(tmp_path, caplog):
     )
     records = [run_once(tel, f"q{i}")[1] for i in range(3)]
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="harness.capture.telemetry"):
+    with caplog.at_level(logging.WARNING, logger="tracegrade.capture.telemetry"):
         report = tel.shutdown()
         assert tel.shutdown() is report  # idempotent, reported once
     elapsed = time.monotonic() - started
@@ -125,7 +125,7 @@ def test_unreachable_collector_never_fails_or_stalls_a_run(tmp_path, caplog):
     assert all(r.complete and len(r) == 2 for r in records)
     assert report.exported == 0 and report.failed == 18 and not report.ok
     assert report.first_failure and "127.0.0.1" in report.first_failure
-    assert len([r for r in caplog.records if r.name == "harness.capture.telemetry"]) == 1
+    assert len([r for r in caplog.records if r.name == "tracegrade.capture.telemetry"]) == 1
     assert report.written == 18 and set(read_records(path)) == {"q0", "q1", "q2"}
 
 

@@ -8,8 +8,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import delegating_tool, lookup, react_agent, supervisor_with_subgraph
-from harness.capture.recorder import Recorder
-from harness.capture.toolcatalog import tool_catalog
+from tracegrade.capture.recorder import Recorder
+from tracegrade.capture.toolcatalog import tool_catalog
 
 
 def researcher(turns):

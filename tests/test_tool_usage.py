@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graders.context import build_context
-from graders.tool_usage import (
+from tracegrade.graders.context import build_context
+from tracegrade.graders.tool_usage import (
     FALLBACK_MARKER,
     ToolUsageGrader,
     args_match,
     same_scalar,
     scrape_tool_markers,
 )
-from harness.records import Outcome, ToolCall, ToolRecord
+from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 GRADER = ToolUsageGrader()
 
@@ -541,7 +541,7 @@ def test_verdict_independent_of_expectation_order(calls, expected, data):
     name=st.sampled_from(["a", "b", "x:a", "desk:a", "sub:b", "c"]),
 )
 def test_record_index_agrees_with_toolcall_matches(calls, name):
-    from graders.tool_usage import _RecordIndex
+    from tracegrade.graders.tool_usage import _RecordIndex
 
     record = ToolRecord(
         [

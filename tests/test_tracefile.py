@@ -27,12 +27,17 @@ from agents.testing_graphs import (
     react_agent,
     set_flag,
 )
-from harness.capture import recorder as recorder_module
-from harness.capture.recorder import Recorder
-from harness.capture.telemetry import RunTelemetry
-from harness.capture.tracefile import encode_line, encode_spans, read_records, redacted_attributes
-from harness.records import Outcome
-from harness.redaction import REDACTED, redact_text
+from tracegrade.capture import recorder as recorder_module
+from tracegrade.capture.recorder import Recorder
+from tracegrade.capture.telemetry import RunTelemetry
+from tracegrade.capture.tracefile import (
+    encode_line,
+    encode_spans,
+    read_records,
+    redacted_attributes,
+)
+from tracegrade.records import Outcome
+from tracegrade.redaction import REDACTED, redact_text
 
 
 @tool

@@ -10,8 +10,8 @@ import math
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from harness.capture.telemetry import RunTelemetry
-from harness.capture.tracefile import TraceFileExporter
+from tracegrade.capture.telemetry import RunTelemetry
+from tracegrade.capture.tracefile import TraceFileExporter
 
 LONE = json.loads('"\\ud83d"')
 
@@ -61,10 +61,10 @@ def test_a_failed_write_is_counted_in_the_report(tmp_path):
 
 
 def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
-    from harness.inputs.config import load_config
-    from harness.runs.lifecycle import start_run
-    from harness.runs.regrade import regrade_run
     from tests.runs_support import write_project
+    from tracegrade.inputs.config import load_config
+    from tracegrade.runs.lifecycle import start_run
+    from tracegrade.runs.regrade import regrade_run
 
     path = write_project(tmp_path, questions=["paris"])
     agent = tmp_path / "agent.py"
@@ -81,10 +81,10 @@ def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
 
 
 def test_failed_trace_file_writes_make_the_run_incomplete(tmp_path, monkeypatch):
-    from harness.capture import tracefile
-    from harness.inputs.config import load_config
-    from harness.runs.lifecycle import start_run
     from tests.runs_support import write_project
+    from tracegrade.capture import tracefile
+    from tracegrade.inputs.config import load_config
+    from tracegrade.runs.lifecycle import start_run
 
     def broken(*args, **kwargs):
         raise OSError("No space left on device")

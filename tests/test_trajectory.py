@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.support_desk import make_environment, make_tools
 from agents.testing_graphs import boom, delegating_tool, flaky, react_agent
-from graders.context import build_context
-from graders.trajectory import TrajectoryGrader, request_order
-from harness.capture.recorder import Recorder
-from harness.records import Outcome, ToolRecord
+from tracegrade.capture.recorder import Recorder
+from tracegrade.graders.context import build_context
+from tracegrade.graders.trajectory import TrajectoryGrader, request_order
+from tracegrade.records import Outcome, ToolRecord
 
 GRADER = TrajectoryGrader()
 ANA = "ana@example.com"
@@ -268,7 +268,7 @@ def test_default_mode_is_superset(booking):
 
 
 def test_passes_only_at_one(booking):
-    from harness.runs.scoring import passes
+    from tracegrade.runs.scoring import passes
 
     partial = grade({"calls": [BOOK, {"tool": "cancel_booking"}]}, booking)
     assert partial.score == 0.5
@@ -552,7 +552,7 @@ SWAPPED_EXPECTED = [
 def greedy(expected, record):
     """What agentevals-style greedy matching does: each expectation takes the first free call
     that fits. Kept here as the oracle of the defect."""
-    from graders.trajectory import compile_trajectory
+    from tracegrade.graders.trajectory import compile_trajectory
 
     spec = compile_trajectory({"calls": expected})
     free = list(request_order(record))
@@ -622,7 +622,7 @@ def test_setup_failures_score_zero_naming_the_key(booking, trajectory, why):
 
 
 def test_registered_through_the_entry_point_group():
-    from graders.registry import load_registry
+    from tracegrade.graders.registry import load_registry
 
     registry = load_registry()
     assert "trajectory_grader" in registry.ids()
@@ -655,7 +655,7 @@ def documented_trajectories() -> list[dict]:
 
 
 def test_documented_examples_are_valid_and_the_mode_examples_pass(booking):
-    from harness.inputs.trajectory import MODES, trajectory_problems
+    from tracegrade.inputs.trajectory import MODES, trajectory_problems
 
     documented = documented_trajectories()
     assert all(trajectory_problems(t) == [] for t in documented)
@@ -667,7 +667,7 @@ def test_documented_examples_are_valid_and_the_mode_examples_pass(booking):
 
 # -- assert_tool_calls(record, trajectory=...) ---------------------------------------------------
 def test_assert_tool_calls_takes_a_trajectory(booking):
-    from harness import assert_tool_calls
+    from tracegrade import assert_tool_calls
 
     assert_tool_calls(booking, trajectory={"match": "subsequence", "calls": [LOOKUP, BOOK]})
     with pytest.raises(AssertionError) as info:
@@ -683,7 +683,7 @@ def test_assert_tool_calls_takes_a_trajectory(booking):
 
 
 def test_assert_tool_calls_checks_expected_tools_and_a_trajectory_together(booking):
-    from harness import assert_tool_calls
+    from tracegrade import assert_tool_calls
 
     expected = [{"tool": "cancel_booking", "should_run": True}]
     with pytest.raises(AssertionError) as info:
@@ -697,7 +697,7 @@ def test_assert_tool_calls_checks_expected_tools_and_a_trajectory_together(booki
 
 
 def _desk_trajectories():
-    from harness.inputs.dataset import load_dataset
+    from tracegrade.inputs.dataset import load_dataset
 
     dataset = load_dataset(
         Path(__file__).resolve().parents[1] / "examples/datasets/support_desk.yaml"
@@ -708,7 +708,7 @@ def _desk_trajectories():
 @pytest.mark.parametrize("question", _desk_trajectories(), ids=lambda q: str(q.id))
 def test_assert_tool_calls_agrees_with_trajectory_grader(question):
     from agents.support_desk import build_graph, build_regressed_graph
-    from harness import assert_tool_calls, capture
+    from tracegrade import assert_tool_calls, capture
 
     for factory in (build_graph, build_regressed_graph):
         record = capture(factory(), question.input_messages())

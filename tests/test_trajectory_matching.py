@@ -10,10 +10,10 @@ import random
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from graders.context import build_context
-from graders.trajectory import TrajectoryGrader
-from graders.trajectory_matching import align_in_order, max_matching
-from harness.records import Outcome, ToolCall, ToolRecord
+from tracegrade.graders.context import build_context
+from tracegrade.graders.trajectory import TrajectoryGrader
+from tracegrade.graders.trajectory_matching import align_in_order, max_matching
+from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 GRADER = TrajectoryGrader()
 TOOLS = ["search", "book", "cancel"]

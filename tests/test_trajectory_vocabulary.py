@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from harness.inputs.sourcefile import load_document, validate_document
-from harness.inputs.trajectory import (
+from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.inputs.sourcefile import load_document, validate_document
+from tracegrade.inputs.trajectory import (
     MATCHER_KEYWORDS,
     MODES,
     is_matcher,
     tool_names,
     trajectory_problems,
 )
-from tests.runs_support import write_project
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "schema" / "examples"
 VALID = sorted((EXAMPLES / "valid").glob("dataset-trajectory-*.yaml"))

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli import main
 from tests.runs_support import write_project
+from tracegrade.cli import main
 
 NONE_GRADER = """
-from graders.code import grader
+from tracegrade.graders.code import grader
 
 
 @grader(name="only_when_tagged")
@@ -104,7 +104,7 @@ def test_verbose_traceback_has_no_unrelated_chained_error(tmp_path: Path) -> Non
 
     config = write_project(tmp_path, questions=["crash"])
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", "-v", "run", "--config", str(config), "--quiet"],
+        [sys.executable, "-m", "tracegrade", "-v", "run", "--config", str(config), "--quiet"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -122,7 +122,7 @@ def test_verbose_traceback_has_no_unrelated_chained_error(tmp_path: Path) -> Non
 def test_a_huge_agent_error_is_cut_in_the_store_and_reports(capsys, tmp_path: Path) -> None:
     import sqlite3
 
-    from harness.runs.errortext import MAX_ERROR_CHARS
+    from tracegrade.runs.errortext import MAX_ERROR_CHARS
 
     config = write_project(
         tmp_path, questions=["paris"], extra_questions=[{"id": "huge", "input": "huge please"}]

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from harness.inputs.dataset import Dataset, validate_dataset_file
-from harness.inputs.sourcefile import (
+from tracegrade.inputs.dataset import Dataset, validate_dataset_file
+from tracegrade.inputs.sourcefile import (
     Document,
     conforms,
     load_document,
@@ -123,7 +123,7 @@ def test_the_fast_path_agrees_with_the_schema(data):
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_the_fast_path_agrees_with_the_schema_on_the_corpus(path):
-    from harness.errors import DatasetError
+    from tracegrade.errors import DatasetError
 
     try:
         doc = load_document(path, error_cls=DatasetError)

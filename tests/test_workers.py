@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.inputs.config import load_config
-from harness.runs.lifecycle import resume_run, start_run
-from harness.runs.store import ResultStore
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
 from tests.runs_support import write_project
 from tests.test_crash_safety import _questions, _rows
 from tests.test_shards import _records
+from tracegrade.cli import main
+from tracegrade.inputs.config import load_config
+from tracegrade.runs.lifecycle import resume_run, start_run
+from tracegrade.runs.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -250,7 +250,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
 
     full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "tracegrade", *args],
         cwd=cwd,
         env=full,
         stdout=subprocess.PIPE,
@@ -382,7 +382,7 @@ def test_with_workers_every_question_span_reaches_the_otlp_receiver(
     otlp_receiver,  # noqa: F811
     capsys,
 ):
-    from harness import semconv as sc
+    from tracegrade import semconv as sc
 
     config = write_project(
         tmp_path,

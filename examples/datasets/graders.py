@@ -12,8 +12,8 @@ import json
 import re
 from typing import Any
 
-from graders.code import grader
-from harness.records import GradeResult, RunRecord
+from tracegrade.graders.code import grader
+from tracegrade.records import GradeResult, RunRecord
 
 # claim word -> (tool that performs it, the `status` its result carries on success)
 CLAIMS: dict[str, tuple[str, str]] = {

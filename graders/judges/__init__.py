@@ -1,8 +1,8 @@
 """LLM judges: the base class third parties extend and the six built-ins of seed 000,
 the bundled goal judge, and judges defined in a file."""
 
-from graders.judges.base import LlmJudge
-from graders.judges.builtin import (
+from .base import LlmJudge
+from .builtin import (
     AccuracyGrader,
     ActionabilityGrader,
     CompletenessGrader,
@@ -10,8 +10,8 @@ from graders.judges.builtin import (
     GroundednessGrader,
     RelevanceGrader,
 )
-from graders.judges.file_judge import file_judge
-from graders.judges.goal import GoalJudge
+from .file_judge import file_judge
+from .goal import GoalJudge
 
 __all__ = [
     "GRADERS",

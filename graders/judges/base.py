@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from graders.base import Grader
-from graders.context import trial_of
-from harness.errors import ConfigError, JudgeError, ProviderError
-from harness.judging.provider import JudgeReply, JudgeRequest
-from harness.judging.rendering import escape_fences, fence, render_tool_calls
-from harness.records import GradeResult
-from harness.redaction import truncate
+from ...errors import ConfigError, JudgeError, ProviderError
+from ...judging.provider import JudgeReply, JudgeRequest
+from ...judging.rendering import escape_fences, fence, render_tool_calls
+from ...records import GradeResult
+from ...redaction import truncate
+from ..base import Grader
+from ..context import trial_of
 
 __all__ = [
     "DATA_ONLY_NOTE",

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from graders.judges.base import DATA_ONLY_NOTE, LlmJudge
-from harness.records import GradeResult
+from ...records import GradeResult
+from .base import DATA_ONLY_NOTE, LlmJudge
 
 __all__ = [
     "AccuracyGrader",

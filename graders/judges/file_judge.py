@@ -26,13 +26,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from graders.base import Grader, GraderServices
-from graders.judges.base import DATA_ONLY_NOTE, LlmJudge
-from graders.judges.goal import expected_answer_of, goal_of
-from harness.errors import InputError
-from harness.judging.rendering import fence, render_tool_calls
-from harness.records import GradeResult
-from harness.redaction import truncate
+from ...errors import InputError
+from ...judging.rendering import fence, render_tool_calls
+from ...records import GradeResult
+from ...redaction import truncate
+from ..base import Grader, GraderServices
+from .base import DATA_ONLY_NOTE, LlmJudge
+from .goal import expected_answer_of, goal_of
 
 __all__ = ["TEMPLATE_SLOTS", "CallableFileJudge", "TemplateFileJudge", "file_judge"]
 

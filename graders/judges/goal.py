@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from graders.judges.base import DATA_ONLY_NOTE, LlmJudge
-from harness.errors import ConfigError
-from harness.records import GradeResult
+from ...errors import ConfigError
+from ...records import GradeResult
+from .base import DATA_ONLY_NOTE, LlmJudge
 
 __all__ = ["NO_GOAL", "GoalJudge", "expected_answer_of", "goal_of"]
 

@@ -5,12 +5,12 @@ Two graders read them: `rubric_checks` runs the executable checks by code (0–5
 Both put per-check outcomes in `GradeResult.details["checks"]`. See docs/rubrics.md.
 """
 
-from graders.rubrics.attach import append_criteria, check_entry, criteria_text
-from graders.rubrics.model import Check, Rubric, Scoring, Thresholds
-from graders.rubrics.probabilities import CheckStatus, decide_status
-from graders.rubrics.rubric_checks import RubricChecksGrader
-from graders.rubrics.rubric_judge import RubricJudgeGrader
-from graders.rubrics.store import RubricStore, load_rubric_file, parse_ref, validate_rubric_file
+from .attach import append_criteria, check_entry, criteria_text
+from .model import Check, Rubric, Scoring, Thresholds
+from .probabilities import CheckStatus, decide_status
+from .rubric_checks import RubricChecksGrader
+from .rubric_judge import RubricJudgeGrader
+from .store import RubricStore, load_rubric_file, parse_ref, validate_rubric_file
 
 __all__ = [
     "GRADERS",

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graders.rubrics.model import Check, Rubric
-from graders.rubrics.store import RubricStore
-from harness.errors import RubricError
+from ...errors import RubricError
+from .model import Check, Rubric
+from .store import RubricStore
 
 __all__ = ["append_criteria", "check_entry", "criteria_text", "rubric_for", "store_of", "summarize"]
 

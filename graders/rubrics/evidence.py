@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.judging.rendering import escape_fences
-from harness.records import ToolCall, ToolRecord
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from ...judging.rendering import escape_fences
+from ...records import ToolCall, ToolRecord
+from ...redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = ["Evidence", "ToolEvent", "escape_fence", "gather_evidence", "render_evidence"]
 
@@ -34,7 +34,7 @@ class ToolEvent:
     qualified_id: str
     arguments: Mapping[str, Any]
     outcome: str
-    """`ok`, `error`, `not_executed`... (harness.records.Outcome values)."""
+    """`ok`, `error`, `not_executed`... (tracegrade.records.Outcome values)."""
     result: Any = None
     """Read by code (`successWhen`); never rendered for the judge."""
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from graders.rubrics.model import Check
+from .model import Check
 
 __all__ = ["EXECUTORS", "CheckVerdict", "run_check"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graders.rubrics.evidence import Evidence, ToolEvent
-from graders.rubrics.model import Check, SuccessWhen, Thresholds
-from graders.rubrics.probabilities import CheckStatus, decide_status, leading
+from .evidence import Evidence, ToolEvent
+from .model import Check, SuccessWhen, Thresholds
+from .probabilities import CheckStatus, decide_status, leading
 
 __all__ = ["Judged", "Option", "Question", "interpret", "questions_for", "tool_succeeded"]
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from graders.rubrics.model import Thresholds
-from harness.judging.provider import TokenLogprob
+from ...judging.provider import TokenLogprob
+from .model import Thresholds
 
 __all__ = [
     "CheckStatus",

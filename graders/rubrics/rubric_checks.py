@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graders.base import Grader
-from graders.rubrics.attach import check_entry, rubric_for, store_of, summarize
-from graders.rubrics.executable import run_check
-from graders.rubrics.model import Rubric
-from harness.records import GradeResult
+from ...records import GradeResult
+from ..base import Grader
+from .attach import check_entry, rubric_for, store_of, summarize
+from .executable import run_check
+from .model import Rubric
 
 __all__ = ["RubricChecksGrader", "combine"]
 

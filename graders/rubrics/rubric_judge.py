@@ -20,22 +20,22 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graders.base import Grader
-from graders.context import trial_of
-from graders.rubrics.attach import check_entry, rubric_for, store_of, summarize
-from graders.rubrics.evidence import Evidence, gather_evidence, render_evidence
-from graders.rubrics.judge_kinds import Question, interpret, questions_for
-from graders.rubrics.model import EVIDENCE_FIELDS, Check, Rubric, Thresholds
-from graders.rubrics.probabilities import (
+from ...errors import ConfigError, JudgeError
+from ...judging.provider import JudgeReply, JudgeRequest
+from ...records import GradeResult
+from ...redaction import truncate
+from ..base import Grader
+from ..context import trial_of
+from .attach import check_entry, rubric_for, store_of, summarize
+from .evidence import Evidence, gather_evidence, render_evidence
+from .judge_kinds import Question, interpret, questions_for
+from .model import EVIDENCE_FIELDS, Check, Rubric, Thresholds
+from .probabilities import (
     CheckStatus,
     letter_probabilities,
     sample_probabilities,
     token_at,
 )
-from harness.errors import ConfigError, JudgeError
-from harness.judging.provider import JudgeReply, JudgeRequest
-from harness.records import GradeResult
-from harness.redaction import truncate
 
 __all__ = ["SYSTEM_PROMPT", "RubricJudgeGrader", "parse_answers"]
 

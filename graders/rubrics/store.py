@@ -11,9 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graders.rubrics.model import Rubric
-from harness.errors import RubricError
-from harness.inputs.sourcefile import (
+from ...errors import RubricError
+from ...inputs.sourcefile import (
     Document,
     Problem,
     load_document,
@@ -22,6 +21,7 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
+from .model import Rubric
 
 __all__ = [
     "RUBRIC_SUFFIXES",

@@ -20,8 +20,8 @@ import httpx
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from harness import semconv as sc
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from .. import semconv as sc
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = [
     "OtlpJsonExporter",
@@ -61,7 +61,7 @@ class OtlpJsonExporter(SpanExporter):
         self.last_failure: str | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        from harness.capture.tracefile import encode_line
+        from .tracefile import encode_line
 
         line = encode_line(spans, truncate_to=self.truncate_to, policy=self.redaction)
         ok, failure = post_line(self._client, self.endpoint, line, "http/json")
@@ -128,7 +128,7 @@ def _redact_line(line: str, *, project: str | None, policy: RedactionPolicy) -> 
     project resource attribute replaced when `project` is given. Returns (line, span count)."""
     from functools import partial
 
-    from harness.capture.tracefile import redacted_attributes
+    from .tracefile import redacted_attributes
 
     redact = partial(redacted_attributes, policy=policy)
 

@@ -20,8 +20,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt, ParentCommand
 from langgraph.types import Command
 
-from harness import semconv
-from harness.records import Outcome
+from .. import semconv
+from ..records import Outcome
 
 __all__ = [
     "encode_result",

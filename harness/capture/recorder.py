@@ -28,8 +28,9 @@ from langchain_core.messages import ToolMessage
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from harness import semconv as sc
-from harness.capture.reconcile import (
+from .. import semconv as sc
+from ..records import Outcome, ToolRecord, finalize_calls
+from .reconcile import (
     genai_messages,
     messages_in,
     outcome_of_error,
@@ -37,8 +38,8 @@ from harness.capture.reconcile import (
     plain,
     requested_calls,
 )
-from harness.capture.spans import LiteSpan, SpanSink
-from harness.capture.state import (
+from .spans import LiteSpan, SpanSink
+from .state import (
     AgentState,
     RunState,
     ToolState,
@@ -46,7 +47,6 @@ from harness.capture.state import (
     freeze,
     tool_attributes,
 )
-from harness.records import Outcome, ToolRecord, finalize_calls
 
 __all__ = ["Recorder"]
 

@@ -10,9 +10,9 @@ from typing import Any, cast
 
 from opentelemetry.trace import Status, StatusCode
 
-from harness import semconv as sc
-from harness.capture.reconcile import encode_result
-from harness.records import Outcome, ToolCall
+from .. import semconv as sc
+from ..records import Outcome, ToolCall
+from .reconcile import encode_result
 
 __all__ = [
     "ERROR_MESSAGE_CHARS",

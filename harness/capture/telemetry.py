@@ -33,11 +33,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Status, Tracer
 
-from harness import semconv as sc
-from harness.capture.otlp_http import OtlpJsonExporter, describe_response
-from harness.capture.tracefile import TraceFileExporter, redacted_attributes
-from harness.otlp import ENDPOINT_VARS, env_endpoint, resolve_protocol, traces_url
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
+from .. import semconv as sc
+from ..otlp import ENDPOINT_VARS, env_endpoint, resolve_protocol, traces_url
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from .otlp_http import OtlpJsonExporter, describe_response
+from .tracefile import TraceFileExporter, redacted_attributes
 
 __all__ = ["ExportReport", "RedactingExporter", "RunTelemetry"]
 

@@ -3,7 +3,7 @@ format the OpenTelemetry Collector's file exporter writes), and the records read
 
 The file keeps full fidelity (no truncation) except secrets, which never reach disk: argument
 names matching the secret fragments and secret-looking values are redacted by the one rule in
-`harness.redaction`. `read_records` rebuilds each question's ToolRecord for re-grading, through
+`tracegrade.redaction`. `read_records` rebuilds each question's ToolRecord for re-grading, through
 the same `finalize_calls` the live recorder uses, so both give the same record.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from harness import semconv as sc
-from harness.records import Outcome, ToolCall, ToolRecord, finalize_calls
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from .. import semconv as sc
+from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
+from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = [
     "TraceFileExporter",

@@ -17,8 +17,8 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 
-from harness.errors import ExitCode, TracegradeError
-from harness.redaction import RedactingFormatter, redact_text
+from ..errors import ExitCode, TracegradeError
+from ..redaction import RedactingFormatter, redact_text
 
 __all__ = ["Interrupted", "add_id_flag", "build_parser", "handle_stop_signals", "main"]
 
@@ -86,12 +86,9 @@ exit codes:
 
 def _version() -> str:
     """The installed distribution's version (an uninstalled checkout says so)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from .._version import __version__
 
-    try:
-        return version("tracegrade")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    return __version__
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
-        module = importlib.import_module(f"harness.cli.{name}")
+        module = importlib.import_module(f"tracegrade.cli.{name}")
         module.register(subparsers)
     return parser
 

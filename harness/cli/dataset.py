@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
+from . import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
 
 
 def _store_path(config_path: Path | None) -> Path:
-    from harness.inputs.config import load_config
+    from ..inputs.config import load_config
 
     return load_config(config_path).dataset_store
 
@@ -89,11 +89,11 @@ def _store_path(config_path: Path | None) -> Path:
 def _generate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from harness.errors import InputError
-    from harness.inputs.config import load_config
-    from harness.inputs.dataset import load_dataset
-    from harness.runs.generate import agenerate_drafts
-    from harness.runs.grading import build_services
+    from ..errors import InputError
+    from ..inputs.config import load_config
+    from ..inputs.dataset import load_dataset
+    from ..runs.generate import agenerate_drafts
+    from ..runs.grading import build_services
 
     if args.count < 1:
         raise InputError("--count must be at least 1", key="--count")
@@ -130,8 +130,8 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace, store_path: Path) -> int:
-    from harness.inputs.datastore import DatasetStore
-    from harness.runs.generate import DRAFT, review_drafts
+    from ..inputs.datastore import DatasetStore
+    from ..runs.generate import DRAFT, review_drafts
 
     accept = list(args.accept)
     if args.accept_all:
@@ -145,7 +145,7 @@ def _review(args: argparse.Namespace, store_path: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.inputs.datastore import DatasetStore
+    from ..inputs.datastore import DatasetStore
 
     if args.action == "generate":
         return _generate(args)
@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "review":
         return _review(args, store_path)
     if args.action == "promote":
-        from harness.runs.history import resolve_run
-        from harness.runs.promote import promote_question
+        from ..runs.history import resolve_run
+        from ..runs.promote import promote_question
 
         run_dir = resolve_run(args.run_dir, config_path=args.config)
         name, row, review = promote_question(
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             )
         return 0
     if not store_path.is_file():
-        from harness.errors import InputError
+        from ..errors import InputError
 
         raise InputError(
             f"no dataset store at {store_path}",

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
+from . import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -61,8 +61,8 @@ def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
     config the run was made with when it is still there, else none (the default policy)."""
     import json
 
-    from harness.errors import InputError
-    from harness.inputs.config import load_config
+    from ..errors import InputError
+    from ..inputs.config import load_config
 
     direct = Path(args.run_dir)
     if (direct / "traces").is_dir():
@@ -83,10 +83,10 @@ def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.capture.otlp_http import replay_trace_file
-    from harness.errors import InputError
-    from harness.otlp import env_endpoint, exporting_from_env, resolve_protocol, traces_url
-    from harness.redaction import DEFAULT_POLICY
+    from ..capture.otlp_http import replay_trace_file
+    from ..errors import InputError
+    from ..otlp import env_endpoint, exporting_from_env, resolve_protocol, traces_url
+    from ..redaction import DEFAULT_POLICY
 
     protocol = resolve_protocol(args.protocol, key="--protocol")
     if args.endpoint:

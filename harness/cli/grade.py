@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG, add_id_flag
-from harness.reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags, write_reports
+from . import EPILOG, add_id_flag
 
 __all__ = ["register", "run"]
 
@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.inputs.config import load_config
-    from harness.runs.regrade import regrade_run
+    from ..inputs.config import load_config
+    from ..runs.regrade import regrade_run
 
     config = load_config(args.config)
     outcome = regrade_run(

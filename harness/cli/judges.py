@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
+from . import EPILOG
 
 __all__ = ["register", "render_validation", "run_validate", "validation_dict"]
 
@@ -154,7 +154,7 @@ def validation_dict(result: Any, *, source: str, gold: str) -> dict[str, Any]:
 
 @functools.cache
 def _registry() -> Any:
-    from graders.registry import load_registry
+    from ..graders.registry import load_registry
 
     return load_registry()
 
@@ -176,16 +176,16 @@ def _floor(args: argparse.Namespace) -> float | None:
     )
     if config_path is None:
         return None
-    from harness.inputs.config import load_config
+    from ..inputs.config import load_config
 
     section = load_config(config_path).data.get("judge_validation") or {}
     return section.get("min_kappa")
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from harness.inputs.gold import load_gold
-    from harness.runs.history import load_comparable
-    from harness.runs.judge_validation import validate_judges
+    from ..inputs.gold import load_gold
+    from ..runs.history import load_comparable
+    from ..runs.judge_validation import validate_judges
 
     gold = load_gold(args.gold)
     stored = load_comparable(args.run, config_path=args.config)

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
-from harness.reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags, write_reports
+from . import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.runs.shards import merge_runs, merged_outcome
+    from ..runs.shards import merge_runs, merged_outcome
 
     result = merge_runs(args.run_dirs, args.out)
     merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = merged_outcome(result.run_dir, result.notes)
     config = None
     if args.config is not None:
-        from harness.inputs.config import load_config
+        from ..inputs.config import load_config
 
         config = load_config(args.config)
     write_reports(args, outcome, config=config)

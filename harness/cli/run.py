@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG, add_id_flag
-from harness.cli.compare import add_compare_flags, fail_on_of
-from harness.reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags, write_reports
+from . import EPILOG, add_id_flag
+from .compare import add_compare_flags, fail_on_of
 
 __all__ = ["register", "run"]
 
@@ -113,15 +113,15 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli import handle_stop_signals
-    from harness.inputs.config import load_config
-    from harness.reports.progress import Progress
-    from harness.runs.lifecycle import ANSWERS_VERBATIM_NOTE
+    from ..inputs.config import load_config
+    from ..reports.progress import Progress
+    from ..runs.lifecycle import ANSWERS_VERBATIM_NOTE
+    from . import handle_stop_signals
 
     config = load_config(args.config)
     baseline = None
     if args.baseline:  # read before the run: a bad baseline is exit 4 before anything runs
-        from harness.runs.history import load_comparable
+        from ..runs.history import load_comparable
 
         baseline = load_comparable(args.baseline, config_path=args.config)
     progress = Progress(quiet=args.quiet)
@@ -136,14 +136,14 @@ def run(args: argparse.Namespace) -> int:
         progress.start(run_dir, total)
 
     if args.resume and args.ids:
-        from harness.errors import InputError
+        from ..errors import InputError
 
         raise InputError(
             "--id cannot be combined with --resume: a resume asks what the run selected",
             key="--id",
         )
     if args.goal is not None and (args.resume or not args.goal.strip()):
-        from harness.errors import InputError
+        from ..errors import InputError
 
         raise InputError(
             "--goal cannot be combined with --resume: a resume grades with what the run chose"
@@ -172,9 +172,9 @@ def run(args: argparse.Namespace) -> int:
 def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:
     """Attach the comparison to the outcome; a refused one (drift) is a note and exit 4, the
     run's own reports still written."""
-    from harness.errors import TracegradeError
-    from harness.runs.compare import compare_runs
-    from harness.runs.history import load_stored_run
+    from ..errors import TracegradeError
+    from ..runs.compare import compare_runs
+    from ..runs.history import load_stored_run
 
     candidate = load_stored_run(outcome.run_dir, grading=outcome.grading_id, label=outcome.run_id)
     try:
@@ -194,9 +194,9 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
-    from harness.runs.lifecycle import resume_run, start_run
-    from harness.runs.outcome import Selection
-    from harness.runs.shards import parse_shard
+    from ..runs.lifecycle import resume_run, start_run
+    from ..runs.outcome import Selection
+    from ..runs.shards import parse_shard
 
     if args.resume:
         return resume_run(

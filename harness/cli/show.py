@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import EPILOG
-from harness.reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags, write_reports
+from . import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -38,8 +38,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.inputs.config import load_config
-    from harness.runs.history import load_outcome, resolve_run
+    from ..inputs.config import load_config
+    from ..runs.history import load_outcome, resolve_run
 
     run_dir = resolve_run(args.run_dir, config_path=args.config)
     outcome = load_outcome(run_dir, grading=args.grading)

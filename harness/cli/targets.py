@@ -22,9 +22,9 @@ def register(subparsers: Any) -> None:
 
 
 def describe_targets(config: Any) -> str:
-    from graders.advisories import TEXT_ONLY, advisories
-    from harness.runs.grading import attach_graders, build_services
-    from harness.runs.scoring import pass_bar
+    from ..graders.advisories import TEXT_ONLY, advisories
+    from ..runs.grading import attach_graders, build_services
+    from ..runs.scoring import pass_bar
 
     services = build_services(
         judge=None,
@@ -92,7 +92,7 @@ def module_label(target: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.inputs.config import load_config
+    from ..inputs.config import load_config
 
     print(describe_targets(load_config(args.config)), end="")
     return 0

@@ -1,5 +1,5 @@
 """`tracegrade validate [PATH...]`: check dataset, config and rubric files against their
-schemas; a config also gets the run's whole pre-flight (`harness.runs.preflight`).
+schemas; a config also gets the run's whole pre-flight (`tracegrade.runs.preflight`).
 
 Each file's kind is read from its content: a mapping with `targets` is a config, one with
 `checks` (or a single check's `id` and `kind`) is a rubric, anything else a dataset. With no
@@ -16,21 +16,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import ExitCode, InputError
-from harness.redaction import redact_text
+from ..errors import ExitCode, InputError
+from ..redaction import redact_text
 
 if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
-    from harness.inputs.sourcefile import Problem
+    from ..inputs.sourcefile import Problem
 
 __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_config", "validate_file"]
 
 # kind -> "module:function", each `(path: Path) -> list[Problem]`, imported on first use so a
 # kind whose module is not there yet fails only for files of that kind.
-_DATASETS = "harness.inputs.dataset:validate_dataset_file"
+_DATASETS = "tracegrade.inputs.dataset:validate_dataset_file"
 VALIDATORS: dict[str, str] = {
     "dataset": _DATASETS,
-    "config": "harness.cli.validate:validate_config",
-    "rubric": "graders.rubrics:validate_rubric_file",
+    "config": "tracegrade.cli.validate:validate_config",
+    "rubric": "tracegrade.graders.rubrics:validate_rubric_file",
 }
 
 DESCRIPTION = """\
@@ -118,7 +118,7 @@ def validate_file(
 ) -> tuple[str, list[Problem]]:
     """The file's kind and its problems ([] when valid). A config gets the run's pre-flight
     (graphs built unless `build=False`); what it could not check is appended to `notes`."""
-    from harness.inputs.sourcefile import Problem, load_document
+    from ..inputs.sourcefile import Problem, load_document
 
     try:
         doc = load_document(path, error_cls=InputError)
@@ -134,7 +134,7 @@ def validate_file(
         if kind == "config" and validator is validate_config:
             return kind, validate_config(path, build=build, notes=notes)
         if kind == "dataset" and VALIDATORS["dataset"] == _DATASETS:
-            from harness.inputs.dataset import check_dataset
+            from ..inputs.dataset import check_dataset
 
             problems, count = check_dataset(path, document=doc)  # parsed once, not again
             _counts[path] = count
@@ -151,11 +151,11 @@ def validate_config(
     path: Path, *, build: bool = True, notes: list[str] | None = None
 ) -> list[Problem]:
     """A config file's problems: its own (schema, files, references), then the run's whole
-    pre-flight over each target (`harness.runs.preflight`): graders attached as `run` would
+    pre-flight over each target (`tracegrade.runs.preflight`): graders attached as `run` would
     (ids, options, a gate that can never fail), factories, datasets, rubric refs and, with
     `build`, each agent graph's tool names. What it could not check is appended to `notes`."""
-    from harness.inputs.config import load_config, validate_config_file
-    from harness.runs.preflight import preflight
+    from ..inputs.config import load_config, validate_config_file
+    from ..runs.preflight import preflight
 
     problems = validate_config_file(path)
     if problems:
@@ -173,7 +173,7 @@ def _summary(kind: str, path: Path) -> str:
         return f"ok: {path} ({kind})"
     count = _counts.pop(path, None)
     if count is None:
-        from harness.inputs.dataset import load_dataset  # the dataset floor; only for the count
+        from ..inputs.dataset import load_dataset  # the dataset floor; only for the count
 
         count = len(load_dataset(path).questions)
     return f"ok: {path} ({count} question{'s' if count != 1 else ''})"
@@ -182,7 +182,7 @@ def _summary(kind: str, path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     paths = list(args.paths)
     if not paths:
-        from harness.inputs.config import find_config
+        from ..inputs.config import find_config
 
         paths = [find_config(None)]  # ConfigError (exit 4) naming the file when absent
     failed = 0

@@ -1,6 +1,6 @@
 """The run config file (`tracegrade.yaml`): loading, validation and object references.
 
-Validated against `schema/config.schema.json` through `harness.inputs.sourcefile`, then checked for
+Validated against `schema/config.schema.json` through `tracegrade.inputs.sourcefile`, then checked for
 what a schema cannot say (files that must exist, exactly one of `agent`/`chat_model`), every
 problem naming file, line and key. Relative paths resolve against the config file's directory.
 
@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.inputs.sourcefile import (
+from ..errors import ConfigError
+from ..otlp import exporting_from_env, resolve_protocol
+from ..redaction import RedactionPolicy, compile_pattern
+from .sourcefile import (
     Document,
     Problem,
     load_document,
@@ -33,8 +35,6 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
-from harness.otlp import exporting_from_env, resolve_protocol
-from harness.redaction import RedactionPolicy, compile_pattern
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -205,7 +205,7 @@ class Config:
     runs_dir: Path
     rubrics: Path | None = None
     judge: dict[str, Any] | None = None
-    """The `judge:` block as authored (for `harness.judging.build_provider`)."""
+    """The `judge:` block as authored (for `tracegrade.judging.build_provider`)."""
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
     """The `redaction:` block as a policy: applied to every copy stored, exported, printed or
@@ -325,7 +325,7 @@ def _semantic_problems(doc: Document) -> list[Problem]:
         for key in ("dataset", "grading_module", "policy"):
             value = target.get(key)
             if key == "dataset" and isinstance(value, str):
-                from harness.inputs.sources import split_reference
+                from .sources import split_reference
 
                 scheme, value = split_reference(value)
                 if scheme != "file":  # another source checks its own reference when read
@@ -482,8 +482,8 @@ def _dataset_of(reference: str, config: Config, doc: Document, target: str) -> P
     """The dataset file a target's `dataset:` names, through its source plugin (a plain path
     is `file:`), validated whole; an error names the config's line when the source's own
     error has no file."""
-    from harness.errors import DatasetError
-    from harness.inputs.sources import resolve_dataset, split_reference
+    from ..errors import DatasetError
+    from .sources import resolve_dataset, split_reference
 
     scheme, what = split_reference(reference)
     if scheme == "file":  # the common case, checked by the file source when the run reads it

@@ -27,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import DatasetError, InputError
-from harness.inputs.sourcefile import (
+from ..errors import DatasetError, InputError
+from .sourcefile import (
     Document,
     Problem,
     conforms,
@@ -38,8 +38,8 @@ from harness.inputs.sourcefile import (
     raise_problems,
     validate_document,
 )
-from harness.inputs.splits import SPLIT_NAMES, assign_split
-from harness.inputs.trajectory import trajectory_problems
+from .splits import SPLIT_NAMES, assign_split
+from .trajectory import trajectory_problems
 
 __all__ = [
     "Dataset",

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from harness.errors import DatasetError, InputError
+from ..errors import DatasetError, InputError
 
 __all__ = [
     "DEFAULT_STORE",
@@ -215,7 +215,7 @@ def row_problems(name: str, rows: list[Any]) -> list[Any]:
     import dataclasses
     import tempfile
 
-    from harness.inputs.dataset import validate_dataset_file
+    from .dataset import validate_dataset_file
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.yaml"
@@ -229,7 +229,7 @@ def row_problems(name: str, rows: list[Any]) -> list[Any]:
 
 def _validate_rows(name: str, rows: list[dict[str, Any]]) -> None:
     """The whole document against the dataset schema and models (`DatasetError`, exit 4)."""
-    from harness.inputs.sourcefile import raise_problems
+    from .sourcefile import raise_problems
 
     raise_problems(row_problems(name, rows), DatasetError)
 
@@ -240,8 +240,8 @@ class StoreSource:
     name: ClassVar[str] = "store"
 
     def materialize(self, reference: str, *, base_dir: Path, store_path: Path) -> Path:
-        from harness.inputs.dataset import validate_dataset_file
-        from harness.inputs.sourcefile import raise_problems
+        from .dataset import validate_dataset_file
+        from .sourcefile import raise_problems
 
         if not store_path.is_file():
             raise DatasetError(

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError
-from harness.inputs.sourcefile import (
+from ..errors import InputError
+from .sourcefile import (
     load_document,
     pointer_of,
     problem_at,

@@ -39,15 +39,15 @@ import fastjsonschema
 import jsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
-from harness.errors import InputError
-from harness.inputs.sourceparse import (
+from ..errors import InputError
+from .sourceparse import (
     Document,
     Problem,
     escape_pointer_token,
     load_document,
     pointer_of,
 )
-from harness.inputs.trajectory import (
+from .trajectory import (
     BAD_REGEX,
     BAD_SCHEMA,
     MIN_ABOVE_MAX,
@@ -73,7 +73,7 @@ __all__ = [
 
 def schema_dir() -> Traversable:
     """The folder of the packaged schemas (`harness/schemas`, the repository's `schema/`)."""
-    return resources.files("harness") / "schemas"
+    return resources.files("tracegrade") / "schemas"
 
 
 # ------------------------------------------------------------------------------- validation
@@ -158,7 +158,7 @@ _Validator = jsonschema.validators.extend(
     {
         "x-sumsTo": _sums_to,
         "x-uniqueBy": _unique_by,
-        # the trajectory block's rules (harness.inputs.trajectory words them the same way)
+        # the trajectory block's rules (tracegrade.inputs.trajectory words them the same way)
         "x-ordered": _ordered,
         "x-disjoint": _disjoint,
         "x-regex": _regex,

@@ -1,5 +1,5 @@
 """Parsing source files (YAML, JSON, JSONL) with a map from JSON pointer to line, and the
-`Problem` and `Document` types. Public through `harness.inputs.sourcefile`; import from there.
+`Problem` and `Document` types. Public through `tracegrade.inputs.sourcefile`; import from there.
 
 A syntax error raises the caller's error class with its line: never an empty document.
 """
@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 
 import yaml
 
-from harness.errors import DatasetError, InputError
-from harness.inputs.yamlbuild import (
+from ..errors import DatasetError, InputError
+from .yamlbuild import (
     ALIAS_EXPANSION_MIN,
     ALIAS_EXPANSION_RATIO,
     MAX_DEPTH,

@@ -2,7 +2,7 @@
 
 A target's `dataset:` is a reference `<source>:<what>`: `file:path/to/questions.yaml` (the
 default when there is no prefix: a plain path), `store:NAME` (a dataset in the writable SQLite
-dataset store, `harness.inputs.datastore`), or a third party's source. Every source registers
+dataset store, `tracegrade.inputs.datastore`), or a third party's source. Every source registers
 through the entry-point group `tracegrade.datasets` (the built-ins too, in tracegrade's own
 pyproject) and turns its reference into a dataset file the run reads, after validating the whole
 document against the dataset schema: a source never hands a run a half-read dataset.
@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from harness.errors import DatasetError, PluginError
+from ..errors import DatasetError, PluginError
 
 __all__ = [
     "GROUP",
@@ -56,8 +56,8 @@ class FileSource:
     name: ClassVar[str] = "file"
 
     def materialize(self, reference: str, *, base_dir: Path, store_path: Path) -> Path:
-        from harness.inputs.dataset import check_dataset
-        from harness.inputs.sourcefile import raise_problems
+        from .dataset import check_dataset
+        from .sourcefile import raise_problems
 
         path = Path(reference).expanduser()
         path = path if path.is_absolute() else base_dir / path

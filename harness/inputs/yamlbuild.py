@@ -1,5 +1,5 @@
 """Building a YAML document's data straight from the parser's events, with hostile input
-bounded, and optionally the pointer -> line map. Used by `harness.inputs.sourceparse`.
+bounded, and optionally the pointer -> line map. Used by `tracegrade.inputs.sourceparse`.
 
 Why events and not PyYAML's node graph: the graph of a file costs about 30 times the file in
 memory (a node and two marks per value), and every consumer walked it again. Here each value is

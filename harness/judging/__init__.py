@@ -29,14 +29,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, PluginError
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
-from harness.judging.cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
-from harness.judging.client import JudgeClient, redact_request
-from harness.judging.langchain_adapter import LangChainBackend, LangChainProvider
-from harness.judging.managed import ManagedProvider
-from harness.judging.openai_compat import OpenAICompatibleBackend, OpenAICompatibleProvider
-from harness.judging.provider import (
+from ..errors import ConfigError, PluginError
+from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
+from .cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
+from .client import JudgeClient, redact_request
+from .langchain_adapter import LangChainBackend, LangChainProvider
+from .managed import ManagedProvider
+from .openai_compat import OpenAICompatibleBackend, OpenAICompatibleProvider
+from .provider import (
     Failure,
     JudgeProvider,
     JudgeReply,
@@ -44,15 +44,15 @@ from harness.judging.provider import (
     ProviderBackend,
     TokenLogprob,
 )
-from harness.judging.ratelimit import RateLimiter
-from harness.judging.rendering import (
+from .ratelimit import RateLimiter
+from .rendering import (
     NO_TOOLS_CALLED,
     TOOL_CALLS_HEADER,
     escape_fences,
     fence,
     render_tool_calls,
 )
-from harness.judging.retry import RetryPolicy
+from .retry import RetryPolicy
 
 __all__ = [
     "DEFAULT_BREAKER_FAILURES",

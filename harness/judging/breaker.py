@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-from harness.errors import ProviderError
+from ..errors import ProviderError
 
 __all__ = ["DEFAULT_BREAKER_FAILURES", "CircuitBreaker"]
 

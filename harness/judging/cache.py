@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.judging.provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
+from .provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
 
 __all__ = ["DEFAULT_CACHE_FILENAME", "JudgeCache", "cache_key", "complete_cached"]
 

@@ -1,6 +1,6 @@
 """The judge client: the one way every judge path (the six LLM judges, the rubric judge, the
 `@grader` judge closure) reaches the provider. It holds the provider, the judge cache and the
-judge settings, puts every prompt part through `harness.redaction` before anything leaves
+judge settings, puts every prompt part through `tracegrade.redaction` before anything leaves
 the process, and serves repeated requests from the cache (a re-grade pays nothing)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.judging.cache import complete_cached
-from harness.judging.provider import JudgeProvider, JudgeReply, JudgeRequest
-from harness.redaction import redact_text
+from ..redaction import redact_text
+from .cache import complete_cached
+from .provider import JudgeProvider, JudgeReply, JudgeRequest
 
 __all__ = ["JudgeClient", "redact_request"]
 

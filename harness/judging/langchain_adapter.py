@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES
-from harness.judging.managed import PINNED_VALUES, ManagedProvider
-from harness.judging.openai_compat import logprobs_from_openai
-from harness.judging.provider import Failure, JudgeReply, JudgeRequest
+from ..errors import ConfigError
+from .breaker import DEFAULT_BREAKER_FAILURES
+from .managed import PINNED_VALUES, ManagedProvider
+from .openai_compat import logprobs_from_openai
+from .provider import Failure, JudgeReply, JudgeRequest
 
 __all__ = ["LangChainBackend", "LangChainProvider"]
 
@@ -49,7 +49,7 @@ class LangChainBackend:
     def from_config(
         cls, config: Mapping[str, Any], *, base_dir: str | Path | None = None
     ) -> LangChainBackend:
-        from harness.judging import load_chat_model
+        from . import load_chat_model
 
         if "chat_model" not in config:
             raise ConfigError(

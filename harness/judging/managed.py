@@ -14,11 +14,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.errors import ProviderError
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
-from harness.judging.provider import JudgeReply, JudgeRequest, ProviderBackend
-from harness.judging.ratelimit import RateLimiter
-from harness.judging.retry import PermanentFailure, RetryPolicy, TransientFailure, with_retries
+from ..errors import ProviderError
+from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
+from .provider import JudgeReply, JudgeRequest, ProviderBackend
+from .ratelimit import RateLimiter
+from .retry import PermanentFailure, RetryPolicy, TransientFailure, with_retries
 
 __all__ = ["PINNED_VALUES", "REFUSAL_STATUSES", "ManagedProvider"]
 

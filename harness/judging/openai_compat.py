@@ -17,11 +17,11 @@ from typing import Any
 
 import httpx
 
-from harness.errors import ConfigError
-from harness.judging.breaker import DEFAULT_BREAKER_FAILURES
-from harness.judging.managed import PINNED_VALUES, ManagedProvider
-from harness.judging.provider import Failure, JudgeReply, JudgeRequest, TokenLogprob
-from harness.judging.retry import RETRYABLE_STATUSES, parse_retry_after
+from ..errors import ConfigError
+from .breaker import DEFAULT_BREAKER_FAILURES
+from .managed import PINNED_VALUES, ManagedProvider
+from .provider import Failure, JudgeReply, JudgeRequest, TokenLogprob
+from .retry import RETRYABLE_STATUSES, parse_retry_after
 
 __all__ = [
     "DEFAULT_KNOBS",

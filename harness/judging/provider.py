@@ -2,7 +2,7 @@
 a provider backend implements (`ProviderBackend`: send one request, classify a failure).
 
 Backends live beside this module (OpenAI-compatible over httpx, LangChain adapter) or in
-plugins (entry-point group `tracegrade.providers`); `harness.judging.managed.ManagedProvider`
+plugins (entry-point group `tracegrade.providers`); `tracegrade.judging.managed.ManagedProvider`
 wraps every backend with the shared policies.
 """
 
@@ -84,7 +84,7 @@ class JudgeProvider(Protocol):
 
     async def acomplete(self, request: JudgeRequest) -> JudgeReply:
         """One call, with the provider's rate limiting, retries and timeout applied.
-        Raises `harness.errors.ProviderError` when it cannot get an answer."""
+        Raises `tracegrade.errors.ProviderError` when it cannot get an answer."""
         ...
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.judging.provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
-from harness.redaction import REDACTED, RedactionPolicy
+from ..redaction import REDACTED, RedactionPolicy
+from .provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
 
 __all__ = ["RedactingProvider"]
 

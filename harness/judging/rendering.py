@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.records import Outcome, ToolCall, ToolRecord
-from harness.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy, truncate
+from ..records import Outcome, ToolCall, ToolRecord
+from ..redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy, truncate
 
 __all__ = [
     "ARGUMENT_CHAR_LIMIT",

@@ -14,8 +14,8 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from harness.errors import ProviderError
-from harness.judging.breaker import CircuitBreaker
+from ..errors import ProviderError
+from .breaker import CircuitBreaker
 
 __all__ = [
     "RETRYABLE_STATUSES",

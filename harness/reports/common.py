@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.runs.scoring import GraderScore, QuestionScore
+from ..runs.scoring import GraderScore, QuestionScore
 
 __all__ = [
     "annotation_lines",

@@ -1,4 +1,4 @@
-"""A comparison of two runs (`harness.runs.compare.Comparison`) as console text, Markdown and
+"""A comparison of two runs (`tracegrade.runs.compare.Comparison`) as console text, Markdown and
 a JSON mapping (`format: tracegrade.comparison`, version 1; only ever gains keys)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.reports.common import fmt
+from .common import fmt
 
 __all__ = [
     "COMPARISON_FORMAT",

@@ -3,7 +3,7 @@ composite, objective, errors, the gate verdict, then the worst questions with re
 
 from __future__ import annotations
 
-from harness.reports.common import (
+from .common import (
     annotation_lines,
     fmt,
     fmt_score,
@@ -31,7 +31,7 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
     """With repeats: per question the trials passed, pass@k, pass^k, composite mean and spread."""
     if not any(q.trial for q in questions):
         return []
-    from harness.runs.trials import pass_at_k_rate, summarise_trials
+    from ..runs.trials import pass_at_k_rate, summarise_trials
 
     summaries = summarise_trials(questions)
     k = max(s.trials for s in summaries)
@@ -49,7 +49,7 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
 
 
 def render_console(outcome, *, worst: int = 5) -> str:
-    """The text printed after a run or re-grade (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
+    """The text printed after a run or re-grade (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
     for note in outcome.notes:
         lines.append(f"note: {note}")
@@ -112,7 +112,7 @@ def render_console(outcome, *, worst: int = 5) -> str:
                     lines.append(f"      {reason}")
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:
-        from harness.reports.compare_report import render_comparison_console
+        from .compare_report import render_comparison_console
 
         lines.append("")
         lines.append("against the baseline:")

@@ -41,10 +41,10 @@ def report_options(config: Any) -> dict[str, Any]:
 def write_reports(args: argparse.Namespace, outcome: Any, *, config: Any = None) -> None:
     """Print the console report and write the report files the flags ask for (`config`, when
     given, supplies the HTML report's trace links)."""
-    from harness.reports.console import render_console
-    from harness.reports.json_report import write_json_report
-    from harness.reports.junit import write_junit
-    from harness.reports.markdown import write_markdown
+    from .console import render_console
+    from .json_report import write_json_report
+    from .junit import write_junit
+    from .markdown import write_markdown
 
     sys.stdout.write(render_console(outcome))
     if args.json:
@@ -54,6 +54,6 @@ def write_reports(args: argparse.Namespace, outcome: Any, *, config: Any = None)
     if args.markdown:
         write_markdown(outcome, args.markdown)
     if getattr(args, "html", None):
-        from harness.reports.html import write_html
+        from .html import write_html
 
         write_html(outcome, args.html, **report_options(config))

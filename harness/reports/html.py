@@ -8,7 +8,7 @@ script from the run's data, embedded once as JSON in `<script type="application/
 list is paginated, so a run of thousands of questions stays quick.
 
 Sources: the run outcome (scores, verdicts, identity), the store's question rows (input
-messages, answer) and the run's trace file (the tool calls); see `harness.reports.html_data`.
+messages, answer) and the run's trace file (the tool calls); see `tracegrade.reports.html_data`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
-from harness.reports.common import fmt, fmt_score, question_reasons, worst_questions
-from harness.reports.html_assets import CSS, SCRIPT
-from harness.reports.html_data import build_question, load_sources, trace_link
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from .common import fmt, fmt_score, question_reasons, worst_questions
+from .html_assets import CSS, SCRIPT
+from .html_data import build_question, load_sources, trace_link
 
 __all__ = ["build_page_data", "render_html", "render_page", "write_html"]
 
@@ -281,7 +281,7 @@ def _question_hash(target: str, q: Any) -> str:
 
 def _comparison_section(c: Any) -> str:
     """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
-    from harness.reports.compare_report import comparison_statistics, tool_change_lines
+    from .compare_report import comparison_statistics, tool_change_lines
 
     reasons = c.regressions
     state, word = ("failed", "regressed") if reasons else ("passed", "no regression")

@@ -1,7 +1,7 @@
 """What the HTML report shows, gathered from a run: the outcome's scores and verdicts, the
 store's question rows (input messages, answer) and the run's trace file (the tool calls).
 
-Everything shown passes the run's redaction policy (`harness.redaction`, the config's
+Everything shown passes the run's redaction policy (`tracegrade.redaction`, the config's
 `redaction:` block) again on the way out, and tool results are cut, so the page holds no more than the store and the trace file already hold.
 The per-call `expected_tools` marks come from the same parsing and matching the
 `tool_usage_grader` uses, on the same record, so a mark never disagrees with the grader.
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from graders.tool_usage import (
+from ..graders.tool_usage import (
     ATTEMPTED_OUTCOMES,
     EXECUTED_OUTCOMES,
     ExpectationError,
@@ -22,9 +22,9 @@ from graders.tool_usage import (
     args_match,
     parse_expectations,
 )
-from harness.records import ToolCall, ToolRecord
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy, truncate
-from harness.runs.scoring import QuestionScore
+from ..records import ToolCall, ToolRecord
+from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from ..runs.scoring import QuestionScore
 
 __all__ = [
     "RESULT_CHARS",
@@ -79,9 +79,9 @@ def load_sources(
 ) -> tuple[dict[str, dict[Key, Any]], dict[str, dict[Key, ToolRecord]]]:
     """The stored question runs and the trace file's records of each target, by (question id,
     trial). A missing store or trace file gives empty maps: the page then says what is absent."""
-    from harness.capture.tracefile import read_trial_records
-    from harness.runs.outcome import trace_file_of
-    from harness.runs.store import STORE_FILE, ResultStore
+    from ..capture.tracefile import read_trial_records
+    from ..runs.outcome import trace_file_of
+    from ..runs.store import STORE_FILE, ResultStore
 
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
     records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}

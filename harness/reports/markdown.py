@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.reports.common import (
+from .common import (
     annotation_lines,
     fmt,
     fmt_score,
@@ -28,7 +28,7 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(outcome, *, worst: int = 5) -> str:
-    """The summary (`outcome` is a `harness.runs.lifecycle.RunOutcome`)."""
+    """The summary (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
     code = outcome.exit_code
     lines = [f"## tracegrade run `{outcome.run_id}`: {_EXIT_WORDS.get(code, f'exit {code}')}", ""]
     for note in outcome.notes:
@@ -81,7 +81,7 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
             lines += ["", "</details>"]
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:
-        from harness.reports.compare_report import render_comparison_markdown
+        from .compare_report import render_comparison_markdown
 
         lines += ["", *render_comparison_markdown(comparison).rstrip("\n").split("\n")]
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ allowed, and then those questions are listed apart. Questions in only one run ar
 compared.
 
 Paired statistics over the aligned questions: the exact McNemar test on pass/fail and a seeded
-paired bootstrap interval on the mean composite delta (`harness.runs.stats`).
+paired bootstrap interval on the mean composite delta (`tracegrade.runs.stats`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ExitCode, InputError, NothingToRunError
-from harness.runs.history import StoredRun
-from harness.runs.record import QuestionResult, ToolCallResult
-from harness.runs.scoring import all_passed
-from harness.runs.stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
+from ..errors import ExitCode, InputError, NothingToRunError
+from .history import StoredRun
+from .record import QuestionResult, ToolCallResult
+from .scoring import all_passed
+from .stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
 
 __all__ = [
     "FAIL_ON",
@@ -330,7 +330,7 @@ def _by_label(run: StoredRun, label: str) -> StoredRun:
     """`run` with each question's pass/fail taken from the person's answer to `label`."""
     from dataclasses import replace
 
-    from harness.runs.record import GraderResult
+    from .record import GraderResult
 
     questions = []
     for q in run.questions:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, JudgeError
-from harness.inputs.datastore import DatasetStore, row_problems
+from ..errors import InputError, JudgeError
+from ..inputs.datastore import DatasetStore, row_problems
 
 __all__ = ["DRAFT", "Generated", "agenerate_drafts", "build_generate_prompt", "review_drafts"]
 
@@ -66,7 +66,7 @@ def build_generate_prompt(
 
 
 def _questions_of(text: str) -> list[Any]:
-    from graders.judges.base import _json_objects
+    from ..graders.judges.base import _json_objects
 
     for candidate in _json_objects(text.strip()):
         if isinstance(candidate.get("questions"), list):
@@ -87,7 +87,7 @@ async def agenerate_drafts(
     """Ask for `count` drafts and store the valid ones in dataset `name`, disabled and marked
     as drafts. A provider outage raises `ProviderError` (exit 3); an answer with no questions
     list raises `JudgeError` (exit 3); invalid drafts are listed in `rejected`."""
-    from harness.judging.provider import JudgeRequest
+    from ..judging.provider import JudgeRequest
 
     if client is None:
         raise InputError("dataset generate asks the judge model: add a `judge:` block", key="judge")

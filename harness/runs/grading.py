@@ -17,18 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graders.base import Attachment, Grader, GraderServices
-from harness.errors import ConfigError, RubricError
-from harness.records import GradeResult
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
-from harness.runs.errortext import (
+from ..errors import ConfigError, RubricError
+from ..graders.base import Attachment, Grader, GraderServices
+from ..records import GradeResult
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from .errortext import (
     MAX_ERROR_CHARS,
     bounded,
     describe_agent_error,
     traceback_text,
 )
-from harness.runs.identity import grader_code_hash
-from harness.runs.scoring import GraderScore, aggregate_samples
+from .identity import grader_code_hash
+from .scoring import GraderScore, aggregate_samples
 
 __all__ = [
     "AttachedGrader",
@@ -79,8 +79,8 @@ def build_services(
     cache = None
     settings: dict[str, Any] = {"use_cache": use_cache}
     if judge:
-        from harness.judging import DEFAULT_GRADING_DEADLINE_S, JudgeCache, build_provider
-        from harness.judging.redacting import RedactingProvider
+        from ..judging import DEFAULT_GRADING_DEADLINE_S, JudgeCache, build_provider
+        from ..judging.redacting import RedactingProvider
 
         # Wrapped once here, so every judge path sends and keeps only redacted text.
         provider = RedactingProvider(build_provider(judge, base_dir=base_dir), redaction)
@@ -96,7 +96,7 @@ def build_services(
             cache = JudgeCache(JudgeCache.default_path(runs_dir))
     store = None
     if rubrics is not None:
-        from graders.rubrics import RubricStore
+        from ..graders.rubrics import RubricStore
 
         store = RubricStore(rubrics)
     return GraderServices(
@@ -155,7 +155,7 @@ def _registry_attachment(
 def _module_attachments(
     path: Path, services: GraderServices, *, module_label: str
 ) -> list[AttachedGrader]:
-    from graders.modules import load_grading_module
+    from ..graders.modules import load_grading_module
 
     out = []
     for att in load_grading_module(path, services=services):
@@ -210,7 +210,7 @@ def attach_graders(
     on a scalar grader without a threshold) is invalid input (exit 4); `config_file` names
     the file in those errors."""
     if registry is None:
-        from graders.registry import load_registry
+        from ..graders.registry import load_registry
 
         registry = load_registry()
     attached = []
@@ -283,7 +283,7 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
             question_id=str(row.get("id")),
             key="rubric_ref",
         )
-    from graders.rubrics import criteria_text
+    from ..graders.rubrics import criteria_text
 
     rubric = rubrics.resolve(ref)
     text = criteria_text(rubric)

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import InputError
-from harness.inputs.config import TargetConfig, parse_gate
-from harness.runs.identity import IDENTITY_FILE, read_json_file, read_manifest
-from harness.runs.outcome import RunOutcome, TargetResult, trace_file_of
-from harness.runs.record import QuestionResult, RunManifest, ToolCallResult
-from harness.runs.scoring import QuestionScore, evaluate_gate, summarise_graders
-from harness.runs.store import STORE_FILE, ResultStore
+from ..errors import InputError
+from ..inputs.config import TargetConfig, parse_gate
+from .identity import IDENTITY_FILE, read_json_file, read_manifest
+from .outcome import RunOutcome, TargetResult, trace_file_of
+from .record import QuestionResult, RunManifest, ToolCallResult
+from .scoring import QuestionScore, evaluate_gate, summarise_graders
+from .store import STORE_FILE, ResultStore
 
 __all__ = [
     "RunSummary",
@@ -96,7 +96,7 @@ def runs_dir_of(config_path: Path | None, runs_dir: Path | None = None) -> Path:
     is found)."""
     if runs_dir is not None:
         return runs_dir
-    from harness.inputs.config import load_config
+    from ..inputs.config import load_config
 
     return load_config(config_path).runs_dir
 
@@ -214,7 +214,7 @@ def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[Tool
     trace_file = trace_file_of(run_dir, target)
     if not trace_file.is_file():
         return {}
-    from harness.capture.tracefile import read_trial_records
+    from ..capture.tracefile import read_trial_records
 
     return {
         key: [

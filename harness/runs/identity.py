@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import InputError
-from harness.runs.record import RunManifest
+from ..errors import InputError
+from .record import RunManifest
 
 __all__ = [
     "IDENTITY_FILE",

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import InputError
-from harness.inputs.gold import GoldLabel, GoldLabels
-from harness.runs.agreement import Agreement, agreement
+from ..errors import InputError
+from ..inputs.gold import GoldLabel, GoldLabels
+from .agreement import Agreement, agreement
 
 __all__ = ["DimensionReport", "JudgeValidation", "validate_judges"]
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.inputs.sourcefile import Problem, load_document, pointer_of, raise_problems
-from harness.runs.annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
-from harness.runs.record import ToolCallResult
-from harness.runs.scoring import GraderScore
+from ..errors import InputError
+from ..inputs.sourcefile import Problem, load_document, pointer_of, raise_problems
+from .annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
+from .record import ToolCallResult
+from .scoring import GraderScore
 
 __all__ = [
     "AnswerRow",
@@ -77,8 +77,8 @@ def label_tasks(
     ids: Sequence[str] = (),
 ) -> list[LabelTask]:
     """Every question trial of the run (those matching `ids`, ids or globs), in run order."""
-    from harness.inputs.dataset import id_selected
-    from harness.runs.history import tool_calls_of
+    from ..inputs.dataset import id_selected
+    from .history import tool_calls_of
 
     tasks = []
     scores = {(q.target, q.question_id, q.trial): q for q in store.load_scores()}

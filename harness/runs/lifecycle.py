@@ -1,10 +1,10 @@
 """Runs: starting and resuming them, and the run directory they live in (re-grading one is
-`harness.runs.regrade`).
+`tracegrade.runs.regrade`).
 
 ```
 runs/<run id>/
-  identity.json            what produced the scores (harness.runs.identity)
-  results.sqlite           one committed row per finished question (harness.runs.store)
+  identity.json            what produced the scores (tracegrade.runs.identity)
+  results.sqlite           one committed row per finished question (tracegrade.runs.store)
   traces/<target>.jsonl    the run's local trace file per target (records for re-grading)
   graders/<target>/...     copies of the user grading modules the run used
 ```
@@ -25,12 +25,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, InputError, NothingToRunError, RubricError
-from harness.inputs.config import Config, TargetConfig
-from harness.inputs.sourcefile import raise_problems
-from harness.records import GradeResult
-from harness.runs.grading import AttachedGrader, attach_from_specs, attach_graders, build_services
-from harness.runs.identity import (
+from ..errors import ConfigError, InputError, NothingToRunError, RubricError
+from ..inputs.config import Config, TargetConfig
+from ..inputs.sourcefile import raise_problems
+from ..records import GradeResult
+from .grading import AttachedGrader, attach_from_specs, attach_graders, build_services
+from .identity import (
     copy_grading_module,
     git_commit,
     package_versions,
@@ -38,29 +38,29 @@ from harness.runs.identity import (
     sha256_file,
     write_identity,
 )
-from harness.runs.loops import run_without_loop
-from harness.runs.outcome import (
+from .loops import run_without_loop
+from .outcome import (
     RunOutcome,
     Selection,
     TargetResult,
     new_run_id,
     trace_file_of,
 )
-from harness.runs.preflight import (
+from .preflight import (
     check_goals,
     check_graders,
     check_rubric_refs,
     effective_graders,
 )
-from harness.runs.runlock import holder_text, run_lock
-from harness.runs.runner import TargetPlan, arun_target, build_shared
-from harness.runs.scoring import (
+from .runlock import holder_text, run_lock
+from .runner import TargetPlan, arun_target, build_shared
+from .scoring import (
     QuestionScore,
     evaluate_gate,
     summarise_graders,
 )
-from harness.runs.shards import shard_questions
-from harness.runs.store import ResultStore
+from .shards import shard_questions
+from .store import ResultStore
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
@@ -100,7 +100,7 @@ def _as_results(question: QuestionScore) -> list[GradeResult]:
 def _advisories(
     mode: str, attached: Sequence[AttachedGrader], questions: Sequence[QuestionScore]
 ) -> list[str]:
-    from graders.advisories import advisories
+    from ..graders.advisories import advisories
 
     results = [_as_results(q) for q in questions]
     return [a.message for a in advisories(mode, [a.attachment for a in attached], results)]
@@ -129,7 +129,7 @@ def _module_note(target: TargetConfig, attached: Sequence[AttachedGrader]) -> li
 
 
 def _select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
-    from harness.inputs.dataset import load_dataset, select_questions
+    from ..inputs.dataset import load_dataset, select_questions
 
     dataset = load_dataset(target.dataset)
     questions = select_questions(
@@ -200,7 +200,7 @@ def _judge_identity(services: Any) -> dict[str, Any] | None:
 
 def open_telemetry(config: Config, trace_file: Path | None) -> Any:
     """The `RunTelemetry` one target's questions are recorded with, as the config says."""
-    from harness.capture.telemetry import RunTelemetry
+    from ..capture.telemetry import RunTelemetry
 
     return RunTelemetry(
         trace_file=trace_file,
@@ -251,7 +251,7 @@ async def _arun_plans(
     use_cache: bool = True,
     executor: str = "local",
 ) -> list[str]:
-    from harness.runs.workers import arun_target_in_workers, combined_report, fold_worker_traces
+    from .workers import arun_target_in_workers, combined_report, fold_worker_traces
 
     notes = []
     for plan in plans:
@@ -264,7 +264,7 @@ async def _arun_plans(
             workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1
         ):
             if executor == "ray":
-                from harness.runs.ray_executor import arun_target_on_ray
+                from .ray_executor import arun_target_on_ray
 
                 run_elsewhere: Any = functools.partial(
                     arun_target_on_ray, address=config.ray_address
@@ -306,7 +306,7 @@ async def _arun_plans(
 def _connect_executor(config: Config, executor: str | None, workers: int | None) -> None:
     """With `executor: ray`, Ray is importable and joined (or started) before anything runs."""
     if (executor or config.executor) == "ray":
-        from harness.runs.ray_executor import connect_ray
+        from .ray_executor import connect_ray
 
         connect_ray(config.ray_address, workers or config.workers)
 
@@ -427,7 +427,7 @@ def prepare_run(
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         prepared.append((target, dataset, questions, attached))
     if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
-        from harness.inputs.dataset import check_id_patterns
+        from ..inputs.dataset import check_id_patterns
 
         check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
@@ -508,8 +508,8 @@ async def astart_run(
     checked before the run directory is created (`prepare_run`). `on_start(run_dir, total)` is
     called once the run directory exists; `on_done(question)` after each question is committed.
     `workers` (default: the config's `workers:`) runs each target in that many processes
-    (`harness.runs.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
-    on Ray actors (`harness.runs.ray_executor`).
+    (`tracegrade.runs.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
+    on Ray actors (`tracegrade.runs.ray_executor`).
     """
     _connect_executor(config, executor, workers)  # before any run directory exists
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, TracegradeError
-from harness.inputs.config import Config, GraderSpec, TargetConfig
-from harness.inputs.sourcefile import Document, Problem, load_document, pointer_of
-from harness.inputs.trajectory import tool_names
+from ..errors import InputError, TracegradeError
+from ..inputs.config import Config, GraderSpec, TargetConfig
+from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
+from ..inputs.trajectory import tool_names
 
 __all__ = [
     "Preflight",
@@ -148,10 +148,10 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
     options a grader rejects) and of its grading module, located in the config."""
     import difflib
 
-    from harness.runs.grading import attach_graders
+    from .grading import attach_graders
 
     if registry is None:
-        from graders.registry import load_registry
+        from ..graders.registry import load_registry
 
         registry = load_registry()
     problems: list[Problem] = []
@@ -234,7 +234,7 @@ class _DatasetLines:
 
 def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any) -> list[Problem]:
     """A problem for every `rubric_ref` that names no rubric, at its line in the dataset."""
-    from harness.runs.grading import criteria_with_rubric
+    from .grading import criteria_with_rubric
 
     lines = _DatasetLines(dataset_path)
     problems = []
@@ -282,8 +282,8 @@ def target_catalog(target: TargetConfig) -> Any:
     """Build the target's graph once, as a run builds it (with a fresh environment from its
     factory, closed afterwards), and return its `ToolCatalog`. Errors are `ConfigError`s
     located at the factory reference."""
-    from harness.capture.toolcatalog import tool_catalog
-    from harness.errors import ConfigError
+    from ..capture.toolcatalog import tool_catalog
+    from ..errors import ConfigError
 
     factory = target.load_factory()
     make_environment = target.load_environment_factory()
@@ -312,7 +312,7 @@ def target_catalog(target: TargetConfig) -> Any:
 def _check_target(
     target: TargetConfig, *, services: Any, registry: Any, build: bool, result: Preflight
 ) -> None:
-    from harness.inputs.dataset import load_dataset
+    from ..inputs.dataset import load_dataset
 
     result.problems += check_graders(target, services=services, registry=registry)
     factories = [("agent" if target.mode == "agent" else "chat_model", target.load_factory)]
@@ -360,7 +360,7 @@ def preflight(
 ) -> Preflight:
     """Every problem `run` would find in the selected targets (all by default), before it
     runs anything. `build=False` skips building graphs (and so the tool-name check)."""
-    from harness.runs.grading import build_services
+    from .grading import build_services
 
     result = Preflight()
     try:
@@ -376,7 +376,7 @@ def preflight(
         result.problems += _from_error(exc, fallback)
         return result
     if registry is None:
-        from graders.registry import load_registry
+        from ..graders.registry import load_registry
 
         registry = load_registry()
     for target in config.select_targets(list(targets)):

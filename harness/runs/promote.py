@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.inputs.datastore import DatasetStore
-from harness.redaction import REDACTED
+from ..errors import InputError
+from ..inputs.datastore import DatasetStore
+from ..redaction import REDACTED
 
 __all__ = ["draft_expected_tools", "promote_question"]
 
@@ -58,9 +58,9 @@ def promote_question(
     """Copy `question_id` of the run in `run_dir` into dataset `to` of the store at
     `store_path` (default name: the run's dataset name, else `promoted`). Returns (dataset
     name, the row written, the keys marked for review)."""
-    from harness.runs.history import tool_calls_of
-    from harness.runs.identity import read_identity
-    from harness.runs.store import ResultStore
+    from .history import tool_calls_of
+    from .identity import read_identity
+    from .store import ResultStore
 
     identity = read_identity(run_dir)
     with ResultStore.open_readonly(run_dir) as results:

@@ -15,30 +15,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from graders.context import build_context
-from harness.errors import ConfigError, InputError
-from harness.inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
-from harness.records import RunRecord, ToolRecord
-from harness.runs.grading import (
+from ..errors import ConfigError, InputError
+from ..graders.context import build_context
+from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
+from ..records import RunRecord, ToolRecord
+from .grading import (
     AttachedGrader,
     agrade_question,
     attach_graders,
     criteria_with_rubric,
     target_policy,
 )
-from harness.runs.lifecycle import (
+from .lifecycle import (
     open_run,
     redaction_notes,
     run_services,
     stored_attachments,
     stored_results,
 )
-from harness.runs.loops import run_without_loop
-from harness.runs.outcome import RunOutcome
-from harness.runs.preflight import effective_graders
-from harness.runs.runner import messages_for_agent
-from harness.runs.scoring import GraderScore, QuestionScore, score_question
-from harness.runs.store import QuestionRun, ResultStore
+from .loops import run_without_loop
+from .outcome import RunOutcome
+from .preflight import effective_graders
+from .runner import messages_for_agent
+from .scoring import GraderScore, QuestionScore, score_question
+from .store import QuestionRun, ResultStore
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
@@ -64,7 +64,7 @@ def _input_messages(
 
 
 def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
-    from harness.inputs.dataset import load_dataset
+    from ..inputs.dataset import load_dataset
 
     dataset = load_dataset(target.dataset)
     return {str(q.id): q.row() for q in dataset.questions}
@@ -174,10 +174,10 @@ async def aregrade(
 ) -> list[str]:
     """Re-score every stored question of `targets` (those matching `ids`, ids or globs, when
     given) under `grading_id`; returns notes."""
-    from harness.capture.tracefile import read_trial_records
-    from harness.inputs.dataset import id_selected
-    from harness.runs.outcome import trace_file_of
-    from harness.runs.workers import worker_trace_files
+    from ..capture.tracefile import read_trial_records
+    from ..inputs.dataset import id_selected
+    from .outcome import trace_file_of
+    from .workers import worker_trace_files
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())
@@ -279,8 +279,8 @@ async def aregrade_run(
         targets = [_stored_target(config, name, identity) for name in names]
     with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
         if ids:
-            from harness.errors import NothingToRunError
-            from harness.inputs.dataset import check_id_patterns, id_selected
+            from ..errors import NothingToRunError
+            from ..inputs.dataset import check_id_patterns, id_selected
 
             stored = {t.name: {r.question_id for r in store.load_runs(t.name)} for t in targets}
             check_id_patterns(ids, (i for found in stored.values() for i in found))

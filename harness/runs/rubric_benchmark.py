@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.rubrics.model import Thresholds
+from ..graders.rubrics.model import Thresholds
 
 __all__ = [
     "BenchmarkItem",
@@ -165,7 +165,7 @@ def describe(figures_: Figures) -> dict[str, Any]:
 def _stored_checks(run_dir: Any, rubric: Any) -> Iterable[tuple[Any, dict[str, Any]]]:
     """(question score, check entry) of every judged check of `rubric` in the run's latest
     grading."""
-    from harness.runs.store import ResultStore
+    from .store import ResultStore
 
     with ResultStore.open_readonly(run_dir) as store:
         questions = store.load_scores()
@@ -190,10 +190,10 @@ def benchmark_items(
     tool-call record back from the run's trace file, as they did in the run."""
     from pathlib import Path
 
-    from graders.rubrics.evidence import Evidence, gather_evidence
-    from graders.rubrics.judge_kinds import interpret
-    from harness.capture.tracefile import read_records
-    from harness.runs.outcome import trace_file_of
+    from ..capture.tracefile import read_records
+    from ..graders.rubrics.evidence import Evidence, gather_evidence
+    from ..graders.rubrics.judge_kinds import interpret
+    from .outcome import trace_file_of
 
     labels = {(label.target, label.question, label.dimension): label for label in gold.labels}
     checks = {c.id: c for c in rubric.checks}

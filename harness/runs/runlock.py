@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.errors import InputError
+from ..errors import InputError
 
 try:
     import fcntl

@@ -9,7 +9,7 @@ Per question: a fresh environment when the target declares one (the agent factor
 it); otherwise one graph built once and shared. The agent gets the question's messages (the
 target's system prompt replacing a stored one); the response is the last AI message's text;
 graders get the flattened transcript the agent received as `input` and the context of
-`graders.context`.
+`tracegrade.graders.context`.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.base import GraderServices
-from graders.context import build_context
-from harness.errors import ConfigError
-from harness.inputs.config import TargetConfig
-from harness.records import RunRecord, ToolRecord
-from harness.runs.errortext import bounded, describe_agent_error, traceback_text
-from harness.runs.grading import (
+from ..errors import ConfigError
+from ..graders.base import GraderServices
+from ..graders.context import build_context
+from ..inputs.config import TargetConfig
+from ..records import RunRecord, ToolRecord
+from .errortext import bounded, describe_agent_error, traceback_text
+from .grading import (
     AttachedGrader,
     agrade_question,
     criteria_with_rubric,
     target_policy,
 )
-from harness.runs.scoring import QuestionScore, score_question
-from harness.runs.store import QuestionRun, ResultStore
+from .scoring import QuestionScore, score_question
+from .store import QuestionRun, ResultStore
 
 __all__ = [
     "TargetPlan",
@@ -56,7 +56,7 @@ class TargetPlan:
 
     target: TargetConfig
     questions: list[Any]
-    """`harness.inputs.dataset.Question`s still to run, in selection order."""
+    """`tracegrade.inputs.dataset.Question`s still to run, in selection order."""
     attached: list[AttachedGrader]
     services: GraderServices
     dataset_name: str = ""
@@ -425,7 +425,7 @@ async def arun_target(
     on disk before its record). Scores are not kept in memory (the store has them; `on_done` sees each one), so
     memory stays flat in the number of questions."""
     if record_class is None:
-        from harness.capture.recorder import Recorder as record_class
+        from ..capture.recorder import Recorder as record_class
     shared = plan.shared if plan.shared is not None else build_shared(plan)
     committed = 0
     pending = plan.work()

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ExitCode
-from harness.inputs.config import GateConfig
-from harness.records import GradeResult, map_to_composite
+from ..errors import ExitCode
+from ..inputs.config import GateConfig
+from ..records import GradeResult, map_to_composite
 
 __all__ = [
     "GateVerdict",

@@ -1,6 +1,6 @@
 """A run driven question by question from outside: the pytest plugin's run.
 
-`tracegrade run` asks a whole selection at once (`harness.runs.lifecycle`). A test runner asks
+`tracegrade run` asks a whole selection at once (`tracegrade.runs.lifecycle`). A test runner asks
 one question per test item, in its own order, possibly from several processes (pytest-xdist
 workers): `RunSession.create` opens the run directory (every input checked first, identity
 written, one grading), each process `join`s it, `arun_question` runs one question through the
@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.inputs.config import Config
-from harness.runs.lifecycle import _plan as plan_of
-from harness.runs.lifecycle import _select as select
-from harness.runs.lifecycle import (
+from ..errors import InputError
+from ..inputs.config import Config
+from .lifecycle import _plan as plan_of
+from .lifecycle import _select as select
+from .lifecycle import (
     new_grading,
     open_run,
     open_telemetry,
@@ -31,10 +31,10 @@ from harness.runs.lifecycle import (
     stored_results,
     telemetry_notes,
 )
-from harness.runs.outcome import RunOutcome, Selection, trace_file_of
-from harness.runs.runner import TargetPlan, arun_target
-from harness.runs.scoring import QuestionScore
-from harness.runs.store import ResultStore
+from .outcome import RunOutcome, Selection, trace_file_of
+from .runner import TargetPlan, arun_target
+from .scoring import QuestionScore
+from .store import ResultStore
 
 __all__ = ["RunSession"]
 

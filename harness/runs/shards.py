@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.runs.identity import read_identity, write_identity
-from harness.runs.store import ResultStore
+from ..errors import InputError
+from .identity import read_identity, write_identity
+from .store import ResultStore
 
 __all__ = [
     "MergeResult",
@@ -261,9 +261,9 @@ def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
     """The merged run's `RunOutcome`: one gate per target over every shard's questions, with
     the whole selection's size (a missing shard leaves the run incomplete, exit 3) and the
     must-pass graders the run stored."""
-    from harness.inputs.config import parse_gate
-    from harness.runs.history import load_outcome
-    from harness.runs.scoring import evaluate_gate
+    from ..inputs.config import parse_gate
+    from .history import load_outcome
+    from .scoring import evaluate_gate
 
     outcome = load_outcome(run_dir)
     for result in outcome.targets:

@@ -21,11 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.redaction import DEFAULT_POLICY, RedactionPolicy
-from harness.runs.annotations import Annotation, answer_fingerprint, apply_annotations
-from harness.runs.record import question_fingerprint
-from harness.runs.scoring import GraderScore, QuestionScore, score_question
+from ..errors import InputError
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from .annotations import Annotation, answer_fingerprint, apply_annotations
+from .record import question_fingerprint
+from .scoring import GraderScore, QuestionScore, score_question
 
 __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 

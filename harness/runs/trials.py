@@ -1,7 +1,7 @@
 """Repeated trials: a question run k times (`repeats: k`), summarised per question.
 
 pass@k: at least one of the k trials passed; pass^k: every trial passed (what a user who runs
-the agent once can count on). A trial passes by `harness.runs.scoring.question_passed`. Each
+the agent once can count on). A trial passes by `tracegrade.runs.scoring.question_passed`. Each
 grader's mean and spread (max minus min) over the trials that scored show how steady it is.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.runs.scoring import QuestionScore, all_passed, question_passed
+from .scoring import QuestionScore, all_passed, question_passed
 
 __all__ = ["TrialSummary", "pass_at_k_rate", "summarise_trials"]
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records import RunRecord
+from ..records import RunRecord
 
 __all__ = [
     "WorkerSpec",
@@ -94,11 +94,11 @@ def fold_worker_traces(run_dir: Path, target: str) -> int:
 
 # -- the worker process ---------------------------------------------------------------------
 def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
-    from harness.inputs.config import load_config
-    from harness.inputs.dataset import load_dataset
-    from harness.runs.identity import read_identity
-    from harness.runs.lifecycle import run_services, stored_attachments
-    from harness.runs.runner import TargetPlan, build_shared
+    from ..inputs.config import load_config
+    from ..inputs.dataset import load_dataset
+    from .identity import read_identity
+    from .lifecycle import run_services, stored_attachments
+    from .runner import TargetPlan, build_shared
 
     config = load_config(spec.config_path)
     target = dataclasses.replace(
@@ -129,7 +129,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = 0
     try:
-        from harness.runs.loops import run_without_loop
+        from .loops import run_without_loop
 
         config, plan, questions = build_plan(spec)
         run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))
@@ -153,7 +153,7 @@ class _ParentGone(Exception):
 
 def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
     """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
-    from harness.runs.lifecycle import open_telemetry
+    from .lifecycle import open_telemetry
 
     return open_telemetry(config, trace_file)
 
@@ -163,8 +163,8 @@ async def run_item(
 ) -> tuple[Any, Any]:
     """One (question, trial) in a worker, as the one-process runner runs it; its spans are in
     the worker's trace file when this returns."""
-    from harness.capture.recorder import Recorder
-    from harness.runs.runner import _run_one
+    from ..capture.recorder import Recorder
+    from .runner import _run_one
 
     question = questions.get(qid)
     if question is None:  # the dataset changed under the run: the worker fails, loudly
@@ -184,7 +184,7 @@ async def run_item(
 
 def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
     """The errored result standing for one whose values could not be sent back."""
-    from harness.runs.runner import _finish
+    from .runner import _finish
 
     question = questions[qid]
     run = RunRecord(question_id=qid, trial=trial)
@@ -264,7 +264,7 @@ class _Worker:
 
 # What every worker imports before its first question: loaded once in the fork server, so a
 # worker forked from it starts in milliseconds instead of re-importing them (~1 s of CPU each).
-_PRELOAD = ["harness.runs.workers", "harness.runs.lifecycle", "harness.capture.recorder"]
+_PRELOAD = ["tracegrade.runs.workers", "tracegrade.runs.lifecycle", "tracegrade.capture.recorder"]
 
 
 def _context() -> Any:
@@ -340,7 +340,7 @@ async def arun_target_in_workers(
     """Run `plan`'s questions in `workers` processes, committing each result here; returns
     (questions committed, each worker's span export report as a dict)."""
 
-    from harness.runs.runner import _finish
+    from .runner import _finish
 
     ctx = _context()
     specs = worker_specs(
@@ -458,7 +458,7 @@ async def arun_target_in_workers(
 
 def combined_report(reports: list[dict[str, Any]], trace_file: Path | None, endpoint: Any) -> Any:
     """The worker processes' span export reports as one `ExportReport`."""
-    from harness.capture.telemetry import ExportReport
+    from ..capture.telemetry import ExportReport
 
     def first(key: str) -> Any:
         return next((r[key] for r in reports if r.get(key)), None)
