@@ -29,15 +29,15 @@ from tracegrade.inputs.config import GateConfig  # noqa: E402
 from tracegrade.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 from tracegrade.reports.html import build_page_data, render_page  # noqa: E402
 from tracegrade.reports.html_data import RESULT_CHARS  # noqa: E402
-from tracegrade.runs.outcome import RunOutcome, TargetResult  # noqa: E402
-from tracegrade.runs.scoring import (  # noqa: E402
+from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
+from tracegrade.rundir.store import QuestionRun  # noqa: E402
+from tracegrade.verdicts.scoring import (  # noqa: E402
     GraderScore,
     QuestionScore,
     evaluate_gate,
     score_question,
     summarise_graders,
 )
-from tracegrade.runs.store import QuestionRun  # noqa: E402
 
 EXPECTED = [
     {"tool": "lookup_customer", "should_run": True, "args": {"email": "x@example.com"}},

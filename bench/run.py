@@ -3,7 +3,7 @@
 The scripted model sleeps `--latency` seconds per model call (default 50 ms), standing in for a
 real model. For each concurrency (1, 10, 50) it prints, side by side:
 
-- the harness: `tracegrade.runs.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
+- the harness: `tracegrade.execution.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
   local trace file), wall time, throughput as a share of the ideal
   (model calls x latency / concurrency), and its ratio to
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
@@ -45,10 +45,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tracegrade.execution.lifecycle import start_run  # noqa: E402
 from tracegrade.inputs.config import load_config  # noqa: E402
 from tracegrade.inputs.dataset import load_dataset  # noqa: E402
-from tracegrade.runs.lifecycle import start_run  # noqa: E402
-from tracegrade.runs.outcome import Selection  # noqa: E402
+from tracegrade.rundir.outcome import Selection  # noqa: E402
 
 SOURCE = REPO / "examples" / "datasets" / "support_desk.yaml"
 GRADERS = [
@@ -109,7 +109,7 @@ def harness_run(
 async def raw_question(target, factory, make_env, question) -> int:
     """One question through the agent as a plain loop would: a fresh environment, the graph
     built on it, `ainvoke` with no callbacks. Returns the model calls it made."""
-    from tracegrade.runs.runner import messages_for_agent
+    from tracegrade.execution.runner import messages_for_agent
 
     env = make_env()
     try:
@@ -216,7 +216,7 @@ def executor_runs(args: argparse.Namespace) -> dict:
     for name in args.executors:
         if name == "ray":
             try:
-                from tracegrade.runs.ray_executor import connect_ray
+                from tracegrade.execution.ray_executor import connect_ray
 
                 connect_ray(None, 2)  # started once, before any timed run
             except Exception as exc:  # reported; the other columns still run
@@ -288,11 +288,11 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     """
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade.execution.grading import attach_graders
+    from tracegrade.execution.lifecycle import _plan, _select, run_services
+    from tracegrade.execution.runner import _run_one
     from tracegrade.inputs import sourcefile
-    from tracegrade.runs.grading import attach_graders
-    from tracegrade.runs.lifecycle import _plan, _select, run_services
-    from tracegrade.runs.runner import _run_one
-    from tracegrade.runs.store import ResultStore
+    from tracegrade.rundir.store import ResultStore
 
     os.environ["TRACEGRADE_DEMO_LATENCY"] = "0"
     n = args.overhead_questions
@@ -389,11 +389,11 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
     from tracegrade.capture.tracefile import encode_line
+    from tracegrade.execution.grading import attach_graders
+    from tracegrade.execution.lifecycle import _plan, _select, run_services
+    from tracegrade.execution.runner import _run_one
     from tracegrade.redaction import RedactionPolicy
-    from tracegrade.runs.grading import attach_graders
-    from tracegrade.runs.lifecycle import _plan, _select, run_services
-    from tracegrade.runs.runner import _run_one
-    from tracegrade.runs.store import ResultStore
+    from tracegrade.rundir.store import ResultStore
 
     class PassThrough(RedactionPolicy):
         """Redacts nothing: the baseline the real policy is measured against."""

@@ -273,7 +273,7 @@ class FunctionGrader(CodeGrader):
         if isinstance(value, GradeResult):
             return value.model_copy(update={"grader_id": self.id})
         if isinstance(value, bool):
-            # details["binary"]: a bool verdict passes only at 1 (tracegrade.runs.scoring's pass rule)
+            # details["binary"]: a bool verdict passes only at 1 (tracegrade.verdicts.scoring's pass rule)
             return self.result(
                 1.0 if value else 0.0, "passed" if value else "failed", details={"binary": True}
             )

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
+from .execution.lifecycle import astart_run
 from .inputs.config import Config, GateConfig, load_config
 from .records import ToolRecord
-from .runs.lifecycle import astart_run
-from .runs.outcome import RunOutcome, Selection, TargetResult
-from .runs.scoring import GateVerdict, QuestionScore
+from .rundir.outcome import RunOutcome, Selection, TargetResult
+from .verdicts.scoring import GateVerdict, QuestionScore
 
 __all__ = [
     "RunResult",

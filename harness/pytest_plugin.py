@@ -90,7 +90,7 @@ class _Session:
         except TracegradeError as exc:
             raise pytest.UsageError(f"tracegrade: {exc}") from exc
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.run: Any = None  # tracegrade.runs.session.RunSession, once the session starts
+        self.run: Any = None  # tracegrade.execution.session.RunSession, once the session starts
         self.outcome: Any = None
         self._include_config_in_collection(config)
 
@@ -116,8 +116,8 @@ class _Session:
         if self.pytest_config.option.collectonly:
             return
         from .errors import TracegradeError
-        from .runs.outcome import Selection
-        from .runs.session import RunSession
+        from .execution.session import RunSession
+        from .rundir.outcome import Selection
 
         use_cache = not self.pytest_config.getoption("tracegrade_no_cache")
         try:
@@ -173,7 +173,7 @@ class _Session:
         if not ran:
             tr.write_line("no question ran")
         else:
-            from .runs.scoring import combine_exit_codes
+            from .verdicts.scoring import combine_exit_codes
 
             code = combine_exit_codes(t.verdict.exit_code for t in ran)
             tr.write_line(f"verdict: exit {code} ({_MEANINGS.get(code, 'see docs')})")

@@ -134,9 +134,9 @@ def test_evaluate_validates_its_inputs_as_a_config_would(tmp_path):
 
 
 def test_from_harness_import_run_after_importing_the_runs_package():
-    # `tracegrade.runs` is a package and `tracegrade.capture` one too: the facade's functions win.
+    # `tracegrade.execution` is a package and `tracegrade.capture` one too: the facade's functions win.
     code = (
-        "import tracegrade.runs.lifecycle, tracegrade.capture.recorder\n"
+        "import tracegrade.execution.lifecycle, tracegrade.capture.recorder\n"
         "from tracegrade import run, capture\n"
         "import tracegrade.api\n"
         "assert run is tracegrade.api.run and capture is tracegrade.api.capture, (run, capture)\n"

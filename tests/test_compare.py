@@ -13,10 +13,10 @@ import yaml
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
+from tracegrade.comparison.compare import compare_runs, diff_tool_calls
 from tracegrade.errors import InputError
-from tracegrade.runs.compare import compare_runs, diff_tool_calls
-from tracegrade.runs.history import StoredRun
-from tracegrade.runs.record import GraderResult, QuestionResult, ToolCallResult
+from tracegrade.rundir.history import StoredRun
+from tracegrade.rundir.record import GraderResult, QuestionResult, ToolCallResult
 
 MUST_PASS = [
     {"id": "tool_usage_grader", "must_pass": True, "threshold": 5},

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracegrade.runs.stats import mcnemar_exact, paired_bootstrap
+from tracegrade.comparison.stats import mcnemar_exact, paired_bootstrap
 
 # (b, c) -> exact two-sided p, worked by hand: p = 2 * sum_{i<=min(b,c)} C(b+c, i) / 2^(b+c).
 MCNEMAR_TABLE = {

@@ -10,8 +10,8 @@ import pytest
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
+from tracegrade.execution.lifecycle import start_run
 from tracegrade.inputs.config import load_config
-from tracegrade.runs.lifecycle import start_run
 
 RETURNS = """
 import sys

@@ -18,9 +18,9 @@ from tracegrade.records import Outcome, ToolCall, ToolRecord
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports.html import build_page_data, render_page
 from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
-from tracegrade.runs.outcome import RunOutcome, TargetResult
-from tracegrade.runs.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
-from tracegrade.runs.store import QuestionRun
+from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.rundir.store import QuestionRun
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
 
 
 def page_data(html: str) -> dict:

@@ -14,10 +14,10 @@ from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
 from tracegrade.errors import PluginError, ProviderError
+from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.regrade import regrade_run
 from tracegrade.inputs.config import load_config
 from tracegrade.judging import JudgeRequest, ManagedProvider, build_provider, provider_backends
-from tracegrade.runs.lifecycle import start_run
-from tracegrade.runs.regrade import regrade_run
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -12,7 +12,7 @@ from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.runs.agreement import agreement, cohen_kappa
+from tracegrade.curation.agreement import agreement, cohen_kappa
 
 openai_server = loopback.openai_server  # the fixture
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.junit import render_junit
-from tracegrade.runs.outcome import RunOutcome, TargetResult
-from tracegrade.runs.scoring import (
+from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
     evaluate_gate,

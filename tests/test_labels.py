@@ -22,7 +22,7 @@ import yaml
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.runs.store import SCHEMA_VERSION, ResultStore
+from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
 
 ROOT = Path(__file__).resolve().parent.parent
 

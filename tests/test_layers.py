@@ -24,13 +24,18 @@ FLOORS: dict[str, int] = {
     "tracegrade.capture": 2,
     "tracegrade.judging": 2,
     "tracegrade.graders": 3,
-    "tracegrade.runs": 4,
+    # the run, in rooms named for what they hold
+    "tracegrade.verdicts": 4,
     "tracegrade.assertions": 4,
-    "tracegrade.reports": 5,
-    "tracegrade.cli": 6,
-    "tracegrade.api": 6,
-    "tracegrade.pytest_plugin": 7,
-    "tracegrade.__main__": 7,  # `python -m tracegrade`: the entry point above the CLI
+    "tracegrade.rundir": 5,
+    "tracegrade.execution": 6,
+    "tracegrade.comparison": 6,
+    "tracegrade.curation": 6,
+    "tracegrade.reports": 7,
+    "tracegrade.cli": 8,
+    "tracegrade.api": 8,
+    "tracegrade.pytest_plugin": 9,
+    "tracegrade.__main__": 9,  # `python -m tracegrade`: the entry point above the CLI
 }
 FACADE = "tracegrade"  # the lazy facade names every floor; it imports nothing at import time
 
@@ -116,6 +121,6 @@ def test_no_module_imports_from_a_higher_floor(module, path):
 def test_the_layer_check_sees_an_upward_import(tmp_path):
     # The check itself can fail: a floor-2 module importing the runner is caught.
     bad = tmp_path / "bad.py"
-    bad.write_text("from ..runs.runner import arun_target\n")
+    bad.write_text("from ..execution.runner import arun_target\n")
     targets = [t for t, _ in imports_of(bad, "tracegrade.inputs.bad")]
     assert any(FLOORS[room_of(t)] > FLOORS["tracegrade.inputs"] for t in targets if room_of(t))

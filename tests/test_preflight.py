@@ -11,8 +11,8 @@ import yaml
 
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
+from tracegrade.execution.preflight import preflight
 from tracegrade.inputs.config import load_config, load_object
-from tracegrade.runs.preflight import preflight
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

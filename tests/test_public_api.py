@@ -53,7 +53,9 @@ HEAVY = (
     "tracegrade.graders.judges",
     "httpx",
     "jsonschema",
-    "tracegrade.runs",
+    "tracegrade.execution",
+    "tracegrade.rundir",
+    "tracegrade.verdicts",
 )
 
 

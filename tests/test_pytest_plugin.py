@@ -157,7 +157,7 @@ def test_without_the_option_the_plugin_is_inert(project):
         "def test_plain(pytestconfig):\n"
         "    assert pytestconfig.pluginmanager.hasplugin('tracegrade')\n"
         "    assert pytestconfig.pluginmanager.get_plugin('tracegrade-session') is None\n"
-        "    heavy = [m for m in sys.modules if m.startswith(('tracegrade.runs', 'graders',\n"
+        "    heavy = [m for m in sys.modules if m.startswith(('tracegrade.execution', 'tracegrade.rundir', 'tracegrade.graders',\n"
         "             'tracegrade.inputs', 'langgraph'))]\n"
         "    assert heavy == []\n"
     )

@@ -16,8 +16,8 @@ from tracegrade.cli import main
 from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from tracegrade.judging.redacting import RedactingProvider
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
-from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
-from tracegrade.runs.store import QuestionRun, ResultStore
+from tracegrade.rundir.store import QuestionRun, ResultStore
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
 # (as planted, the part that must not survive): one of every kind.
 KINDS = [

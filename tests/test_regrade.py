@@ -10,10 +10,10 @@ from tests import openai_server as loopback
 from tests.openai_server import score, server_error
 from tests.runs_support import write_project
 from tracegrade.cli import main
+from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.regrade import regrade_run
 from tracegrade.inputs.config import load_config
-from tracegrade.runs.lifecycle import start_run
-from tracegrade.runs.regrade import regrade_run
-from tracegrade.runs.store import ResultStore
+from tracegrade.rundir.store import ResultStore
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -16,7 +16,7 @@ import yaml
 
 from tracegrade.capture.tracefile import read_trial_records
 from tracegrade.cli import main
-from tracegrade.runs.store import ResultStore
+from tracegrade.rundir.store import ResultStore
 
 SEED = 6
 CITIES = ("Paris", "Oslo", "Rome")

@@ -14,8 +14,8 @@ from tracegrade.reports.console import render_console
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
-from tracegrade.runs.outcome import RunOutcome, TargetResult
-from tracegrade.runs.scoring import (
+from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
     evaluate_gate,

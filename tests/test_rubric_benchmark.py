@@ -14,8 +14,8 @@ from tests import openai_server as loopback
 from tests.openai_server import Answer
 from tests.runs_support import write_project
 from tracegrade.cli import main
+from tracegrade.curation.rubric_benchmark import grid
 from tracegrade.graders.rubrics.model import Thresholds
-from tracegrade.runs.rubric_benchmark import grid
 
 openai_server = loopback.openai_server  # the fixture
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from tracegrade.errors import InputError
-from tracegrade.runs.history import load_outcome, load_stored_run
-from tracegrade.runs.identity import read_manifest
-from tracegrade.runs.record import question_fingerprint
-from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
-from tracegrade.runs.store import SCHEMA_VERSION, QuestionRun, ResultStore
+from tracegrade.rundir.history import load_outcome, load_stored_run
+from tracegrade.rundir.identity import read_manifest
+from tracegrade.rundir.record import question_fingerprint
+from tracegrade.rundir.store import SCHEMA_VERSION, QuestionRun, ResultStore
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"
 # What the first release scored on that run (printed by it when the fixture was written).

@@ -9,11 +9,11 @@ import sys
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade.execution.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.records import ToolRecord
-from tracegrade.runs.lifecycle import start_run
-from tracegrade.runs.outcome import Selection
-from tracegrade.runs.store import ResultStore
+from tracegrade.rundir.outcome import Selection
+from tracegrade.rundir.store import ResultStore
 
 
 def _by_id(outcome):
@@ -131,10 +131,10 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
+    from tracegrade.execution.grading import attach_graders
+    from tracegrade.execution.lifecycle import _plan, run_services
+    from tracegrade.execution.runner import arun_target
     from tracegrade.inputs.dataset import load_dataset
-    from tracegrade.runs.grading import attach_graders
-    from tracegrade.runs.lifecycle import _plan, run_services
-    from tracegrade.runs.runner import arun_target
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
@@ -186,7 +186,7 @@ def test_nothing_selected_is_exit_5(tmp_path):
 async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
     # A notebook or an async service already has a loop: astart_run must be awaitable there
     # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
-    from tracegrade.runs.lifecycle import astart_run
+    from tracegrade.execution.lifecycle import astart_run
 
     config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
     outcome = await astart_run(config)

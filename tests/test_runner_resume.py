@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade.execution.lifecycle import resume_run, start_run
 from tracegrade.inputs.config import load_config
-from tracegrade.runs.lifecycle import resume_run, start_run
-from tracegrade.runs.store import ResultStore
+from tracegrade.rundir.store import ResultStore
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tracegrade.inputs.config import GateConfig
 from tracegrade.records import GradeResult
-from tracegrade.runs.scoring import (
+from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
     aggregate_samples,

@@ -16,8 +16,8 @@ from tests.runs_support import write_project
 from tracegrade.capture.tracefile import read_records
 from tracegrade.cli import main
 from tracegrade.errors import InputError
-from tracegrade.runs.shards import parse_shard, shard_of
-from tracegrade.runs.store import ResultStore
+from tracegrade.execution.shards import parse_shard, shard_of
+from tracegrade.rundir.store import ResultStore
 
 
 def _questions(n: int) -> list[dict]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from tracegrade.runs.scoring import GraderScore, QuestionScore, score_question
-from tracegrade.runs.store import QuestionRun, ResultStore
+from tracegrade.rundir.store import QuestionRun, ResultStore
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
 
 def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:

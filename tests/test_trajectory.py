@@ -268,7 +268,7 @@ def test_default_mode_is_superset(booking):
 
 
 def test_passes_only_at_one(booking):
-    from tracegrade.runs.scoring import passes
+    from tracegrade.verdicts.scoring import passes
 
     partial = grade({"calls": [BOOK, {"tool": "cancel_booking"}]}, booking)
     assert partial.score == 0.5

@@ -19,9 +19,9 @@ from tests.runs_support import write_project
 from tests.test_crash_safety import _questions, _rows
 from tests.test_shards import _records
 from tracegrade.cli import main
+from tracegrade.execution.lifecycle import resume_run, start_run
 from tracegrade.inputs.config import load_config
-from tracegrade.runs.lifecycle import resume_run, start_run
-from tracegrade.runs.store import ResultStore
+from tracegrade.rundir.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 

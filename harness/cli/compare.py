@@ -89,13 +89,13 @@ def fail_on_of(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..comparison.compare import compare_runs
     from ..reports.compare_report import (
         render_comparison_console,
         write_comparison_json,
         write_comparison_markdown,
     )
-    from ..runs.compare import compare_runs
-    from ..runs.history import load_comparable
+    from ..rundir.history import load_comparable
 
     base = load_comparable(args.base, config_path=args.config)
     cand = load_comparable(args.cand, config_path=args.config)

@@ -89,11 +89,11 @@ def _store_path(config_path: Path | None) -> Path:
 def _generate(args: argparse.Namespace) -> int:
     import asyncio
 
+    from ..curation.generate import agenerate_drafts
     from ..errors import InputError
+    from ..execution.grading import build_services
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
-    from ..runs.generate import agenerate_drafts
-    from ..runs.grading import build_services
 
     if args.count < 1:
         raise InputError("--count must be at least 1", key="--count")
@@ -130,8 +130,8 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace, store_path: Path) -> int:
+    from ..curation.generate import DRAFT, review_drafts
     from ..inputs.datastore import DatasetStore
-    from ..runs.generate import DRAFT, review_drafts
 
     accept = list(args.accept)
     if args.accept_all:
@@ -153,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "review":
         return _review(args, store_path)
     if args.action == "promote":
-        from ..runs.history import resolve_run
-        from ..runs.promote import promote_question
+        from ..curation.promote import promote_question
+        from ..rundir.history import resolve_run
 
         run_dir = resolve_run(args.run_dir, config_path=args.config)
         name, row, review = promote_question(

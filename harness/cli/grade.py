@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..execution.regrade import regrade_run
     from ..inputs.config import load_config
-    from ..runs.regrade import regrade_run
 
     config = load_config(args.config)
     outcome = regrade_run(

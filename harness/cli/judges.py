@@ -183,9 +183,9 @@ def _floor(args: argparse.Namespace) -> float | None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from ..curation.judge_validation import validate_judges
     from ..inputs.gold import load_gold
-    from ..runs.history import load_comparable
-    from ..runs.judge_validation import validate_judges
+    from ..rundir.history import load_comparable
 
     gold = load_gold(args.gold)
     stored = load_comparable(args.run, config_path=args.config)

@@ -70,12 +70,12 @@ def _config(path: Path | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..curation.labelling import checklists_of, label_tasks, read_answers_file
     from ..errors import InputError
     from ..redaction import DEFAULT_POLICY
-    from ..runs.history import resolve_run
-    from ..runs.identity import read_identity
-    from ..runs.labelling import checklists_of, label_tasks, read_answers_file
-    from ..runs.store import ResultStore
+    from ..rundir.history import resolve_run
+    from ..rundir.identity import read_identity
+    from ..rundir.store import ResultStore
 
     config = _config(args.config)
     run_dir = resolve_run(args.run_dir, config_path=args.config)
@@ -140,7 +140,7 @@ class LabelSession:
         return self.stored
 
     def _one(self, task: Any, number: int, total: int) -> bool:
-        from ..runs.annotations import REVIEW_PREFIX
+        from ..rundir.annotations import REVIEW_PREFIX
 
         done = {a["label"] for a in task.annotations if not a.get("stale")}
         items = [(c.id, c.question, ("y", "n")) for c in task.checklist]
@@ -184,7 +184,7 @@ class LabelSession:
 
 
 def _show(task: Any, number: int, total: int) -> None:
-    from ..runs.record import GraderResult
+    from ..rundir.record import GraderResult
 
     trial = f" trial {task.trial}" if task.trial else ""
     print(f"\n=== [{number}/{total}] {task.target} / {task.question_id}{trial} ===")

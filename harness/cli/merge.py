@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runs.shards import merge_runs, merged_outcome
+    from ..execution.shards import merge_runs, merged_outcome
 
     result = merge_runs(args.run_dirs, args.out)
     merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)

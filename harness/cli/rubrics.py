@@ -148,12 +148,12 @@ def _write_version(store: Any, rubric: Any, tuned: Any) -> Path:
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
+    from ..curation.rubric_benchmark import benchmark, benchmark_items, describe
     from ..errors import InputError
     from ..graders.rubrics import RubricStore
     from ..graders.rubrics.model import DEFAULT_THRESHOLDS
     from ..inputs.config import load_config
     from ..inputs.gold import load_gold
-    from ..runs.rubric_benchmark import benchmark, benchmark_items, describe
 
     config = load_config(args.config)
     if config.rubrics is None:

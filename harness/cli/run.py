@@ -113,15 +113,15 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..execution.lifecycle import ANSWERS_VERBATIM_NOTE
     from ..inputs.config import load_config
     from ..reports.progress import Progress
-    from ..runs.lifecycle import ANSWERS_VERBATIM_NOTE
     from . import handle_stop_signals
 
     config = load_config(args.config)
     baseline = None
     if args.baseline:  # read before the run: a bad baseline is exit 4 before anything runs
-        from ..runs.history import load_comparable
+        from ..rundir.history import load_comparable
 
         baseline = load_comparable(args.baseline, config_path=args.config)
     progress = Progress(quiet=args.quiet)
@@ -172,9 +172,9 @@ def run(args: argparse.Namespace) -> int:
 def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:
     """Attach the comparison to the outcome; a refused one (drift) is a note and exit 4, the
     run's own reports still written."""
+    from ..comparison.compare import compare_runs
     from ..errors import TracegradeError
-    from ..runs.compare import compare_runs
-    from ..runs.history import load_stored_run
+    from ..rundir.history import load_stored_run
 
     candidate = load_stored_run(outcome.run_dir, grading=outcome.grading_id, label=outcome.run_id)
     try:
@@ -194,9 +194,9 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
-    from ..runs.lifecycle import resume_run, start_run
-    from ..runs.outcome import Selection
-    from ..runs.shards import parse_shard
+    from ..execution.lifecycle import resume_run, start_run
+    from ..execution.shards import parse_shard
+    from ..rundir.outcome import Selection
 
     if args.resume:
         return resume_run(

@@ -55,7 +55,7 @@ def _row(r: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runs.history import list_runs, runs_dir_of
+    from ..rundir.history import list_runs, runs_dir_of
 
     runs_dir = runs_dir_of(args.config, args.runs_dir)
     runs, problems = list_runs(runs_dir, limit=args.limit)

@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
-    from ..runs.history import load_outcome, resolve_run
+    from ..rundir.history import load_outcome, resolve_run
 
     run_dir = resolve_run(args.run_dir, config_path=args.config)
     outcome = load_outcome(run_dir, grading=args.grading)

@@ -22,9 +22,9 @@ def register(subparsers: Any) -> None:
 
 
 def describe_targets(config: Any) -> str:
+    from ..execution.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
-    from ..runs.grading import attach_graders, build_services
-    from ..runs.scoring import pass_bar
+    from ..verdicts.scoring import pass_bar
 
     services = build_services(
         judge=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..runs.scoring import GraderScore, QuestionScore
+from ..verdicts.scoring import GraderScore, QuestionScore
 
 __all__ = [
     "annotation_lines",

@@ -1,4 +1,4 @@
-"""A comparison of two runs (`tracegrade.runs.compare.Comparison`) as console text, Markdown and
+"""A comparison of two runs (`tracegrade.comparison.compare.Comparison`) as console text, Markdown and
 a JSON mapping (`format: tracegrade.comparison`, version 1; only ever gains keys)."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
     """With repeats: per question the trials passed, pass@k, pass^k, composite mean and spread."""
     if not any(q.trial for q in questions):
         return []
-    from ..runs.trials import pass_at_k_rate, summarise_trials
+    from ..verdicts.trials import pass_at_k_rate, summarise_trials
 
     summaries = summarise_trials(questions)
     k = max(s.trials for s in summaries)
@@ -49,7 +49,7 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
 
 
 def render_console(outcome, *, worst: int = 5) -> str:
-    """The text printed after a run or re-grade (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
+    """The text printed after a run or re-grade (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
     for note in outcome.notes:
         lines.append(f"note: {note}")

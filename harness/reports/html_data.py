@@ -24,7 +24,7 @@ from ..graders.tool_usage import (
 )
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
-from ..runs.scoring import QuestionScore
+from ..verdicts.scoring import QuestionScore
 
 __all__ = [
     "RESULT_CHARS",
@@ -80,8 +80,8 @@ def load_sources(
     """The stored question runs and the trace file's records of each target, by (question id,
     trial). A missing store or trace file gives empty maps: the page then says what is absent."""
     from ..capture.tracefile import read_trial_records
-    from ..runs.outcome import trace_file_of
-    from ..runs.store import STORE_FILE, ResultStore
+    from ..rundir.outcome import trace_file_of
+    from ..rundir.store import STORE_FILE, ResultStore
 
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
     records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}

@@ -12,7 +12,7 @@
  "summary": {"<target>": {...}}, "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
 ```
 Version 1 only ever gains keys; a removed or renamed key is version 2. A question entry is a
-`tracegrade.runs.record.QuestionResult` (every field documented there).
+`tracegrade.rundir.record.QuestionResult` (every field documented there).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..runs.record import QuestionResult
+from ..rundir.record import QuestionResult
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -32,7 +32,7 @@ VERSION = 1
 def _questions(outcome) -> list[dict[str, Any]]:
     """Each question result as `QuestionResult` writes it, with the calls from the trace file
     (arguments as exported: redacted), so `compare` can diff tool calls from this file alone."""
-    from ..runs.history import tool_calls_of
+    from ..rundir.history import tool_calls_of
 
     out = []
     for t in outcome.targets:
@@ -50,13 +50,13 @@ def _trials(questions) -> list[dict[str, Any]] | None:
         return None
     from dataclasses import asdict
 
-    from ..runs.trials import summarise_trials
+    from ..verdicts.trials import summarise_trials
 
     return [asdict(s) for s in summarise_trials(questions)]
 
 
 def build_json_report(outcome) -> dict[str, Any]:
-    """The report as a plain mapping (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
+    """The report as a plain mapping (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     names = [t.target for t in outcome.targets]
     return {
         "format": FORMAT,

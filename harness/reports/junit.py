@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..runs.scoring import QuestionScore
+from ..verdicts.scoring import QuestionScore
 from .common import check_label, check_problems, fmt, fmt_score, question_label
 
 __all__ = ["render_junit", "write_junit"]
@@ -119,7 +119,7 @@ def _comparison_suite(root: ET.Element, comparison) -> int:
 
 
 def render_junit(outcome) -> str:
-    """The XML document (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
+    """The XML document (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
     total_f = total_e = total_t = 0
     for t in outcome.targets:

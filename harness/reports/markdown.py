@@ -28,7 +28,7 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(outcome, *, worst: int = 5) -> str:
-    """The summary (`outcome` is a `tracegrade.runs.lifecycle.RunOutcome`)."""
+    """The summary (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     code = outcome.exit_code
     lines = [f"## tracegrade run `{outcome.run_id}`: {_EXIT_WORDS.get(code, f'exit {code}')}", ""]
     for note in outcome.notes:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .scoring import GraderScore, QuestionScore, pass_bar, question_passed
+from ..verdicts.scoring import GraderScore, QuestionScore, pass_bar, question_passed
 
 __all__ = [
     "CONTENT_KEYS",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode
-from .scoring import GateVerdict, GraderSummary, QuestionScore, combine_exit_codes
+from ..verdicts.scoring import GateVerdict, GraderSummary, QuestionScore, combine_exit_codes
 
 __all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id", "trace_file_of"]
 
@@ -31,7 +31,7 @@ class Selection:
     """Question ids or glob patterns (`--id`); empty: every question."""
     shard: tuple[int, int] | None = None
     """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
-    `tracegrade.runs.shards`); None: all of it."""
+    `tracegrade.execution.shards`); None: all of it."""
     goal: str | None = None
     """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
     question's own `goal` wins); None: each target's graders."""
@@ -93,7 +93,7 @@ class RunOutcome:
     """Spans that could not be written to the run's trace file: their records are lost on
     disk, so the run is incomplete (exit 3) however its gates came out."""
     comparison: Any = None
-    """With `run --baseline`: the `tracegrade.runs.compare.Comparison` against the baseline,
+    """With `run --baseline`: the `tracegrade.comparison.compare.Comparison` against the baseline,
     whose regression verdict joins the gate."""
     extra_exit_codes: list[int] = field(default_factory=list)
     """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""

@@ -19,6 +19,9 @@ from ..errors import ConfigError, InputError
 from ..graders.context import build_context
 from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
 from ..records import RunRecord, ToolRecord
+from ..rundir.outcome import RunOutcome
+from ..rundir.store import QuestionRun, ResultStore
+from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .grading import (
     AttachedGrader,
     agrade_question,
@@ -34,11 +37,8 @@ from .lifecycle import (
     stored_results,
 )
 from .loops import run_without_loop
-from .outcome import RunOutcome
 from .preflight import effective_graders
 from .runner import messages_for_agent
-from .scoring import GraderScore, QuestionScore, score_question
-from .store import QuestionRun, ResultStore
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
@@ -176,7 +176,7 @@ async def aregrade(
     given) under `grading_id`; returns notes."""
     from ..capture.tracefile import read_trial_records
     from ..inputs.dataset import id_selected
-    from .outcome import trace_file_of
+    from ..rundir.outcome import trace_file_of
     from .workers import worker_trace_files
 
     notes: list[str] = []

@@ -1,10 +1,10 @@
 """Runs: starting and resuming them, and the run directory they live in (re-grading one is
-`tracegrade.runs.regrade`).
+`tracegrade.execution.regrade`).
 
 ```
 runs/<run id>/
-  identity.json            what produced the scores (tracegrade.runs.identity)
-  results.sqlite           one committed row per finished question (tracegrade.runs.store)
+  identity.json            what produced the scores (tracegrade.rundir.identity)
+  results.sqlite           one committed row per finished question (tracegrade.rundir.store)
   traces/<target>.jsonl    the run's local trace file per target (records for re-grading)
   graders/<target>/...     copies of the user grading modules the run used
 ```
@@ -29,8 +29,7 @@ from ..errors import ConfigError, InputError, NothingToRunError, RubricError
 from ..inputs.config import Config, TargetConfig
 from ..inputs.sourcefile import raise_problems
 from ..records import GradeResult
-from .grading import AttachedGrader, attach_from_specs, attach_graders, build_services
-from .identity import (
+from ..rundir.identity import (
     copy_grading_module,
     git_commit,
     package_versions,
@@ -38,29 +37,30 @@ from .identity import (
     sha256_file,
     write_identity,
 )
-from .loops import run_without_loop
-from .outcome import (
+from ..rundir.outcome import (
     RunOutcome,
     Selection,
     TargetResult,
     new_run_id,
     trace_file_of,
 )
+from ..rundir.runlock import holder_text, run_lock
+from ..rundir.store import ResultStore
+from ..verdicts.scoring import (
+    QuestionScore,
+    evaluate_gate,
+    summarise_graders,
+)
+from .grading import AttachedGrader, attach_from_specs, attach_graders, build_services
+from .loops import run_without_loop
 from .preflight import (
     check_goals,
     check_graders,
     check_rubric_refs,
     effective_graders,
 )
-from .runlock import holder_text, run_lock
 from .runner import TargetPlan, arun_target, build_shared
-from .scoring import (
-    QuestionScore,
-    evaluate_gate,
-    summarise_graders,
-)
 from .shards import shard_questions
-from .store import ResultStore
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
@@ -508,8 +508,8 @@ async def astart_run(
     checked before the run directory is created (`prepare_run`). `on_start(run_dir, total)` is
     called once the run directory exists; `on_done(question)` after each question is committed.
     `workers` (default: the config's `workers:`) runs each target in that many processes
-    (`tracegrade.runs.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
-    on Ray actors (`tracegrade.runs.ray_executor`).
+    (`tracegrade.execution.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
+    on Ray actors (`tracegrade.execution.ray_executor`).
     """
     _connect_executor(config, executor, workers)  # before any run directory exists
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .identity import read_identity, write_identity
-from .store import ResultStore
+from ..rundir.identity import read_identity, write_identity
+from ..rundir.store import ResultStore
 
 __all__ = [
     "MergeResult",
@@ -262,8 +262,8 @@ def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
     the whole selection's size (a missing shard leaves the run incomplete, exit 3) and the
     must-pass graders the run stored."""
     from ..inputs.config import parse_gate
-    from .history import load_outcome
-    from .scoring import evaluate_gate
+    from ..rundir.history import load_outcome
+    from ..verdicts.scoring import evaluate_gate
 
     outcome = load_outcome(run_dir)
     for result in outcome.targets:

@@ -27,6 +27,8 @@ from ..graders.base import GraderServices
 from ..graders.context import build_context
 from ..inputs.config import TargetConfig
 from ..records import RunRecord, ToolRecord
+from ..rundir.store import QuestionRun, ResultStore
+from ..verdicts.scoring import QuestionScore, score_question
 from .errortext import bounded, describe_agent_error, traceback_text
 from .grading import (
     AttachedGrader,
@@ -34,8 +36,6 @@ from .grading import (
     criteria_with_rubric,
     target_policy,
 )
-from .scoring import QuestionScore, score_question
-from .store import QuestionRun, ResultStore
 
 __all__ = [
     "TargetPlan",

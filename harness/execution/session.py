@@ -1,6 +1,6 @@
 """A run driven question by question from outside: the pytest plugin's run.
 
-`tracegrade run` asks a whole selection at once (`tracegrade.runs.lifecycle`). A test runner asks
+`tracegrade run` asks a whole selection at once (`tracegrade.execution.lifecycle`). A test runner asks
 one question per test item, in its own order, possibly from several processes (pytest-xdist
 workers): `RunSession.create` opens the run directory (every input checked first, identity
 written, one grading), each process `join`s it, `arun_question` runs one question through the
@@ -19,6 +19,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs.config import Config
+from ..rundir.outcome import RunOutcome, Selection, trace_file_of
+from ..rundir.store import ResultStore
+from ..verdicts.scoring import QuestionScore
 from .lifecycle import _plan as plan_of
 from .lifecycle import _select as select
 from .lifecycle import (
@@ -31,10 +34,7 @@ from .lifecycle import (
     stored_results,
     telemetry_notes,
 )
-from .outcome import RunOutcome, Selection, trace_file_of
 from .runner import TargetPlan, arun_target
-from .scoring import QuestionScore
-from .store import ResultStore
 
 __all__ = ["RunSession"]
 

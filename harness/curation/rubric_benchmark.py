@@ -165,7 +165,7 @@ def describe(figures_: Figures) -> dict[str, Any]:
 def _stored_checks(run_dir: Any, rubric: Any) -> Iterable[tuple[Any, dict[str, Any]]]:
     """(question score, check entry) of every judged check of `rubric` in the run's latest
     grading."""
-    from .store import ResultStore
+    from ..rundir.store import ResultStore
 
     with ResultStore.open_readonly(run_dir) as store:
         questions = store.load_scores()
@@ -193,7 +193,7 @@ def benchmark_items(
     from ..capture.tracefile import read_records
     from ..graders.rubrics.evidence import Evidence, gather_evidence
     from ..graders.rubrics.judge_kinds import interpret
-    from .outcome import trace_file_of
+    from ..rundir.outcome import trace_file_of
 
     labels = {(label.target, label.question, label.dimension): label for label in gold.labels}
     checks = {c.id: c for c in rubric.checks}

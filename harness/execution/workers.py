@@ -96,7 +96,7 @@ def fold_worker_traces(run_dir: Path, target: str) -> int:
 def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
-    from .identity import read_identity
+    from ..rundir.identity import read_identity
     from .lifecycle import run_services, stored_attachments
     from .runner import TargetPlan, build_shared
 
@@ -264,7 +264,11 @@ class _Worker:
 
 # What every worker imports before its first question: loaded once in the fork server, so a
 # worker forked from it starts in milliseconds instead of re-importing them (~1 s of CPU each).
-_PRELOAD = ["tracegrade.runs.workers", "tracegrade.runs.lifecycle", "tracegrade.capture.recorder"]
+_PRELOAD = [
+    "tracegrade.execution.workers",
+    "tracegrade.execution.lifecycle",
+    "tracegrade.capture.recorder",
+]
 
 
 def _context() -> Any:

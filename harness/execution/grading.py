@@ -21,14 +21,14 @@ from ..errors import ConfigError, RubricError
 from ..graders.base import Attachment, Grader, GraderServices
 from ..records import GradeResult
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..rundir.identity import grader_code_hash
+from ..verdicts.scoring import GraderScore, aggregate_samples
 from .errortext import (
     MAX_ERROR_CHARS,
     bounded,
     describe_agent_error,
     traceback_text,
 )
-from .identity import grader_code_hash
-from .scoring import GraderScore, aggregate_samples
 
 __all__ = [
     "AttachedGrader",

@@ -1,7 +1,7 @@
 """Repeated trials: a question run k times (`repeats: k`), summarised per question.
 
 pass@k: at least one of the k trials passed; pass^k: every trial passed (what a user who runs
-the agent once can count on). A trial passes by `tracegrade.runs.scoring.question_passed`. Each
+the agent once can count on). A trial passes by `tracegrade.verdicts.scoring.question_passed`. Each
 grader's mean and spread (max minus min) over the trials that scored show how steady it is.
 """
 

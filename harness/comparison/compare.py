@@ -9,7 +9,7 @@ allowed, and then those questions are listed apart. Questions in only one run ar
 compared.
 
 Paired statistics over the aligned questions: the exact McNemar test on pass/fail and a seeded
-paired bootstrap interval on the mean composite delta (`tracegrade.runs.stats`).
+paired bootstrap interval on the mean composite delta (`tracegrade.comparison.stats`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ExitCode, InputError, NothingToRunError
-from .history import StoredRun
-from .record import QuestionResult, ToolCallResult
-from .scoring import all_passed
+from ..rundir.history import StoredRun
+from ..rundir.record import QuestionResult, ToolCallResult
+from ..verdicts.scoring import all_passed
 from .stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
 
 __all__ = [
@@ -330,7 +330,7 @@ def _by_label(run: StoredRun, label: str) -> StoredRun:
     """`run` with each question's pass/fail taken from the person's answer to `label`."""
     from dataclasses import replace
 
-    from .record import GraderResult
+    from ..rundir.record import GraderResult
 
     questions = []
     for q in run.questions:

@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..inputs.config import TargetConfig, parse_gate
+from ..verdicts.scoring import QuestionScore, evaluate_gate, summarise_graders
 from .identity import IDENTITY_FILE, read_json_file, read_manifest
 from .outcome import RunOutcome, TargetResult, trace_file_of
 from .record import QuestionResult, RunManifest, ToolCallResult
-from .scoring import QuestionScore, evaluate_gate, summarise_graders
 from .store import STORE_FILE, ResultStore
 
 __all__ = [

@@ -58,9 +58,9 @@ def promote_question(
     """Copy `question_id` of the run in `run_dir` into dataset `to` of the store at
     `store_path` (default name: the run's dataset name, else `promoted`). Returns (dataset
     name, the row written, the keys marked for review)."""
-    from .history import tool_calls_of
-    from .identity import read_identity
-    from .store import ResultStore
+    from ..rundir.history import tool_calls_of
+    from ..rundir.identity import read_identity
+    from ..rundir.store import ResultStore
 
     identity = read_identity(run_dir)
     with ResultStore.open_readonly(run_dir) as results:

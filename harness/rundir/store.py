@@ -23,9 +23,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .annotations import Annotation, answer_fingerprint, apply_annotations
 from .record import question_fingerprint
-from .scoring import GraderScore, QuestionScore, score_question
 
 __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs.sourcefile import Problem, load_document, pointer_of, raise_problems
-from .annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
-from .record import ToolCallResult
-from .scoring import GraderScore
+from ..rundir.annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
+from ..rundir.record import ToolCallResult
+from ..verdicts.scoring import GraderScore
 
 __all__ = [
     "AnswerRow",
@@ -78,7 +78,7 @@ def label_tasks(
 ) -> list[LabelTask]:
     """Every question trial of the run (those matching `ids`, ids or globs), in run order."""
     from ..inputs.dataset import id_selected
-    from .history import tool_calls_of
+    from ..rundir.history import tool_calls_of
 
     tasks = []
     scores = {(q.target, q.question_id, q.trial): q for q in store.load_scores()}
