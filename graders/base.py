@@ -49,6 +49,7 @@ class GraderServices:
                 cache=self.judge_cache,
                 use_cache=bool(self.judge_settings.get("use_cache", True)),
                 settings=self.judge_settings,
+                redaction=self.redaction,
             )
         return self.judge_client
 

@@ -1,7 +1,8 @@
 """The judge client: the one way every judge path (the six LLM judges, the rubric judge, the
 `@grader` judge closure) reaches the provider. It holds the provider, the judge cache and the
-judge settings, puts every prompt part through `tracegrade.redaction` before anything leaves
-the process, and serves repeated requests from the cache (a re-grade pays nothing)."""
+judge settings, puts every prompt part through the run's redaction policy before anything leaves
+the process (and before the cache keys or keeps it), and serves repeated requests from the cache
+(a re-grade pays nothing)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,20 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..redaction import redact_text
+from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .cache import complete_cached
 from .provider import JudgeProvider, JudgeReply, JudgeRequest
 
 __all__ = ["JudgeClient", "redact_request"]
 
 
-def redact_request(request: JudgeRequest) -> JudgeRequest:
-    """`request` with every message's content redacted (secret-looking values replaced)."""
+def redact_request(
+    request: JudgeRequest, policy: RedactionPolicy = DEFAULT_POLICY
+) -> JudgeRequest:
+    """`request` with every message's content redacted by `policy` (the run's: a value its
+    `allow` lists reaches the judge as written)."""
     messages = tuple(
-        {**m, "content": redact_text(m["content"])} if isinstance(m.get("content"), str) else m
+        {**m, "content": policy.text(m["content"])} if isinstance(m.get("content"), str) else m
         for m in request.messages
     )
     return dataclasses.replace(request, messages=messages)
@@ -35,8 +39,11 @@ class JudgeClient:
         cache: Any = None,
         use_cache: bool = True,
         settings: Mapping[str, Any] | None = None,
+        redaction: RedactionPolicy = DEFAULT_POLICY,
     ) -> None:
         self.provider = provider
+        self.redaction = redaction
+        """The run's redaction policy, applied to every request before the cache and the wire."""
         self.cache = cache
         """A `JudgeCache`, or None to call the provider every time."""
         self.use_cache = use_cache and cache is not None
@@ -57,7 +64,7 @@ class JudgeClient:
         `accept(reply)`), else the provider with all its policies. Raises `ProviderError`."""
         return await complete_cached(
             self.provider,
-            redact_request(request),
+            redact_request(request, self.redaction),
             cache=self.cache,
             use_cache=self.use_cache,
             accept=accept,
