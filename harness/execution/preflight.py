@@ -194,7 +194,7 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
     if problems:
         return problems
     try:  # the grading module, and a grader attached both ways
-        attach_graders(
+        attached = attach_graders(
             target.graders,
             grading_module=target.grading_module,
             services=services,
@@ -204,6 +204,32 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
     except TracegradeError as exc:
         at_key = "grading_module" if "grading_module" in target.raw else "graders"
         problems += _from_error(exc, target.problem((at_key,), exc.message))
+        return problems
+    if services.judge_provider is None:
+        problems += _judges_without_a_judge(target, attached)
+    return problems
+
+
+def _judges_without_a_judge(target: TargetConfig, attached: Sequence[Any]) -> list[Problem]:
+    """A grader that asks a judge model, on a config with no `judge:` block: every agent would
+    run and then every judge error (exit 3); refused up front instead. The goal judge has its
+    own check (`check_goals`)."""
+    listed = [s.id for s in target.graders]
+    problems = []
+    for a in attached:
+        gid = a.grader.id
+        if not getattr(a.grader, "llm", False) or gid == GOAL_JUDGE:
+            continue
+        at: tuple[Any, ...] = ("graders", listed.index(gid)) if gid in listed else ("graders",)
+        problems.append(
+            target.problem(
+                at,
+                f"target {target.name!r}: grader {gid!r} asks a judge model, and the config "
+                "has no `judge:` block",
+                "add judge: {provider: openai-compatible, base_url: ..., model: ...}, or drop "
+                f"{gid!r} from the target",
+            )
+        )
     return problems
 
 

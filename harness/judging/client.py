@@ -17,9 +17,7 @@ from .provider import JudgeProvider, JudgeReply, JudgeRequest
 __all__ = ["JudgeClient", "redact_request"]
 
 
-def redact_request(
-    request: JudgeRequest, policy: RedactionPolicy = DEFAULT_POLICY
-) -> JudgeRequest:
+def redact_request(request: JudgeRequest, policy: RedactionPolicy = DEFAULT_POLICY) -> JudgeRequest:
     """`request` with every message's content redacted by `policy` (the run's: a value its
     `allow` lists reaches the judge as written)."""
     messages = tuple(
