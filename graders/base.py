@@ -56,6 +56,37 @@ class GraderServices:
     redaction: RedactionPolicy = DEFAULT_POLICY
     """The run's redaction policy: judge prompt builders redact what they render with it
     (graders themselves get raw values)."""
+    judge_block: Mapping[str, Any] | None = None
+    """The config's `judge:` block as authored: what a judge panel's members are laid over."""
+    judge_panels: Mapping[str, Any] = field(default_factory=dict)
+    """The config's named judge panels (`judge_panels:`)."""
+    base_dir: Path | None = None
+    """The config file's directory (paths in judge blocks resolve against it)."""
+    _member_clients: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def member_client(self, block: Mapping[str, Any]) -> Any:
+        """The judge client of one panel member's judge block: its own provider (redacted with
+        the run's policy) sharing the run's cache and settings; one per distinct block. Bad
+        settings raise `ConfigError` naming the key."""
+        import json
+
+        key = json.dumps(block, sort_keys=True, default=str)
+        if key not in self._member_clients:
+            from ..judging import build_provider
+            from ..judging.client import JudgeClient
+            from ..judging.redacting import RedactingProvider
+
+            provider = RedactingProvider(
+                build_provider(block, base_dir=self.base_dir), self.redaction
+            )
+            self._member_clients[key] = JudgeClient(
+                provider,
+                cache=self.judge_cache,
+                use_cache=bool(self.judge_settings.get("use_cache", True)),
+                settings=self.judge_settings,
+                redaction=self.redaction,
+            )
+        return self._member_clients[key]
 
 
 class Grader:

@@ -4,12 +4,15 @@ the judge paths honouring the run's own redaction policy."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests import openai_server as loopback
+from tests.openai_server import OpenAIServer, score, server_error
 from tracegrade.cli import main
 from tracegrade.graders.base import GraderServices
 from tracegrade.judging import build_provider
@@ -51,6 +54,7 @@ def _project(tmp_path: Path, graders: list, judge: dict | None = None, **extra) 
                 "environment": "../agents/support_desk.py:make_environment",
                 "dataset": "datasets/support_desk.yaml",
                 "graders": graders,
+                "grading_module": False,
             }
         },
         **extra,
@@ -68,4 +72,170 @@ def test_a_judge_grader_without_a_judge_block_is_refused_before_any_agent_runs(t
     err = capsys.readouterr().err
     assert "desk" in err and "relevance_grader" in err and "judge:" in err
     assert not (tmp_path / "examples" / "runs").exists()  # no agent ran, no run directory
+    assert main(["validate", str(config)]) == 4
+
+
+@pytest.fixture
+def three_judges():
+    servers = [OpenAIServer().start() for _ in range(3)]
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _panel(servers, scores, *, model_prefix="judge") -> list[dict]:
+    members = []
+    for i, (server, value) in enumerate(zip(servers, scores, strict=True)):
+        server.default = score(value, f"member {i} says {value}")
+        members.append({"base_url": server.base_url, "model": f"{model_prefix}-{i}"})
+    return members
+
+
+def _run(config: Path, out: Path) -> tuple[int, dict]:
+    code = main(["run", "--config", str(config), "--json", str(out), "--quiet", "--limit", "2"])
+    return code, json.loads(out.read_text())
+
+
+BASE_JUDGE = {
+    "provider": "openai-compatible",
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "x",
+    "max_attempts": 1,
+}
+
+
+def test_a_panel_scores_by_its_aggregate_and_reports_each_member(tmp_path, three_judges):
+    members = _panel(three_judges, [3, 4, 5])
+    config = _project(
+        tmp_path,
+        [{"id": "relevance_grader", "judges": members, "aggregate": "median", "max_spread": 2}],
+        judge=BASE_JUDGE,
+    )
+    code, report = _run(config, tmp_path / "r.json")
+    assert code == 0, report
+    results = [
+        g for q in report["questions"] for g in q["graders"] if g["id"] == "relevance_grader"
+    ]
+    assert len(results) == 2
+    for r in results:
+        assert r["score"] == 4.0 and not r["error"]
+        panel = r["details"]["panel"]
+        assert [m["score"] for m in panel] == [3.0, 4.0, 5.0]
+        assert [m["judge"] for m in panel] == ["judge-0", "judge-1", "judge-2"]
+    # Each member was asked once per question, the same prompt.
+    assert [len(s.requests) for s in three_judges] == [2, 2, 2]
+    assert three_judges[0].requests[0].prompt == three_judges[2].requests[0].prompt
+
+
+def test_the_mean_aggregate_and_a_named_panel(tmp_path, three_judges):
+    members = _panel(three_judges, [2, 4, 3])
+    config = _project(
+        tmp_path,
+        [{"id": "relevance_grader", "panel": "trio"}],
+        judge=BASE_JUDGE,
+        judge_panels={"trio": {"judges": members, "aggregate": "mean"}},
+    )
+    code, report = _run(config, tmp_path / "r.json")
+    scores = [g["score"] for q in report["questions"] for g in q["graders"]]
+    assert scores == [3.0, 3.0], report
+    assert code == 0
+
+
+def test_a_one_versus_five_split_goes_to_review_not_to_a_score(tmp_path, three_judges):
+    members = _panel(three_judges, [1, 5, 5])
+    config = _project(
+        tmp_path,
+        ["tool_usage_grader", {"id": "relevance_grader", "judges": members}],
+        judge=BASE_JUDGE,
+    )
+    code, report = _run(config, tmp_path / "r.json")
+    results = [
+        g for q in report["questions"] for g in q["graders"] if g["id"] != "tool_usage_grader"
+    ]
+    assert len(results) == 2
+    for r in results:
+        assert r["score"] is None and not r["error"]
+        check = r["checks"][0] if r.get("checks") else r["details"]["checks"][0]
+        assert check["status"] == "review" and check["id"] == "relevance_grader:panel"
+        assert "judge-0=1" in check["reason"] and "judge-1=5" in check["reason"]
+    assert code == 2  # a required check left in Review holds the gate (allow_review: false)
+
+
+def test_a_pass_fail_panel_votes_and_an_even_split_is_reviewed(tmp_path):
+    servers = [OpenAIServer().start() for _ in range(4)]
+    try:
+        members = _panel(servers[:3], [1, 0, 1])
+        config = _project(
+            tmp_path, [{"id": "groundedness_grader", "judges": members}], judge=BASE_JUDGE
+        )
+        code, report = _run(config, tmp_path / "r.json")
+        assert [g["score"] for q in report["questions"] for g in q["graders"]] == [1.0, 1.0]
+        even = _panel(servers[:2], [1, 0], model_prefix="even")
+        config = _project(
+            tmp_path / "b",
+            ["tool_usage_grader", {"id": "groundedness_grader", "judges": even}],
+            judge=BASE_JUDGE,
+        )
+        code, report = _run(config, tmp_path / "b.json")
+        grounded = [
+            g for q in report["questions"] for g in q["graders"] if g["id"] != "tool_usage_grader"
+        ]
+        assert [g["score"] for g in grounded] == [None, None]
+        assert all("split evenly" in g["reason"] for g in grounded)
+        assert code == 2
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def test_a_member_outage_is_the_graders_error_never_a_decision_by_the_rest(tmp_path, three_judges):
+    members = _panel(three_judges, [4, 4, 4])
+    three_judges[2].default = server_error(500)
+    config = _project(tmp_path, [{"id": "relevance_grader", "judges": members}], judge=BASE_JUDGE)
+    code, report = _run(config, tmp_path / "r.json")
+    results = [g for q in report["questions"] for g in q["graders"]]
+    assert all(r["error"] and "judge-2" in r["reason"] for r in results)
+    assert code == 3
+
+
+@pytest.mark.parametrize(
+    "options,key",
+    [
+        ({"judges": [{"model": "a"}]}, "judges"),
+        ({"judges": [{"model": "a"}, {"model": "a"}]}, "distinct name"),
+        ({"judges": [{"model": "a"}, {"model": "b"}], "aggregate": "mode"}, "aggregate"),
+        ({"judges": [{"model": "a"}, {"model": "b"}], "max_spread": 9}, "max_spread"),
+        ({"panel": "nope"}, "panel"),
+        ({"aggregate": "mean"}, "aggregate"),
+        ({"judges": [{"model": "a"}, {"model": "b", "modle": "c"}]}, "modle"),
+    ],
+)
+def test_a_bad_panel_is_refused_before_any_agent_runs(tmp_path, capsys, options, key):
+    config = _project(tmp_path, [{"id": "relevance_grader", **options}], judge=BASE_JUDGE)
+    assert main(["run", "--config", str(config), "--quiet"]) == 4
+    assert key in capsys.readouterr().err
+    runs = tmp_path / "examples" / "runs"  # may hold the judge cache, never a run
+    assert not runs.exists() or not [p for p in runs.iterdir() if p.is_dir()]
+
+
+def test_a_provider_plugin_is_named_in_a_config_with_its_own_keys(tmp_path, monkeypatch):
+    from tests.test_judge_client import BACKEND, _install
+
+    _install(
+        tmp_path / "plugin",
+        monkeypatch,
+        "flaky_provider",
+        "[tracegrade.providers]\nflaky = flaky_provider:FlakyBackend\n",
+        BACKEND,
+    )
+    judge = {"provider": "flaky", "fail_first": 0, "max_attempts": 1}
+    config = _project(tmp_path, ["tool_usage_grader", "relevance_grader"], judge=judge)
+    assert main(["validate", str(config)]) == 0
+    code, report = _run(config, tmp_path / "r.json")
+    judged = [g for q in report["questions"] for g in q["graders"] if g["id"] == "relevance_grader"]
+    assert [g["score"] for g in judged] == [4.0, 4.0] and code == 0
+    # A key the plugin does not take is still refused, at its line.
+    config.write_text(config.read_text().replace("fail_first: 0", "fail_frist: 0"))
     assert main(["validate", str(config)]) == 4

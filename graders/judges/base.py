@@ -17,7 +17,7 @@ import math
 import re
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, JudgeError, ProviderError
@@ -27,6 +27,7 @@ from ...records import GradeResult
 from ...redaction import truncate
 from ..base import Grader
 from ..context import trial_of
+from .panel import PANEL_CHECK_SUFFIX, Panel, panel_from_options
 
 __all__ = [
     "DATA_ONLY_NOTE",
@@ -203,6 +204,18 @@ class _Sample:
     """Why the sample is unusable; None when it scored."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """One judge's verdict: its samples aggregated, or why it has none."""
+
+    score: float | None = None
+    reason: str = ""
+    raw: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+    answer_format: str = "text"
+    error: str | None = None
+
+
 class LlmJudge(Grader):
     """Base of every LLM judge. Subclasses set `dimension`, `dimension_description`,
     `scoring_guidance` (and the grader declarations); they may override `default_template`,
@@ -239,6 +252,21 @@ class LlmJudge(Grader):
         if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
             raise ConfigError(f"{self.id}: samples must be a positive integer", key="samples")
         self.samples = samples
+        self.panel: Panel | None = panel_from_options(
+            self.options,
+            grader_id=self.id,
+            binary=self.binary,
+            min_score=self.min_score,
+            max_score=self.max_score,
+            judge_block=self.services.judge_block,
+            named_panels=self.services.judge_panels,
+        )
+        # Built now, so a bad member block is a config error at load (exit 4), not mid-run.
+        self._member_clients = (
+            [self.services.member_client(m.block) for m in self.panel.members]
+            if self.panel is not None
+            else []
+        )
 
     # -- hooks ---------------------------------------------------------------------------
     def default_template(self) -> str:
@@ -301,8 +329,10 @@ class LlmJudge(Grader):
 
     # -- grading -------------------------------------------------------------------------
     async def agrade(self, input: str, response: str, context: Mapping[str, Any]) -> GradeResult:
-        provider = self.services.judge_provider
-        if provider is None:
+        if self.panel is not None:
+            return await self._agrade_panel(input, response, context)
+        client = self.services.client()
+        if client is None:
             return self.result(
                 None,
                 f"{self.id}: no judge provider configured (add a judge: block to the config)",
@@ -310,14 +340,95 @@ class LlmJudge(Grader):
                 identity=self.identity(),
             )
         prompt = self.build_prompt(input, response, context)
+        verdict = await self._verdict(client, prompt, trial_of(context) * self.samples)
+        identity = {**self.identity(), "answer_format": verdict.answer_format}
+        if verdict.error is not None:
+            return self.result(None, verdict.error, True, raw=verdict.raw, identity=identity)
+        return self.result(
+            verdict.score,
+            verdict.reason,
+            raw=verdict.raw,
+            details=verdict.details,
+            identity=identity,
+        )
+
+    async def _agrade_panel(
+        self, input: str, response: str, context: Mapping[str, Any]
+    ) -> GradeResult:
+        """Every member judges the same prompt independently; a member's outage is the
+        grader's error; members too far apart send the question to Review."""
+        assert self.panel is not None
+        prompt = self.build_prompt(input, response, context)
         first = trial_of(context) * self.samples
+        verdicts = await asyncio.gather(
+            *(self._verdict(client, prompt, first) for client in self._member_clients)
+        )
+        members = [
+            {
+                "judge": m.label,
+                "model": client.model,
+                "score": v.score,
+                "reason": v.reason,
+                "error": v.error,
+                "answer_format": v.answer_format,
+            }
+            for m, client, v in zip(self.panel.members, self._member_clients, verdicts, strict=True)
+        ]
+        identity = {**self.identity(), "panel": self.panel.identity()}
+        raw = [v.raw for v in verdicts]
+        failed = [(m, v) for m, v in zip(self.panel.members, verdicts, strict=True) if v.error]
+        if failed:
+            member, verdict = failed[0]
+            return self.result(
+                None,
+                f"panel member {member.label}: {verdict.error}",
+                True,
+                raw=raw,
+                details={"panel": members},
+                identity=identity,
+            )
+        scores = [v.score for v in verdicts if v.score is not None]
+        decision = self.panel.decide(scores, min_score=self.min_score, max_score=self.max_score)
+        details: dict[str, Any] = {"panel": members, "spread": decision.spread}
+        if decision.review is not None:
+            details["checks"] = [
+                {
+                    "id": self.id + PANEL_CHECK_SUFFIX,
+                    "kind": "judge_panel",
+                    "status": "review",
+                    "severity": "normal",
+                    "required": True,
+                    "reason": decision.review,
+                }
+            ]
+            return self.result(
+                None,
+                f"sent to Review: {decision.review}",
+                raw=raw,
+                details=details,
+                identity=identity,
+            )
+        shown = ", ".join(f"{m['judge']}={m['score']:g}" for m in members)
+        return self.result(
+            decision.score,
+            f"panel {self.panel.aggregate} {decision.score:g} ({shown}); "
+            f"{members[0]['judge']}: {members[0]['reason']}",
+            raw=raw,
+            details=details,
+            identity=identity,
+        )
+
+    async def _verdict(self, client: Any, prompt: str, first: int) -> _Verdict:
+        """One judge's verdict on `prompt`: its `samples` calls, aggregated."""
         samples = await asyncio.gather(
-            *(self._one_sample(prompt, first + i) for i in range(self.samples))
+            *(self._one_sample(client, prompt, first + i) for i in range(self.samples))
         )
         raw: Any = samples[0].raw if self.samples == 1 else [s.raw for s in samples]
+        # Which path the answer took: recorded, since a parsed free-text answer is weaker.
+        answer_format = "json_schema" if all(s.structured for s in samples) else "text"
         failed = [s for s in samples if s.error is not None]
         if failed:
-            return self.result(None, failed[0].error or "", True, raw=raw, identity=self.identity())
+            return _Verdict(raw=raw, error=failed[0].error or "", answer_format=answer_format)
         scores = [s.score for s in samples if s.score is not None]
         details: dict[str, Any] = {"cached": [s.cached for s in samples]}
         if self.samples > 1:
@@ -326,14 +437,12 @@ class LlmJudge(Grader):
                 spread=max(scores) - min(scores),
                 stdev=statistics.pstdev(scores),
             )
-        # Which path the answer took: recorded, since a parsed free-text answer is weaker.
-        answer_format = "json_schema" if all(s.structured for s in samples) else "text"
-        return self.result(
-            self.aggregate(scores),
-            samples[0].reason,
+        return _Verdict(
+            score=self.aggregate(scores),
+            reason=samples[0].reason,
             raw=raw,
             details=details,
-            identity={**self.identity(), "answer_format": answer_format},
+            answer_format=answer_format,
         )
 
     def aggregate(self, scores: list[float]) -> float:
@@ -345,10 +454,10 @@ class LlmJudge(Grader):
             return self.max_score if mean > midpoint else self.min_score
         return mean
 
-    async def _one_sample(self, prompt: str, index: int) -> _Sample:
+    async def _one_sample(self, client: Any, prompt: str, index: int) -> _Sample:
         request = self.request(prompt, index)
         try:
-            reply = await self.services.client().acomplete(request, accept=self._usable)
+            reply = await client.acomplete(request, accept=self._usable)
         except ProviderError as exc:
             return _Sample(error=f"{self.id}: judge provider outage: {exc}")
         try:

@@ -103,6 +103,7 @@ def _generate(args: argparse.Namespace) -> int:
         examples = [q.row() for q in load_dataset(args.examples).questions][:5]
     services = build_services(
         judge=config.judge,
+        judge_panels=config.judge_panels,
         base_dir=config.base_dir,
         runs_dir=config.runs_dir,
         rubrics=None,

@@ -72,6 +72,7 @@ def build_services(
     use_cache: bool = True,
     workdir: Path | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
+    judge_panels: Mapping[str, Any] | None = None,
 ) -> GraderServices:
     """The services every grader gets: the judge provider (None when no `judge:` block: judges
     then error, exit 3), the judge cache shared by runs and re-grades, the rubric store."""
@@ -106,6 +107,9 @@ def build_services(
         rubrics=store,
         workdir=workdir,
         redaction=redaction,
+        judge_block=dict(judge) if judge else None,
+        judge_panels=dict(judge_panels or {}),
+        base_dir=base_dir,
     )
 
 

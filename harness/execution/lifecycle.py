@@ -182,6 +182,7 @@ def redaction_notes(config: Config) -> list[str]:
 def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
     return build_services(
         judge=config.judge,
+        judge_panels=config.judge_panels,
         redaction=config.redaction,
         base_dir=config.base_dir,
         runs_dir=config.runs_dir,

@@ -392,6 +392,7 @@ def preflight(
     try:
         services = build_services(
             judge=config.judge,
+            judge_panels=config.judge_panels,
             base_dir=config.base_dir,
             runs_dir=config.runs_dir,
             rubrics=config.rubrics,

@@ -206,6 +206,8 @@ class Config:
     rubrics: Path | None = None
     judge: dict[str, Any] | None = None
     """The `judge:` block as authored (for `tracegrade.judging.build_provider`)."""
+    judge_panels: dict[str, Any] = field(default_factory=dict)
+    """Named judge panels (`judge_panels:`): a judge grader's `panel: NAME` option uses one."""
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
     """The `redaction:` block as a policy: applied to every copy stored, exported, printed or
@@ -297,6 +299,14 @@ def _semantic_problems(doc: Document) -> list[Problem]:
             at(["redaction", "patterns", i], f"pattern {pattern!r} does not compile: {exc}")
     judge = data.get("judge")
     if isinstance(judge, dict):
+        installed = _provider_names()
+        if isinstance(judge.get("provider"), str) and judge["provider"] not in installed:
+            at(
+                ["judge", "provider"],
+                f"unknown judge provider {judge['provider']!r}",
+                f"installed providers: {', '.join(sorted(installed))} (a plugin registers "
+                "through the entry-point group tracegrade.providers)",
+            )
         if judge.get("provider") == "langchain" and not judge.get("chat_model"):
             at(["judge"], "provider 'langchain' needs `chat_model: module:attr`")
         if judge.get("provider") == "openai-compatible":
@@ -349,6 +359,14 @@ def _semantic_problems(doc: Document) -> list[Problem]:
                     at(["targets", name, "graders", i], f"grader {gid!r} attached twice")
                 seen.add(gid)
     return problems
+
+
+def _provider_names() -> set[str]:
+    """The judge providers installed (entry-point group `tracegrade.providers`): the two
+    built-ins and any plugin's."""
+    from importlib import metadata
+
+    return {ep.name for ep in metadata.entry_points(group="tracegrade.providers")}
 
 
 def validate_config_file(path: str | Path) -> list[Problem]:
@@ -418,6 +436,7 @@ def load_config(path: str | Path | None = None) -> Config:
         runs_dir=_resolve(base, data.get("runs_dir", "runs")),
         rubrics=_resolve(base, data["rubrics"]) if data.get("rubrics") else None,
         judge=dict(data["judge"]) if data.get("judge") else None,
+        judge_panels=dict(data.get("judge_panels") or {}),
         telemetry=TelemetryConfig(
             otlp_endpoint=telemetry_raw.get("otlp_endpoint"),
             otlp_headers=dict(telemetry_raw.get("otlp_headers") or {}),
