@@ -152,6 +152,11 @@ class Grader:
             if math.isnan(score):
                 raise ValueError(f"{self.id}: NaN is not a score")
             score = max(self.min_score, min(self.max_score, score))
+        details = dict(details or {})
+        if identity:
+            # Stored with the result and shown in every report: which judge (dimension, model,
+            # template hash, answer path, file) produced this verdict.
+            details.setdefault("judge", dict(identity))
         return GradeResult(
             grader_id=self.id,
             score=score,
@@ -160,7 +165,7 @@ class Grader:
             min_score=self.min_score,
             max_score=self.max_score,
             raw=raw,
-            details=dict(details or {}),
+            details=details,
             identity=dict(identity or {}),
         )
 

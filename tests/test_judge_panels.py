@@ -239,3 +239,97 @@ def test_a_provider_plugin_is_named_in_a_config_with_its_own_keys(tmp_path, monk
     # A key the plugin does not take is still refused, at its line.
     config.write_text(config.read_text().replace("fail_first: 0", "fail_frist: 0"))
     assert main(["validate", str(config)]) == 4
+
+
+HOUSE_TONE = """
+from tracegrade.graders.judges import LlmJudge
+from tracegrade.graders import file_judge
+
+
+class HouseTone(LlmJudge):
+    id = "house_tone"
+    label = "House tone"
+    description = "LLM judge: does the response match the documented house tone (0-5)?"
+    dimension = "house_tone"
+    dimension_description = "adherence to the house tone: plain, direct, second person"
+    scoring_guidance = "5: Plain and direct throughout.\\n1: Reads as marketing copy."
+
+
+GRADERS = [HouseTone, file_judge("tone.md", name="tone")]
+"""
+
+
+def test_judges_from_a_grading_module_and_from_a_file_are_validated_and_identified(
+    tmp_path, openai_server, capsys
+):
+    openai_server.default = score(4, "plain enough")
+    config = _project(
+        tmp_path,
+        ["tool_usage_grader"],
+        judge={
+            "provider": "openai-compatible",
+            "base_url": openai_server.base_url,
+            "model": "loopback-judge",
+            "max_attempts": 1,
+        },
+    )
+    module = tmp_path / "examples" / "datasets" / "house.py"
+    module.write_text(HOUSE_TONE)
+    (module.parent / "tone.md").write_text("Is this polite? {{ output }}")
+    text = config.read_text().replace("grading_module: false", "grading_module: datasets/house.py")
+    config.write_text(text)
+    code, report = _run(config, tmp_path / "r.json")
+    assert code == 0, report
+    by_id = {g["id"]: g for g in report["questions"][0]["graders"]}
+    # Each judge result carries its identity: dimension, model, template hash, answer path.
+    house = by_id["house_tone"]["details"]["judge"]
+    assert house["dimension"] == "house_tone" and house["model"] == "loopback-judge"
+    assert len(house["template_sha256"]) == 64 and house["answer_format"] in ("json_schema", "text")
+    tone = by_id["tone"]["details"]["judge"]
+    assert tone["dimension"] == "tone" and tone["judge_file"].endswith("tone.md")
+    first, second = (str(q["id"]) for q in report["questions"][:2])
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(
+        yaml.safe_dump(
+            {
+                "labels": [
+                    {"question": first, "dimension": "house_tone", "score": 4},
+                    {"question": second, "dimension": "house_tone", "score": 4},
+                    {"question": first, "dimension": "tone", "score": 4},
+                ]
+            }
+        )
+    )
+    capsys.readouterr()
+    assert main(["judges", "validate", str(tmp_path / "r.json"), "--gold", str(gold)]) == 0
+    out = capsys.readouterr().out
+    assert "house_tone" in out and "tone" in out
+
+
+def test_the_html_page_names_each_judge_and_the_panels_members(tmp_path, three_judges):
+    from playwright.sync_api import sync_playwright
+
+    members = _panel(three_judges, [3, 4, 5])
+    config = _project(
+        tmp_path,
+        ["tool_usage_grader", {"id": "relevance_grader", "judges": members}],
+        judge=BASE_JUDGE,
+    )
+    page_file = tmp_path / "run.html"
+    code = main(
+        ["run", "--config", str(config), "--quiet", "--limit", "1", "--html", str(page_file)]
+        + ["--json", str(tmp_path / "r.json")]
+    )
+    assert code == 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+        page = browser.new_page()
+        question = json.loads((tmp_path / "r.json").read_text())["questions"][0]["id"]
+        page.goto(f"{page_file.as_uri()}#q=desk/{question}")
+        row = page.locator('#graders tr[data-grader="relevance_grader"]')
+        text = row.locator(".judge-id").inner_text()
+        page.screenshot(path=str(tmp_path / "panel.png"), full_page=True)
+        shutil.copy(tmp_path / "panel.png", "/tmp/tg-panel.png")
+        browser.close()
+    assert "panel (median): judge-0=3, judge-1=4, judge-2=5" in text
+    assert "template " in text and "model judge-0" in text

@@ -104,6 +104,7 @@ async def test_every_judge_scores_through_the_provider(openai_server, grader_id)
     assert result.raw == json.dumps({"score": answer, "reason": "judged"})
     assert result.identity == {
         "id": grader_id,
+        "dimension": grader.dimension,
         "model": "judge-model",
         "template_sha256": grader.template_sha256,
         "answer_format": "json_schema",  # the server accepted the structured-output schema

@@ -293,6 +293,7 @@ class LlmJudge(Grader):
         provider = self.services.judge_provider
         return {
             "id": self.id,
+            "dimension": self.dimension or None,
             "model": getattr(provider, "model", None),
             "template_sha256": self.template_sha256,
         }
@@ -374,7 +375,11 @@ class LlmJudge(Grader):
             }
             for m, client, v in zip(self.panel.members, self._member_clients, verdicts, strict=True)
         ]
-        identity = {**self.identity(), "panel": self.panel.identity()}
+        identity = {
+            **self.identity(),
+            "model": ", ".join(client.model for client in self._member_clients),
+            "panel": self.panel.identity(),
+        }
         raw = [v.raw for v in verdicts]
         failed = [(m, v) for m, v in zip(self.panel.members, verdicts, strict=True) if v.error]
         if failed:

@@ -82,6 +82,7 @@ def _identify(judge: Any, file: Path, judge_id: str, goal: str | None, binary: b
     judge.content_sha256 = _sha256(file)
     judge.id = judge_id
     judge.label = judge_id
+    judge.dimension = judge_id  # what gold labels key on (`tracegrade judges validate`)
     judge.goal = goal
     judge.binary = binary
     if binary:
@@ -89,7 +90,12 @@ def _identify(judge: Any, file: Path, judge_id: str, goal: str | None, binary: b
 
 
 def _file_identity(judge: Any) -> dict[str, Any]:
-    return {"judge_file": str(judge.source_file), "judge_file_sha256": judge.content_sha256}
+    return {
+        "id": judge.id,
+        "dimension": judge.dimension,
+        "judge_file": str(judge.source_file),
+        "judge_file_sha256": judge.content_sha256,
+    }
 
 
 class TemplateFileJudge(LlmJudge):

@@ -191,7 +191,20 @@ def run_validate(args: argparse.Namespace) -> int:
     stored = load_comparable(args.run, config_path=args.config)
     label = f"run {stored.run_id} (grading {stored.grading_id})"
     questions = [q.model_dump(mode="json") for q in stored.questions]
-    result = validate_judges(questions, gold, dimension_of=_dimension_of, min_kappa=_floor(args))
+    # What each result recorded (a judge from a grading module or a file is in no registry),
+    # else what the installed grader declares (runs made before results carried it).
+    stored_dimensions = {
+        g["id"]: judge["dimension"]
+        for q in questions
+        for g in q.get("graders", ())
+        if isinstance(judge := (g.get("details") or {}).get("judge"), dict)
+        and judge.get("dimension")
+    }
+
+    def dimension_of(grader_id: str) -> str | None:
+        return stored_dimensions.get(grader_id) or _dimension_of(grader_id)
+
+    result = validate_judges(questions, gold, dimension_of=dimension_of, min_kappa=_floor(args))
     sys.stdout.write(render_validation(result, source=label, gold=str(args.gold)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,7 @@ aside.expect ul{padding-left:0;list-style:none;margin:0}
 aside.expect li{margin:6px 0;padding:4px 6px;border-radius:4px}
 aside.expect li.unmet{background:#ffebe9}aside.expect li.met{background:#dafbe1}
 .why{display:block;font-size:13px;color:#a40e26}
+.judge-id{display:block;font-size:12px;color:#57606a;margin-top:2px}
 .checks{margin:4px 0 12px}
 """
 
@@ -399,7 +400,8 @@ function renderQuestion(q) {
       return h("tr", {"data-grader": g.id}, h("td", null, h("code", {text: g.id})),
         h("td", null, h("span", {cls: "badge v-" + v, text: v})),
         h("td", {cls: "score"}, g.score === null ? "-" : fmt(g.score) + " / " + fmt(g.max)),
-        h("td", null, g.must ? "yes" : "no"), h("td", {cls: "reason", text: g.reason}));
+        h("td", null, g.must ? "yes" : "no"), h("td", {cls: "reason"}, g.reason,
+          g.judge ? h("div", {cls: "judge-id", text: g.judge}) : null));
     })));
   var graders = section("Graders", "qs-graders");
   graders.append(gTable);

@@ -233,7 +233,34 @@ def _grader(g: Any, policy: RedactionPolicy) -> dict[str, Any]:
         "err": g.error,
         "reason": _text(g.reason, policy),
         "checks": [_check(c, policy) for c in g.checks],
+        "judge": _text(judge_line(g.details), policy) or None,
     }
+
+
+def judge_line(details: Mapping[str, Any]) -> str:
+    """Which judge produced a verdict, in one line: model, template hash, answer path, file,
+    and a panel's members with their scores (empty for graders that are not judges)."""
+    judge = details.get("judge") if isinstance(details, Mapping) else None
+    if not isinstance(judge, Mapping):
+        return ""
+    parts = []
+    if judge.get("model"):
+        parts.append(f"model {judge['model']}")
+    if judge.get("template_sha256"):
+        parts.append(f"template {str(judge['template_sha256'])[:12]}")
+    if judge.get("answer_format"):
+        parts.append(f"answer {judge['answer_format']}")
+    if judge.get("judge_file"):
+        parts.append(f"file {Path(str(judge['judge_file'])).name}")
+    panel = details.get("panel")
+    if isinstance(panel, list) and isinstance(judge.get("panel"), Mapping):
+        scores = ", ".join(
+            f"{m.get('judge')}={'error' if m.get('score') is None else format(m['score'], 'g')}"
+            for m in panel
+            if isinstance(m, Mapping)
+        )
+        parts.append(f"panel ({judge['panel'].get('aggregate')}): {scores}")
+    return " · ".join(parts)
 
 
 def _check(c: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
