@@ -316,10 +316,9 @@ def test_the_html_page_names_each_judge_and_the_panels_members(tmp_path, three_j
         judge=BASE_JUDGE,
     )
     page_file = tmp_path / "run.html"
-    code = main(
-        ["run", "--config", str(config), "--quiet", "--limit", "1", "--html", str(page_file)]
-        + ["--json", str(tmp_path / "r.json")]
-    )
+    report = str(tmp_path / "r.json")
+    argv = ["run", "--config", str(config), "--quiet", "--limit", "1", "--json", report]
+    code = main([*argv, "--html", str(page_file)])
     assert code == 0
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
