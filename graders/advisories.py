@@ -103,9 +103,21 @@ def advisories(
     attachments: Sequence[Attachment | Grader | type[Grader]],
     results: Iterable[Sequence[GradeResult]] | Mapping[Any, Sequence[GradeResult]] = (),
 ) -> list[Advisory]:
-    """Everything the run command should say about what its graders could see."""
+    """Everything the run command should say about what its graders could see. "Text only"
+    and "skipped every question" concern agent targets; a verdict read from the response text
+    for want of a record is reported for any target (a chat-mode target never has one)."""
+    results = list(results.values()) if isinstance(results, Mapping) else list(results)
+    no_record = [
+        Advisory(
+            "no_record",
+            f"{grader_id}: {FALLBACK_MARKER} for some questions; those verdicts were read from "
+            "the response text, which cannot tell a tool called from a tool mentioned",
+            grader_id,
+        )
+        for grader_id in fallback_action_graders(attachments, results)
+    ]
     if mode != "agent":
-        return []
+        return no_record
     if text_only(mode, attachments):
         return [
             Advisory(
@@ -115,7 +127,6 @@ def advisories(
                 "state_grader)",
             )
         ]
-    results = list(results.values()) if isinstance(results, Mapping) else list(results)
     notes = [
         Advisory(
             "skipped_every_question",
@@ -126,13 +137,4 @@ def advisories(
         )
         for grader_id in skipping_action_graders(attachments, results)
     ]
-    notes += [
-        Advisory(
-            "no_record",
-            f"{grader_id}: {FALLBACK_MARKER} for some questions; those verdicts were read from "
-            "the response text, which cannot tell a tool called from a tool mentioned",
-            grader_id,
-        )
-        for grader_id in fallback_action_graders(attachments, results)
-    ]
-    return notes
+    return notes + no_record

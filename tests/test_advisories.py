@@ -52,3 +52,33 @@ def test_fallback_verdicts_are_reported():
     notes = advisories("agent", attached, [[fell_back]])
     assert [n.kind for n in notes] == ["no_record"]
     assert "no tool-call record available" in notes[0].message
+
+
+def test_a_chat_mode_target_whose_record_observer_read_the_text_gets_the_advisory(tmp_path, capsys):
+    # A chat-mode target has no tool-call record: tool_usage_grader falls back to the response
+    # text, and the run says so (it never did: advisories were for agent targets only).
+    from tests.runs_support import write_project
+    from tracegrade.cli import main
+
+    config = write_project(
+        tmp_path,
+        questions=["paris"],
+        target={"agent": None, "chat_model": "agent.py:build_chat_model"},
+    )
+    main(["run", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert "tool_usage_grader: no tool-call record available for some questions" in out
+    notes = advisories(
+        "chat",
+        [Attachment(TOOLS)],
+        [
+            [
+                TOOLS.grade(
+                    "",
+                    "a()",
+                    {"expected_tools": [{"tool": "a", "should_run": True}], "messages": []},
+                )
+            ]
+        ],
+    )
+    assert [n.kind for n in notes] == ["no_record"]
