@@ -51,9 +51,17 @@ def action_observing(attachments: Iterable[Attachment | Grader | type[Grader]]) 
     return [g.id for g in map(_grader_of, attachments) if g.observes_actions]
 
 
-def text_only(mode: str, attachments: Iterable[Attachment | Grader | type[Grader]]) -> bool:
-    """True for an agent-mode target with no action-observing grader attached."""
-    return mode == "agent" and not action_observing(attachments)
+def text_only(
+    mode: str,
+    attachments: Iterable[Attachment | Grader | type[Grader]],
+    results: Iterable[Sequence[GradeResult]] | Mapping[Any, Sequence[GradeResult]] = (),
+) -> bool:
+    """True for an agent-mode target with no action-observing grader attached, and no result
+    that observed actions all the same (a rubric judge that decided a tool-claim check)."""
+    if mode != "agent" or action_observing(attachments):
+        return False
+    grouped = _results_by_grader(results)
+    return not any(r.details.get("observes_actions") is True for rs in grouped.values() for r in rs)
 
 
 def _results_by_grader(
@@ -118,7 +126,7 @@ def advisories(
     ]
     if mode != "agent":
         return no_record
-    if text_only(mode, attachments):
+    if text_only(mode, attachments, results):
         return [
             Advisory(
                 "text_only",

@@ -7,6 +7,7 @@ from tracegrade.graders.advisories import fallback_action_graders, skipping_acti
 from tracegrade.graders.format import FormatGrader
 from tracegrade.graders.state import StateGrader
 from tracegrade.graders.tool_usage import ToolUsageGrader
+from tracegrade.records import GradeResult
 
 TOOLS, STATE, FORMAT = ToolUsageGrader(), StateGrader(), FormatGrader()
 
@@ -82,3 +83,29 @@ def test_a_chat_mode_target_whose_record_observer_read_the_text_gets_the_advisor
         ],
     )
     assert [n.kind for n in notes] == ["no_record"]
+
+
+def test_the_rubric_judge_is_text_only_unless_its_rubric_decides_on_the_record():
+    from tracegrade.graders.rubrics.rubric_judge import RubricJudgeGrader
+
+    assert not RubricJudgeGrader.observes_actions
+    judge = Attachment(RubricJudgeGrader)
+    assert text_only("agent", [judge])  # before any result: nothing it will read is known
+    prose = GradeResult(
+        grader_id="rubric_judge",
+        score=1.0,
+        reason="",
+        min_score=0,
+        max_score=1,
+        details={"observes_actions": False},
+    )
+    record = GradeResult(
+        grader_id="rubric_judge",
+        score=1.0,
+        reason="",
+        min_score=0,
+        max_score=1,
+        details={"observes_actions": True},
+    )
+    assert [a.kind for a in advisories("agent", [judge], [[prose]])] == ["text_only"]
+    assert advisories("agent", [judge], [[record]]) == []

@@ -152,6 +152,10 @@ def _inapplicable(check: Check, metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
+RECORD_KINDS = frozenset({"tool-claim", "escalation"})
+"""Check kinds decided by code on the tool-call record, not on the response text."""
+
+
 class RubricJudgeGrader(Grader):
     id = "rubric_judge"
     label = "Rubric judge"
@@ -168,8 +172,14 @@ class RubricJudgeGrader(Grader):
     min_score = 0.0
     max_score = 1.0
     sees_tool_calls = True
-    observes_actions = True  # tool-claim and escalation are decided on the record, not the text
-    needs = "`rubric_ref` with judge-kind checks (else skips); `metadata.policy`/`context`"
+    # Text only by declaration: only its tool-claim and escalation checks are decided on the
+    # record, and only some rubrics have them. A result that decided one says so
+    # (`details["observes_actions"]`), which the run's advisories read.
+    observes_actions = False
+    needs = (
+        "`rubric_ref` with judge-kind checks (else skips); `metadata.policy`/`context`; "
+        "observes actions only through tool-claim and escalation checks"
+    )
 
     def __init__(self, *, services=None, **options: Any) -> None:
         super().__init__(services=services, **options)
@@ -406,7 +416,12 @@ class RubricJudgeGrader(Grader):
     def _verdict(
         self, rubric: Rubric, entries: list[dict[str, Any]], raw: Any, identity: dict[str, Any]
     ) -> GradeResult:
-        details = {"checks": entries, "rubric": rubric.id, "rubric_version": rubric.version}
+        details = {
+            "checks": entries,
+            "rubric": rubric.id,
+            "rubric_version": rubric.version,
+            "observes_actions": any(e["kind"] in RECORD_KINDS for e in entries),
+        }
         label = f"{rubric.id}@{rubric.version}"
         errored = [e for e in entries if e["status"] == CheckStatus.ERROR]
         if errored:
