@@ -153,6 +153,8 @@ class Grader:
                 raise ValueError(f"{self.id}: NaN is not a score")
             score = max(self.min_score, min(self.max_score, score))
         details = dict(details or {})
+        if self.binary:  # pass/fail: the scale reads "(binary, 0-1)" wherever the result goes
+            details.setdefault("binary", True)
         if identity:
             # Stored with the result and shown in every report: which judge (dimension, model,
             # template hash, answer path, file) produced this verdict.

@@ -50,7 +50,9 @@ class CatalogRow:
     kind: str
     """"LLM judge" or "Deterministic"."""
     scale: str
-    """"(binary, 0-1)", "(0-5)" or the general "(min-max)"."""
+    """"(binary, 0-1)" for a pass/fail grader, else "(min-max)": "(0-5)", "(0-1)"."""
+    selection_label: str
+    """The label followed by its scale, as a person picks the grader: "Groundedness (binary, 0-1)"."""
     observes_actions: bool
     """The verdict rests on what the agent did (record or real state)."""
     sees_tool_calls: bool | None
@@ -208,7 +210,9 @@ class GraderRegistry:
             id=cls.id,
             label=cls.label,
             kind="LLM judge" if cls.llm else "Deterministic",
-            scale=scale_label(float(cls.min_score), float(cls.max_score)),
+            scale=scale_label(float(cls.min_score), float(cls.max_score), binary=cls.binary),
+            selection_label=f"{cls.label} "
+            + scale_label(float(cls.min_score), float(cls.max_score), binary=cls.binary),
             observes_actions=cls.observes_actions,
             sees_tool_calls=cls.sees_tool_calls if cls.llm else None,
             needs=cls.needs,

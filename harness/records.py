@@ -240,17 +240,22 @@ class GradeResult(BaseModel):
 
     @property
     def scale_label(self) -> str:
-        """ "(binary, 0-1)" or "(0-5)", as the catalog and the result screens print it."""
-        return scale_label(self.min_score, self.max_score)
+        """ "(binary, 0-1)", "(0-1)" or "(0-5)", as the catalog and the result screens print
+        it: binary only for a grader that answers pass/fail (`details["binary"]`)."""
+        return scale_label(
+            self.min_score, self.max_score, binary=self.details.get("binary") is True
+        )
 
 
-def scale_label(min_score: float, max_score: float) -> str:
+def scale_label(min_score: float, max_score: float, *, binary: bool = False) -> str:
+    """A declared scale as printed: "(binary, 0-1)" only for a pass/fail grader; a continuous
+    0-1 grader (`similarity`, `rubric_judge`) is "(0-1)"."""
+
     def fmt(x: float) -> str:
         return str(int(x)) if float(x).is_integer() else str(x)
 
-    if (min_score, max_score) == (0.0, 1.0):
-        return "(binary, 0-1)"
-    return f"({fmt(min_score)}-{fmt(max_score)})"
+    span = f"{fmt(min_score)}-{fmt(max_score)}"
+    return f"(binary, {span})" if binary else f"({span})"
 
 
 def finalize_calls(calls: Iterable[ToolCall]) -> list[ToolCall]:

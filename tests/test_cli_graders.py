@@ -23,23 +23,21 @@ def test_table_lists_every_builtin_with_its_declarations():
     code, text = invoke()
     assert code == 0
     lines = text.splitlines()
-    assert lines[0].split()[:3] == ["Grader", "id", "Kind"]
+    assert lines[0].split()[:4] == ["Grader", "id", "Label", "(scale)"]
     assert set(lines[1]) <= {"-", " "}
     rows = {line.split()[0]: line for line in lines[2:]}
-    assert rows["tool_usage_grader"].split()[:4] == [
+    assert rows["tool_usage_grader"].split()[:5] == [
         "tool_usage_grader",
-        "Deterministic",
+        "Tool",
+        "usage",
         "(0-5)",
-        "Yes",
+        "Deterministic",
     ]
     assert rows["tool_usage_grader"].rstrip().endswith("`expected_tools` (required, else skips)")
-    assert rows["exact_match"].split()[:5] == [
-        "exact_match",
-        "Deterministic",
-        "(binary,",
-        "0-1)",
-        "No",
-    ]
+    # "binary" only where the grader answers pass/fail; similarity is a continuous 0-1 score.
+    assert "Exact match (binary, 0-1)" in rows["exact_match"]
+    assert "Similarity (0-1)" in rows["similarity"]
+    assert "Rubric judge (0-1)" in rows["rubric_judge"]
     assert " n/a " in rows["format_grader"]
 
 
@@ -59,6 +57,7 @@ def test_format_table_judges_show_sees_tool_calls():
             label="Accuracy",
             kind="LLM judge",
             scale="(0-5)",
+            selection_label="Accuracy (0-5)",
             observes_actions=False,
             sees_tool_calls=True,
             needs="`criteria` (optional)",
@@ -70,6 +69,7 @@ def test_format_table_judges_show_sees_tool_calls():
             label="Relevance",
             kind="LLM judge",
             scale="(0-5)",
+            selection_label="Relevance (0-5)",
             observes_actions=False,
             sees_tool_calls=False,
             needs="",
@@ -78,10 +78,22 @@ def test_format_table_judges_show_sees_tool_calls():
         ),
     ]
     assert graders_cli.format_table(rows).splitlines() == [
-        "Grader id         Kind       Scale  Observes actions  Sees tool calls  Needs",
-        "----------------  ---------  -----  ----------------  ---------------  "
+        "Grader id         Label (scale)    Kind       Observes actions  Sees tool calls  Needs",
+        "----------------  ---------------  ---------  ----------------  ---------------  "
         "---------------------",
-        "accuracy_grader   LLM judge  (0-5)  No                Yes              "
+        "accuracy_grader   Accuracy (0-5)   LLM judge  No                Yes              "
         "`criteria` (optional)",
-        "relevance_grader  LLM judge  (0-5)  No                No               -",
+        "relevance_grader  Relevance (0-5)  LLM judge  No                No               -",
     ]
+
+
+def test_the_docs_graders_table_is_the_catalog():
+    # docs/graders.md carries `tracegrade graders --markdown` verbatim: a grader added, renamed
+    # or re-declared (rubric_judge was missing, similarity labelled binary) fails here.
+    from pathlib import Path
+
+    from tracegrade.cli.graders import markdown_table
+    from tracegrade.graders.registry import load_registry
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "graders.md").read_text()
+    assert markdown_table(load_registry().catalog()) in docs

@@ -93,8 +93,8 @@ def test_targets_lists_graders_and_marks_text_only(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "t (agent)  [Text only]" in out
     assert (
-        "- format_grader (0-5)" in out
-        and "- says_sunny (0-1, from the automatic grading module)" in out
+        "- format_grader: Format (0-5)" in out
+        and "- says_sunny: says_sunny (0-1) (from the automatic grading module)" in out
     )
 
 

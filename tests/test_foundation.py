@@ -100,10 +100,16 @@ def test_scale_mapping(score, lo, hi, mapped):
 
 
 def test_scale_labels():
-    assert scale_label(0.0, 1.0) == "(binary, 0-1)"
+    # "binary" only for a grader that answers pass/fail; a continuous 0-1 score is not binary.
+    assert scale_label(0.0, 1.0, binary=True) == "(binary, 0-1)"
+    assert scale_label(0.0, 1.0) == "(0-1)"
     assert scale_label(0.0, 5.0) == "(0-5)"
     result = GradeResult(grader_id="g", score=1.0, reason="", min_score=0.0, max_score=1.0)
-    assert result.scale_label == "(binary, 0-1)" and result.mapped_score == 5.0
+    assert result.scale_label == "(0-1)" and result.mapped_score == 5.0
+    passfail = GradeResult(
+        grader_id="g", score=1.0, reason="", min_score=0.0, max_score=1.0, details={"binary": True}
+    )
+    assert passfail.scale_label == "(binary, 0-1)"
 
 
 def call(seq, name, *, agent="desk", turn=None, index=0, start=0, end=0, depth=0):

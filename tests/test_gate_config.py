@@ -78,8 +78,10 @@ def test_targets_and_reports_show_each_graders_pass_bar(tmp_path, capsys):
     path = write_project(tmp_path, questions=["paris"], target={"graders": graders})
     assert main(["targets", "--config", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "tool_usage_grader (0-5, observes actions) [must pass, pass bar >= 5]" in out
-    assert "contains (0-1) [pass bar = 1]" in out
+    assert (
+        "tool_usage_grader: Tool usage (0-5) (observes actions) [must pass, pass bar >= 5]" in out
+    )
+    assert "contains: Contains (binary, 0-1) [pass bar = 1]" in out
     report = tmp_path / "r.json"
     assert main(["run", "--config", str(path), "--quiet", "--json", str(report)]) == 0
     console = capsys.readouterr().out

@@ -150,7 +150,7 @@ def test_automatic_grading_module_is_labelled_and_can_be_opted_out(capsys, tmp_p
     code, out, err = run_cli(capsys, "targets", "--config", str(config))
     assert code == 0, err
     assert "(automatic: graders.py beside the dataset; `grading_module: false` opts out)" in out
-    assert "says_sunny (0-1, from the automatic grading module)" in out
+    assert "says_sunny: says_sunny (0-1) (from the automatic grading module)" in out
     code, out, err = run_cli(capsys, "run", "--config", str(config), "--quiet")
     assert "graders from the automatic grading module" in out + err
     assert "says_sunny; `grading_module: false` on the target opts out" in out + err

@@ -262,9 +262,11 @@ class LlmJudge(Grader):
             named_panels=self.services.judge_panels,
         )
         # Built now, so a bad member block is a config error at load (exit 4), not mid-run.
+        # Members are laid over the config's judge: block; without one (`tracegrade targets`,
+        # or a config that cannot judge, refused by the pre-flight) there is nothing to build.
         self._member_clients = (
             [self.services.member_client(m.block) for m in self.panel.members]
-            if self.panel is not None
+            if self.panel is not None and self.services.judge_block is not None
             else []
         )
 
@@ -359,6 +361,14 @@ class LlmJudge(Grader):
         """Every member judges the same prompt independently; a member's outage is the
         grader's error; members too far apart send the question to Review."""
         assert self.panel is not None
+        if not self._member_clients:
+            return self.result(
+                None,
+                f"{self.id}: no judge provider configured (a panel's members are laid over the "
+                "config's judge: block)",
+                True,
+                identity=self.identity(),
+            )
         prompt = self.build_prompt(input, response, context)
         first = trial_of(context) * self.samples
         verdicts = await asyncio.gather(

@@ -12,28 +12,40 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:  # the registry loads every grader: imported on use, not for `--help`
     from ..graders.registry import CatalogRow
 
-__all__ = ["format_table", "register", "run"]
+__all__ = ["format_table", "markdown_table", "register", "run"]
 
-HEADERS = ("Grader id", "Kind", "Scale", "Observes actions", "Sees tool calls", "Needs")
+HEADERS = ("Grader id", "Label (scale)", "Kind", "Observes actions", "Sees tool calls", "Needs")
 
 
 def _yes_no(value: bool | None) -> str:
     return "n/a" if value is None else ("Yes" if value else "No")
 
 
+def _cells(row: CatalogRow) -> tuple[str, ...]:
+    return (
+        row.id,
+        row.selection_label,
+        row.kind,
+        _yes_no(row.observes_actions),
+        _yes_no(row.sees_tool_calls),
+        row.needs or "-",
+    )
+
+
+def markdown_table(rows: Sequence[CatalogRow]) -> str:
+    """The catalog as the Markdown table docs/graders.md carries (`tracegrade graders
+    --markdown` prints it; a test keeps the docs equal to it)."""
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    for row in rows:
+        cells = list(_cells(row))
+        cells[0] = f"`{cells[0]}`"
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def format_table(rows: Sequence[CatalogRow]) -> str:
     """The catalog as an aligned plain-text table, one grader per line."""
-    cells = [HEADERS] + [
-        (
-            row.id,
-            row.kind,
-            row.scale,
-            _yes_no(row.observes_actions),
-            _yes_no(row.sees_tool_calls),
-            row.needs or "-",
-        )
-        for row in rows
-    ]
+    cells = [HEADERS] + [_cells(row) for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(HEADERS))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
@@ -51,6 +63,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     if args.json:
         json.dump([row.as_dict() for row in rows], out, indent=2)
         out.write("\n")
+    elif args.markdown:
+        out.write(markdown_table(rows) + "\n")
     else:
         out.write(format_table(rows) + "\n")
     return 0
@@ -67,4 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print the catalog as a Markdown table"
+    )
     parser.set_defaults(handler=run)

@@ -24,6 +24,7 @@ def register(subparsers: Any) -> None:
 def describe_targets(config: Any) -> str:
     from ..execution.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
+    from ..records import scale_label
     from ..verdicts.scoring import pass_bar
 
     services = build_services(
@@ -32,6 +33,7 @@ def describe_targets(config: Any) -> str:
         runs_dir=config.runs_dir,
         rubrics=None,
         use_cache=False,
+        judge_panels=config.judge_panels,
     )
     lines = []
     for target in config.targets.values():
@@ -72,9 +74,12 @@ def describe_targets(config: Any) -> str:
                     else "from the grading module"
                 )
             extra = f" [{', '.join(how)}]" if how else ""
+            # The grader's label with its scale, as a person picks it: "Read-only run (binary, 0-1)".
+            shown = f"{a.attachment.grader.label} " + scale_label(
+                s["min_score"], s["max_score"], binary=s["binary"]
+            )
             lines.append(
-                f"  - {s['id']} ({s['min_score']:g}-{s['max_score']:g}"
-                f"{', ' + ', '.join(flags) if flags else ''}){extra}"
+                f"  - {s['id']}: {shown}{' (' + ', '.join(flags) + ')' if flags else ''}{extra}"
             )
         for note in notes:
             lines.append(f"  ! {note}")
