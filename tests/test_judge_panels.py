@@ -332,3 +332,49 @@ def test_the_html_page_names_each_judge_and_the_panels_members(tmp_path, three_j
         browser.close()
     assert "panel (median): judge-0=3, judge-1=4, judge-2=5" in text
     assert "template " in text and "model judge-0" in text
+
+
+def test_judges_validate_reports_each_panel_member_beside_the_panel(tmp_path, three_judges, capsys):
+    # Member 0 always says 1, the others 4: the panel's median (4) agrees with people who
+    # labelled 4, member 0 does not. Each member's agreement is shown, only the panel gated.
+    members = _panel(three_judges, [1, 4, 4])
+    config = _project(
+        tmp_path,
+        ["tool_usage_grader", {"id": "relevance_grader", "judges": members, "max_spread": 3}],
+        judge=BASE_JUDGE,
+    )
+    code, report = _run(config, tmp_path / "r.json")
+    assert code == 0
+    ids = [str(q["id"]) for q in report["questions"]]
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(
+        yaml.safe_dump(
+            {"labels": [{"question": qid, "dimension": "relevance", "score": 4} for qid in ids]}
+        )
+    )
+    capsys.readouterr()
+    data = tmp_path / "v.json"
+    assert (
+        main(
+            [
+                "judges",
+                "validate",
+                str(tmp_path / "r.json"),
+                "--gold",
+                str(gold),
+                "--json",
+                str(data),
+            ]
+        )
+        == 0
+    )
+    dims = {d["dimension"]: d for d in json.loads(data.read_text())["dimensions"]}
+    assert set(dims) == {
+        "relevance",
+        "relevance [judge-0]",
+        "relevance [judge-1]",
+        "relevance [judge-2]",
+    }
+    assert dims["relevance"]["exact"] == 1.0 and dims["relevance [judge-1]"]["exact"] == 1.0
+    assert dims["relevance [judge-0]"]["exact"] == 0.0
+    assert dims["relevance [judge-0]"]["passed"] is None  # reported, not gated

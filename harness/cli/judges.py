@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import sys
@@ -183,7 +184,7 @@ def _floor(args: argparse.Namespace) -> float | None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from ..curation.judge_validation import validate_judges
+    from ..curation.judge_validation import validate_judges, with_panel_members
     from ..inputs.gold import load_gold
     from ..rundir.history import load_comparable
 
@@ -204,7 +205,20 @@ def run_validate(args: argparse.Namespace) -> int:
     def dimension_of(grader_id: str) -> str | None:
         return stored_dimensions.get(grader_id) or _dimension_of(grader_id)
 
+    # A panel's members are validated one by one beside the panel (not gated: the panel is
+    # what the run used), so a team sees whether the panel beats its best single judge.
+    questions, gold, dimension_of, members = with_panel_members(questions, gold, dimension_of)
     result = validate_judges(questions, gold, dimension_of=dimension_of, min_kappa=_floor(args))
+    if members:
+        result = dataclasses.replace(
+            result,
+            dimensions=[
+                dataclasses.replace(d, passed=None, reason="panel member (not gated)")
+                if d.dimension in members
+                else d
+                for d in result.dimensions
+            ],
+        )
     sys.stdout.write(render_validation(result, source=label, gold=str(args.gold)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

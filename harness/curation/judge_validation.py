@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
 from ..inputs.gold import GoldLabel, GoldLabels
+from ..verdicts.scoring import passes
 from .agreement import Agreement, agreement
 
-__all__ = ["DimensionReport", "JudgeValidation", "validate_judges"]
+__all__ = ["DimensionReport", "JudgeValidation", "validate_judges", "with_panel_members"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +186,60 @@ def validate_judges(
             )
         )
     return JudgeValidation(dimensions=reports, min_kappa=min_kappa)
+
+
+def with_panel_members(
+    questions: Sequence[Mapping[str, Any]],
+    gold: GoldLabels,
+    dimension_of: Callable[[str], str | None],
+) -> tuple[list[dict[str, Any]], GoldLabels, Callable[[str], str | None], set[str]]:
+    """Each member of a judge panel as a judge of its own, so its agreement with the gold
+    labels stands beside the panel's: grader `relevance_grader[judge-a]`, dimension
+    `relevance [judge-a]`, labelled with the panel dimension's gold labels. Returns the
+    questions, gold labels and `dimension_of` to validate with, and the member dimensions
+    (reported, not gated: the panel is what the run uses)."""
+    members: dict[str, str] = {}
+    out = []
+    for q in questions:
+        graders = list(q.get("graders", ()))
+        for g in list(graders):
+            panel = (g.get("details") or {}).get("panel")
+            dimension = dimension_of(g["id"])
+            if not isinstance(panel, list) or dimension is None:
+                continue
+            for m in panel:
+                if not isinstance(m, Mapping) or m.get("score") is None:
+                    continue
+                gid = f"{g['id']}[{m.get('judge')}]"
+                members[gid] = f"{dimension} [{m.get('judge')}]"
+                score = float(m["score"])
+                passed = passes(  # the member's own verdict by the grader's pass rule
+                    score,
+                    min_score=float(g.get("min", 0)),
+                    max_score=float(g.get("max", 5)),
+                    binary=bool(g.get("binary")),
+                    threshold=float(g.get("threshold", 0)),
+                )
+                graders.append(
+                    {
+                        **{k: v for k, v in g.items() if k not in ("details", "checks")},
+                        "id": gid,
+                        "score": score,
+                        "error": False,
+                        "passed": passed,
+                    }
+                )
+        out.append({**q, "graders": graders})
+    if not members:
+        return list(questions), gold, dimension_of, set()
+    extra = [
+        replace(label, dimension=member_dimension)
+        for member_dimension in sorted(set(members.values()))
+        for label in gold.of(member_dimension.split(" [", 1)[0])
+    ]
+    expanded = GoldLabels(path=gold.path, labels=(*gold.labels, *extra))
+
+    def of(grader_id: str) -> str | None:
+        return members.get(grader_id) or dimension_of(grader_id)
+
+    return out, expanded, of, set(members.values())
