@@ -207,8 +207,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
     # A panel's members are validated one by one beside the panel (not gated: the panel is
     # what the run used), so a team sees whether the panel beats its best single judge.
-    questions, gold, dimension_of, members = with_panel_members(questions, gold, dimension_of)
-    result = validate_judges(questions, gold, dimension_of=dimension_of, min_kappa=_floor(args))
+    questions, gold, of, members = with_panel_members(questions, gold, dimension_of)
+    result = validate_judges(questions, gold, dimension_of=of, min_kappa=_floor(args))
     if members:
         result = dataclasses.replace(
             result,

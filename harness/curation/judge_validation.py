@@ -231,7 +231,7 @@ def with_panel_members(
                 )
         out.append({**q, "graders": graders})
     if not members:
-        return list(questions), gold, dimension_of, set()
+        return out, gold, dimension_of, set()
     extra = [
         replace(label, dimension=member_dimension)
         for member_dimension in sorted(set(members.values()))
