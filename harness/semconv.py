@@ -26,7 +26,9 @@ GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
-"""The question id: pairs a trace with its dataset case in trace-based eval tools."""
+"""One question run (run, target, question, trial): `conversation_id()`. Backends group a
+session by it, so it must never repeat across runs, targets or trials; the question id has its
+own attribute (`TG_QUESTION_ID`, `AGENTEVALS_CASE_ID`)."""
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 """JSON: the messages an agent was invoked with, in the GenAI structured form (role, parts)."""
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
@@ -67,6 +69,10 @@ MIME_TEXT = "text/plain"
 
 # -- tracegrade ----------------------------------------------------------------------------
 TG_QUESTION_ID = "tracegrade.question.id"
+TG_RUN_ID = "tracegrade.run.id"
+"""The harness run a question span belongs to (its run directory's name)."""
+AGENTEVALS_CASE_ID = "agentevals.eval.case.id"
+"""The dataset case id, as agentevals-cli pairs a trace with a case."""
 TG_TRIAL = "tracegrade.trial"
 TG_DATASET = "tracegrade.dataset"
 TG_TARGET = "tracegrade.target"
@@ -119,6 +125,8 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         OI_LLM_MODEL_NAME,
         OI_AGENT_NAME,
         TG_QUESTION_ID,
+        TG_RUN_ID,
+        AGENTEVALS_CASE_ID,
         TG_DATASET,
         TG_TARGET,
         TG_AGENT,
@@ -127,3 +135,9 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         TG_RESULT_ENCODING,
     }
 )
+
+
+def conversation_id(*, run_id: str, target: str, question_id: str, trial: int) -> str:
+    """The `gen_ai.conversation.id` of one question run: unique per (run, target, question,
+    trial), so a backend's session never merges two runs of a question."""
+    return f"{run_id}/{target}/{question_id}/{trial}"

@@ -200,7 +200,10 @@ def test_agent_spans_carry_their_conversation_in_the_genai_form(spans):
     assert json.loads(top.attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
     ]
-    assert top.attributes["gen_ai.conversation.id"] == "q"
+    # one question run: a recorder outside a harness run gets a run id of its own
+    assert top.attributes["gen_ai.conversation.id"] == rec.conversation_id
+    assert rec.conversation_id.startswith("adhoc-") and rec.conversation_id.endswith("/t/q/0")
+    assert sub_span.attributes["gen_ai.conversation.id"] == rec.conversation_id
     handed = json.loads(sub_span.attributes["gen_ai.input.messages"])
     assert [m["role"] for m in handed] == ["user", "assistant"]  # the question, then "go"
     said = json.loads(sub_span.attributes["gen_ai.output.messages"])

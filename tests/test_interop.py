@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
 from tests.runs_support import write_project
@@ -57,12 +58,18 @@ def test_a_run_exports_what_backends_read(tmp_path, otlp_receiver, protocol):  #
     assert question.attributes[sc.OI_SPAN_KIND] == "CHAIN"
     assert question.attributes[sc.OI_INPUT_VALUE] == "weather in Paris?"
     assert question.attributes[sc.OI_OUTPUT_VALUE] == "It is sunny in Paris."
-    assert question.attributes[sc.GEN_AI_CONVERSATION_ID] == "paris"
+    # one session per question run: the conversation id names run, target, question and trial;
+    # the question id has attributes of its own
+    run_id = report["run_id"]
+    assert question.attributes[sc.GEN_AI_CONVERSATION_ID] == f"{run_id}/t/paris/0"
+    assert question.attributes[sc.TG_QUESTION_ID] == "paris"
+    assert question.attributes[sc.AGENTEVALS_CASE_ID] == "paris"
+    assert question.attributes[sc.TG_RUN_ID] == run_id
     # the project: the config's directory name when telemetry.project is not set
     assert {s.resource.get(sc.OI_PROJECT_NAME) for s in spans} == {"proj"}
 
     (agent,) = _by_kind(spans, "invoke_agent")
-    assert agent.attributes[sc.GEN_AI_CONVERSATION_ID] == "paris"
+    assert agent.attributes[sc.GEN_AI_CONVERSATION_ID] == f"{run_id}/t/paris/0"
     inputs = json.loads(agent.attributes[sc.GEN_AI_INPUT_MESSAGES])
     assert inputs == [{"role": "user", "parts": [{"type": "text", "content": "weather in Paris?"}]}]
     outputs = json.loads(agent.attributes[sc.GEN_AI_OUTPUT_MESSAGES])
@@ -87,6 +94,34 @@ def test_a_run_exports_what_backends_read(tmp_path, otlp_receiver, protocol):  #
         f"{len(spans)} span(s) exported to {otlp_receiver.endpoint}/v1/traces ({protocol}" in n
         for n in notes
     ), notes
+
+
+def test_every_question_run_is_its_own_conversation(tmp_path, otlp_receiver):  # noqa: F811
+    # Two runs, two targets and two trials of the same questions into one backend: a backend
+    # groups sessions by gen_ai.conversation.id, so none may be shared (it was the bare question
+    # id, and Phoenix merged them all into one session per question).
+    targets = {"t": {}, "u": {"agent": "agent.py:build_graph", "dataset": "data/questions.yaml"}}
+    path = write_project(
+        tmp_path / "proj",
+        questions=["paris", "rome"],
+        target={"repeats": 2},
+        config={"telemetry": {"otlp_endpoint": otlp_receiver.endpoint}},
+    )
+    config = yaml.safe_load(path.read_text())
+    config["targets"]["u"] = {**config["targets"]["t"], **targets["u"]}
+    path.write_text(yaml.safe_dump(config))
+    for _ in range(2):
+        assert main(["run", "--config", str(path), "--quiet"]) == 0
+    questions = _by_kind(otlp_receiver.spans(), sc.SPAN_QUESTION)
+    assert len(questions) == 2 * 2 * 2 * 2  # runs x targets x questions x trials
+    conversations = [q.attributes[sc.GEN_AI_CONVERSATION_ID] for q in questions]
+    assert len(set(conversations)) == len(questions)
+    assert {q.attributes[sc.TG_QUESTION_ID] for q in questions} == {"paris", "rome"}
+    assert {q.attributes[sc.AGENTEVALS_CASE_ID] for q in questions} == {"paris", "rome"}
+    # each agent span shares its own question's conversation, never another's
+    by_trace = {q.trace_id: q.attributes[sc.GEN_AI_CONVERSATION_ID] for q in questions}
+    for agent in _by_kind(otlp_receiver.spans(), "invoke_agent"):
+        assert agent.attributes[sc.GEN_AI_CONVERSATION_ID] == by_trace[agent.trace_id]
 
 
 def test_the_project_comes_from_the_config(tmp_path, otlp_receiver):  # noqa: F811

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.tools import tool
@@ -31,11 +32,14 @@ from tracegrade.capture import recorder as recorder_module
 from tracegrade.capture.recorder import Recorder
 from tracegrade.capture.telemetry import RunTelemetry
 from tracegrade.capture.tracefile import (
+    QuestionRunKey,
     encode_line,
     encode_spans,
+    read_question_runs,
     read_records,
     redacted_attributes,
 )
+from tracegrade.errors import InputError
 from tracegrade.records import Outcome
 from tracegrade.redaction import REDACTED, redact_text
 
@@ -313,3 +317,41 @@ def test_the_line_encoder_writes_exactly_the_reference_otlp_json(spans):
     assert line == json.dumps(_reference_request(built), ensure_ascii=False, separators=(",", ":"))
     assert encode_spans(built) == _reference_request(built)
     assert "abcdefghijklmnop123" not in line
+
+
+def test_an_archive_mixing_runs_and_targets_keeps_them_apart(tmp_path):
+    # A collector archive holds many runs: the same question of two targets and two runs, each
+    # with different calls. Keyed by question id alone they merged into one record, silently.
+    path = tmp_path / "archive.jsonl"
+    script = {
+        ("r1", "a"): [call(tool_call("lookup", {"q": "1a"}, id="c")), say("x")],
+        ("r1", "b"): [call(tool_call("fetch", {"url": "u"}, id="c")), say("x")],
+        ("r2", "a"): [say("nothing")],
+    }
+    with RunTelemetry(trace_file=path) as tel:
+        for (run, target), turns in script.items():
+            rec = Recorder(
+                tracer=tel.tracer,
+                question_id="q",
+                dataset="ds",
+                target=target,
+                agent_name="desk",
+                run_id=run,
+            )
+            graph = react_agent(ScriptedChatModel(script=turns), [lookup, fetch])
+            with rec.question_span():
+                state = graph.invoke({"messages": [("user", "go")]}, {"callbacks": [rec]})
+            rec.seal(state)
+    runs = read_question_runs(path)
+    assert {k: [c.name for c in r] for k, r in runs.items()} == {
+        QuestionRunKey("r1", "a", "q", 0): ["lookup"],
+        QuestionRunKey("r1", "b", "q", 0): ["fetch"],
+        QuestionRunKey("r2", "a", "q", 0): [],
+    }
+    with pytest.raises(InputError, match=r"question 'q' \(trial 0\) more than once") as caught:
+        read_records(path)
+    assert caught.value.exit_code == 4 and "run r1 target a" in str(caught.value)
+    assert [c.name for c in read_records(path, target="b")["q"]] == ["fetch"]
+    assert list(read_records(path, target="a", run="r2")["q"]) == []
+    with pytest.raises(InputError):
+        read_records(path, target="a")  # still two runs of it

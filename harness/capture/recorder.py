@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
@@ -97,6 +97,7 @@ class Recorder(BaseCallbackHandler):
         agent_name: str,
         question_input: str | None = None,
         trial: int = 0,
+        run_id: str = "",
     ) -> None:
         self.tracer = tracer
         self.question_input = question_input
@@ -105,6 +106,11 @@ class Recorder(BaseCallbackHandler):
         self.question_id = question_id
         self.trial = trial
         """Trial index of this question run (targets with `repeats`)."""
+        self.run_id = run_id or f"adhoc-{uuid4().hex[:12]}"
+        """The harness run (its directory's name); a recorder outside a run gets its own."""
+        self.conversation_id = sc.conversation_id(
+            run_id=self.run_id, target=target, question_id=question_id, trial=trial
+        )
         self.dataset = dataset
         self.target = target
         self.agent_name = agent_name
@@ -167,8 +173,10 @@ class Recorder(BaseCallbackHandler):
     def _open_question(self) -> None:
         attributes = {
             sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
-            sc.GEN_AI_CONVERSATION_ID: self.question_id,
+            sc.GEN_AI_CONVERSATION_ID: self.conversation_id,
             sc.TG_QUESTION_ID: self.question_id,
+            sc.AGENTEVALS_CASE_ID: self.question_id,
+            sc.TG_RUN_ID: self.run_id,
             sc.TG_TRIAL: self.trial,
             sc.TG_DATASET: self.dataset,
             sc.TG_TARGET: self.target,
@@ -228,7 +236,7 @@ class Recorder(BaseCallbackHandler):
         attributes = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: name,
-            sc.GEN_AI_CONVERSATION_ID: self.question_id,
+            sc.GEN_AI_CONVERSATION_ID: self.conversation_id,
             sc.OI_SPAN_KIND: sc.OI_KIND_AGENT,
             sc.OI_AGENT_NAME: name,
             sc.TG_AGENT: name,

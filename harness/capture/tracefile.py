@@ -15,19 +15,22 @@ import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import semconv as sc
+from ..errors import InputError
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = [
+    "QuestionRunKey",
     "TraceFileExporter",
     "encode_line",
     "encode_spans",
+    "read_question_runs",
     "read_records",
     "read_trial_records",
     "redacted_attributes",
@@ -334,40 +337,98 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
     )
 
 
-def read_records(path: Path | str, *, unreadable: list[str] | None = None) -> dict[str, ToolRecord]:
+class QuestionRunKey(NamedTuple):
+    """One question run in a trace file or archive: (run, target, question, trial). A span
+    written before run ids were recorded has run "" (one run per file, as runs wrote them)."""
+
+    run: str
+    target: str
+    question_id: str
+    trial: int
+
+
+def read_records(
+    path: Path | str,
+    *,
+    target: str | None = None,
+    run: str | None = None,
+    unreadable: list[str] | None = None,
+) -> dict[str, ToolRecord]:
     """The tool-call records in a run's trace file, keyed by question id (the first trial of
-    each question; `read_trial_records` has every trial)."""
-    records = read_trial_records(path, unreadable=unreadable)
+    each question; `read_trial_records` has every trial). See `read_trial_records` for a file
+    that mixes runs or targets."""
+    records = read_trial_records(path, target=target, run=run, unreadable=unreadable)
     return {qid: record for (qid, trial), record in records.items() if not trial}
 
 
 def read_trial_records(
-    path: Path | str, *, unreadable: list[str] | None = None
+    path: Path | str,
+    *,
+    target: str | None = None,
+    run: str | None = None,
+    unreadable: list[str] | None = None,
 ) -> dict[tuple[str, int], ToolRecord]:
-    """Every record in a run's trace file, keyed by (question id, trial); a question span
-    without a trial attribute (an older trace file) is trial 0.
+    """Every record of one run's target in a trace file, keyed by (question id, trial).
 
-    A question run more than once in the file keeps its latest run. Calls are de-duplicated
-    and numbered exactly as the live recorder does; completeness comes from the question span.
-    A line that cannot be read is skipped, and only the questions whose spans it held are
-    affected: incomplete when their trace id is legible in it, absent when their question span
-    was in it. Each skipped line is described in `unreadable` when a list is given.
+    A run's own trace file holds one target (a merged run: the runs of its shards, each question
+    in one of them). A file that holds more (a collector archive, files concatenated) is
+    narrowed by `target` and `run`; when a question is still there from two runs or targets,
+    keying by question id would merge them, so this raises `InputError` naming them
+    (`read_question_runs` keeps them all apart)."""
+    runs = read_question_runs(path, unreadable=unreadable)
+    chosen = {
+        k: r
+        for k, r in runs.items()
+        if (target is None or k.target == target) and (run is None or k.run == run)
+    }
+    seen: dict[tuple[str, int], QuestionRunKey] = {}
+    for key in chosen:
+        other = seen.setdefault((key.question_id, key.trial), key)
+        if other != key:
+            runs_of = sorted({(k.run, k.target) for k in chosen})
+            listed = ", ".join(f"run {r or '(unnamed)'} target {t}" for r, t in runs_of[:6])
+            more = f" and {len(runs_of) - 6} more" if len(runs_of) > 6 else ""
+            raise InputError(
+                f"{path} holds question {key.question_id!r} (trial {key.trial}) more than once, "
+                f"from different runs or targets ({listed}{more})",
+                file=str(path),
+                hint="name the one to read with target= and run=, or use read_question_runs",
+            )
+    return {(k.question_id, k.trial): r for k, r in chosen.items()}
+
+
+def read_question_runs(
+    path: Path | str, *, unreadable: list[str] | None = None
+) -> dict[QuestionRunKey, ToolRecord]:
+    """Every question run's record in a trace file or archive, keyed by (run, target, question,
+    trial); a question span without a trial attribute (an older trace file) is trial 0.
+
+    A question run more than once under the same key (a resumed run) keeps its latest run. Calls
+    are de-duplicated and numbered exactly as the live recorder does; completeness comes from the
+    question span. A line that cannot be read is skipped, and only the questions whose spans it
+    held are affected: incomplete when their trace id is legible in it, absent when their
+    question span was in it. Each skipped line is described in `unreadable` when a list is given.
     """
     path = Path(path)
-    questions: dict[tuple[str, int], tuple[int, str, bool, tuple[str, ...]]] = {}
+    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...]]] = {}
     calls: dict[str, list[ToolCall]] = {}
     broken: dict[int, set[str]] = {}
     for _line_no, span in _spans_of(path, broken):
         attrs = {kv["key"]: _decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
         trace_id = span.get("traceId", "")
         if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
-            qid = (str(attrs[sc.TG_QUESTION_ID]), int(attrs.get(sc.TG_TRIAL) or 0))
+            key = QuestionRunKey(
+                str(attrs.get(sc.TG_RUN_ID) or ""),
+                str(attrs.get(sc.TG_TARGET) or ""),
+                str(attrs[sc.TG_QUESTION_ID]),
+                int(attrs.get(sc.TG_TRIAL) or 0),
+            )
             start = int(span.get("startTimeUnixNano", 0))
-            previous = questions.get(qid)
+            previous = questions.get(key)
             if previous is None or previous[0] <= start:
                 problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
                 complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
-                questions[qid] = (start, trace_id, complete, problems)
+                questions[key] = (start, trace_id, complete, problems)
         elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
             calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
     damaged: dict[str, list[int]] = {}
@@ -377,13 +438,13 @@ def read_trial_records(
     if unreadable is not None:
         unreadable += [f"{path}:{n}: not an OTLP JSON line; skipped" for n in sorted(broken)]
     out = {}
-    for qid, (_start, trace_id, complete, problems) in questions.items():
+    for key, (_start, trace_id, complete, problems) in questions.items():
         lost = damaged.get(trace_id.lower())
         if lost:
             where = ", ".join(map(str, lost))
             problems = (*problems, f"trace file line {where} unreadable: part of the record lost")
             complete = False
-        out[qid] = ToolRecord(
+        out[key] = ToolRecord(
             finalize_calls(calls.get(trace_id, ())), complete=complete, problems=problems
         )
     return out

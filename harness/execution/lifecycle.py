@@ -256,6 +256,7 @@ async def _arun_plans(
 
     notes = []
     for plan in plans:
+        plan.run_id = run_dir.name  # each question run's conversation id names its run
         trace_file = (
             trace_file_of(run_dir, plan.target.name) if config.telemetry.trace_file else None
         )

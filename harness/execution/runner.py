@@ -71,6 +71,8 @@ class TargetPlan:
     trials: dict[str, list[int]] | None = None
     """Question id -> the trials still to run (a resume); None: every trial of every question
     (`target.repeats` of them)."""
+    run_id: str = ""
+    """The run's id (its directory's name): part of every question run's conversation id."""
 
     def work(self) -> Iterator[tuple[Any, int]]:
         """(question, trial) pairs to run, trials of a question together."""
@@ -292,6 +294,7 @@ async def _run_one(
             agent_name=str(agent_name),
             question_input=question.flattened_input(),
             trial=trial,
+            run_id=plan.run_id,
         )
         state: Any = None
         # A deadline on this task rather than wait_for's extra task per question; and it tells

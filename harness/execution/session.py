@@ -132,7 +132,9 @@ class RunSession:
         if self._store is None:
             raise InputError(f"run {self.run_id} is closed")
         t = self._targets[target]
-        plan = replace(t.plan, questions=[t.questions[question_id]])  # ordinals: the selection's
+        plan = replace(
+            t.plan, questions=[t.questions[question_id]], run_id=Path(self.run_dir).name
+        )  # ordinals: the selection's
         scores: list[QuestionScore] = []
         await arun_target(
             plan,

@@ -116,6 +116,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
         dataset_name=dataset.name,
         factory=target.load_factory(),
         environment_factory=target.load_environment_factory(),
+        run_id=run_dir.name,
     )
     plan.shared = build_shared(plan)
     return config, plan, {str(q.id): q for q in dataset.questions}
