@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.execution": 6,
     "tracegrade.comparison": 6,
     "tracegrade.curation": 6,
+    "tracegrade.traces": 7,  # traces made outside tracegrade, graded into a run (over execution)
     "tracegrade.reports": 7,
     "tracegrade.cli": 8,
     "tracegrade.api": 8,

@@ -28,6 +28,7 @@ from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 __all__ = [
     "QuestionRunKey",
     "TraceFileExporter",
+    "decode_value",
     "encode_line",
     "encode_spans",
     "read_question_runs",
@@ -262,7 +263,8 @@ class TraceFileExporter(SpanExporter):
 
 
 # -- reading back ---------------------------------------------------------------------------
-def _decode_value(value: Mapping[str, Any]) -> Any:
+def decode_value(value: Mapping[str, Any]) -> Any:
+    """One OTLP/JSON `AnyValue` as a Python value (None for an empty or unknown one)."""
     if "stringValue" in value:
         return value["stringValue"]
     if "boolValue" in value:
@@ -272,7 +274,14 @@ def _decode_value(value: Mapping[str, Any]) -> Any:
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
-        return [_decode_value(v) for v in value["arrayValue"].get("values", [])]
+        return [decode_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in value:
+        return {
+            kv["key"]: decode_value(kv.get("value") or {})
+            for kv in (value["kvlistValue"] or {}).get("values", [])
+        }
+    if "bytesValue" in value:
+        return value["bytesValue"]
     return None
 
 
@@ -414,7 +423,7 @@ def read_question_runs(
     calls: dict[str, list[ToolCall]] = {}
     broken: dict[int, set[str]] = {}
     for _line_no, span in _spans_of(path, broken):
-        attrs = {kv["key"]: _decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
+        attrs = {kv["key"]: decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
         trace_id = span.get("traceId", "")
         if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
             key = QuestionRunKey(

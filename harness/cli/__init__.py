@@ -61,6 +61,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "targets",
     "run",
     "grade",
+    "grade_traces",
     "runs",
     "show",
     "label",

@@ -350,7 +350,13 @@ def stored_results(
 
 
 def _plan(
-    target: TargetConfig, questions: list[Any], dataset: Any, attached: list, services: Any
+    target: TargetConfig,
+    questions: list[Any],
+    dataset: Any,
+    attached: list,
+    services: Any,
+    *,
+    load_agent: bool = True,
 ) -> TargetPlan:
     plan = TargetPlan(
         target=target,
@@ -359,11 +365,12 @@ def _plan(
         services=services,
         dataset_name=dataset.name,
         ordinals={str(q.id): i for i, q in enumerate(questions)},
-        factory=target.load_factory(),
-        environment_factory=target.load_environment_factory(),
+        factory=target.load_factory() if load_agent else None,
+        environment_factory=target.load_environment_factory() if load_agent else None,
     )
     # built now, before any run directory exists: a factory that raises is exit 4, no trace
-    plan.shared = build_shared(plan)
+    if load_agent:
+        plan.shared = build_shared(plan)
     return plan
 
 
@@ -395,10 +402,12 @@ def prepare_run(
     *,
     use_cache: bool = True,
     run_id: str | None = None,
+    load_agents: bool = True,
 ) -> PreparedRun:
     """Check everything that can be invalid (targets, datasets, graders, rubric refs, agent
     factories), then create the run directory and write its identity. Asks no question:
-    `astart_run` runs them all, the pytest plugin's `RunSession` one at a time."""
+    `astart_run` runs them all, the pytest plugin's `RunSession` one at a time. Without
+    `load_agents` (grading traces made elsewhere) the agents are neither imported nor built."""
     targets = config.select_targets(selection.targets)
     if selection.repeats is not None:
         targets = [dataclasses.replace(t, repeats=selection.repeats) for t in targets]
@@ -435,7 +444,11 @@ def prepare_run(
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
     if sum(selected_total.values()) == 0 or (total == 0 and selection.shard is None):
         raise NothingToRunError("the selection matched no question", hint=_describe(selection))
-    plans = {t.name: _plan(t, qs, ds, at, services) for t, ds, qs, at in prepared if qs}
+    plans = {
+        t.name: _plan(t, qs, ds, at, services, load_agent=load_agents)
+        for t, ds, qs, at in prepared
+        if qs
+    }
     for plan in plans.values():
         plan.ordinals = ordinals[plan.target.name]
     run_dir.mkdir(parents=True, exist_ok=False)

@@ -260,7 +260,6 @@ async def _run_one(
     row = question.row()
     input_messages = question.input_messages()
     messages = messages_for_agent(input_messages, target.system_prompt)
-    graded_input, graded_messages = grader_input(question, target.system_prompt)
     started = time.perf_counter()
     run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
@@ -329,24 +328,8 @@ async def _run_one(
                 run.error_type = "CaptureError"
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
-        if run.error is None:
-            context = build_context(
-                row,
-                messages=graded_messages,
-                response_char_limit=target.response_char_limit,
-                criteria=criteria_with_rubric(row, plan.services.rubrics),
-                tool_calls=record,
-                environment=environment,
-                run_record=run,
-                policy=target_policy(target),
-            )
-            graders = await agrade_question(
-                plan.attached,
-                input=graded_input,
-                response=run.response,
-                context=context,
-                deadline_s=plan.services.judge_settings.get("grading_deadline_s"),
-            )
+        # graded while the environment is still open (state graders read it)
+        return await agrade_recorded(plan, question, run, record, environment=environment)
     finally:
         if environment is not None:
             try:
@@ -355,6 +338,41 @@ async def _run_one(
                 log.warning(
                     "closing the environment of question %s failed", question.id, exc_info=True
                 )
+
+
+async def agrade_recorded(
+    plan: TargetPlan,
+    question: Any,
+    run: RunRecord,
+    record: ToolRecord | None,
+    *,
+    environment: Any = None,
+) -> tuple[QuestionRun, QuestionScore]:
+    """Grade one question run already made (by the runner, or read from a trace made outside
+    tracegrade) with the plan's graders; its stored row and score. A run that errored is not
+    graded (it scores 0 and fails its must-pass graders)."""
+    target = plan.target
+    row = question.row()
+    graders: list = []
+    if run.error is None:
+        graded_input, graded_messages = grader_input(question, target.system_prompt)
+        context = build_context(
+            row,
+            messages=graded_messages,
+            response_char_limit=target.response_char_limit,
+            criteria=criteria_with_rubric(row, plan.services.rubrics),
+            tool_calls=record,
+            environment=environment,
+            run_record=run,
+            policy=target_policy(target),
+        )
+        graders = await agrade_question(
+            plan.attached,
+            input=graded_input,
+            response=run.response,
+            context=context,
+            deadline_s=plan.services.judge_settings.get("grading_deadline_s"),
+        )
     return _finish(plan, question, row, run, record, graders)
 
 

@@ -1,0 +1,256 @@
+"""Grading traces made outside tracegrade into a normal run directory.
+
+Each agent trace paired with a dataset question is graded as `tracegrade run` grades a question
+it ran itself: the same graders attached the same way, the same context, the same scoring, the
+same store rows and the same verdict (`stored_results`). Only the agent run is replaced by the
+trace. The run directory's trace file holds each paired trace's record in tracegrade's own
+dialect (under the source trace's id), so `grade`, `show`, `compare`, `label`, `promote` and the
+HTML report work on it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .. import semconv as sc
+from ..capture.tracefile import redacted_attributes
+from ..execution.lifecycle import new_grading, prepare_run, redaction_notes, stored_results
+from ..execution.loops import run_without_loop
+from ..execution.runner import agrade_recorded
+from ..inputs.config import Config
+from ..records import RunRecord, ToolRecord
+from ..redaction import RedactionPolicy
+from ..rundir.identity import write_identity
+from ..rundir.outcome import RunOutcome, Selection, trace_file_of
+from ..rundir.runlock import run_lock
+from ..rundir.store import ResultStore
+from .archive import Pairing, TraceSet, pair_traces
+from .dialects import AgentTrace
+
+__all__ = ["agrade_traces", "grade_traces", "record_line"]
+
+
+def _kv(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            v: dict[str, Any] = {"boolValue": value}
+        elif isinstance(value, int):
+            v = {"intValue": str(value)}
+        elif isinstance(value, float):
+            v = {"doubleValue": value}
+        elif isinstance(value, (list, tuple)):
+            v = {"arrayValue": {"values": [{"stringValue": str(x)} for x in value]}}
+        else:
+            v = {"stringValue": str(value)}
+        out.append({"key": key, "value": v})
+    return out
+
+
+def record_line(
+    trace: AgentTrace,
+    record: ToolRecord,
+    *,
+    run_id: str,
+    target: str,
+    question_id: str,
+    trial: int,
+    policy: RedactionPolicy,
+) -> str:
+    """One OTLP JSON line holding a question span and the record's tool spans in tracegrade's
+    own dialect (what `read_trial_records` reads back into the same record)."""
+    root_id = trace.trace_id[-16:].rjust(16, "0")
+    question = {
+        sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
+        sc.GEN_AI_CONVERSATION_ID: sc.conversation_id(
+            run_id=run_id, target=target, question_id=question_id, trial=trial
+        ),
+        sc.TG_QUESTION_ID: question_id,
+        sc.AGENTEVALS_CASE_ID: question_id,
+        sc.TG_RUN_ID: run_id,
+        sc.TG_TRIAL: trial,
+        sc.TG_TARGET: target,
+        sc.TG_RECORD_COMPLETE: record.complete,
+        sc.TG_RECORD_PROBLEMS: list(record.problems) or None,
+        sc.OI_INPUT_VALUE: trace.user_message,
+        sc.OI_OUTPUT_VALUE: trace.answer,
+        sc.TG_SOURCE_DIALECT: trace.dialect,
+    }
+    spans = [
+        {
+            "traceId": trace.trace_id,
+            "spanId": root_id,
+            "name": sc.SPAN_QUESTION,
+            "kind": 1,
+            "startTimeUnixNano": str(trace.start_ns),
+            "endTimeUnixNano": str(trace.end_ns),
+            "attributes": _kv(redacted_attributes(question, policy=policy)),
+            "status": {"code": 2 if trace.error else 0},
+        }
+    ]
+    for n, call in enumerate(record):
+        result = call.result
+        encoding = sc.RESULT_TEXT if isinstance(result, str) or result is None else sc.RESULT_JSON
+        attributes = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: call.name,
+            sc.GEN_AI_TOOL_CALL_ID: call.call_id,
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(dict(call.arguments), ensure_ascii=False),
+            sc.GEN_AI_TOOL_CALL_RESULT: (
+                result if encoding == sc.RESULT_TEXT else json.dumps(result, ensure_ascii=False)
+            ),
+            sc.TG_RESULT_ENCODING: encoding,
+            sc.ERROR_TYPE: call.error_type,
+            sc.TG_OUTCOME: call.outcome.value,
+            sc.TG_SEQ: call.seq,
+            sc.TG_QUALIFIED_ID: call.qualified_id,
+            sc.TG_AGENT: call.agent,
+            sc.TG_DEPTH: call.depth,
+            sc.TG_MODEL_TURN: call.model_turn,
+            sc.TG_INDEX_IN_TURN: call.index_in_turn,
+        }
+        status: dict[str, Any] = {"code": 2 if call.outcome.value == "error" else 0}
+        if call.error_message:
+            status["message"] = policy.text(call.error_message)
+        spans.append(
+            {
+                "traceId": trace.trace_id,
+                "spanId": call.span_id or f"{n + 1:016x}",
+                "parentSpanId": root_id,
+                "name": f"{sc.SPAN_EXECUTE_TOOL} {call.name}",
+                "kind": 1,
+                "startTimeUnixNano": str(call.start_ns),
+                "endTimeUnixNano": str(call.end_ns),
+                "attributes": _kv(redacted_attributes(attributes, policy=policy)),
+                "status": status,
+            }
+        )
+    request = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kv({"service.name": "tracegrade"})},
+                "scopeSpans": [{"scope": {"name": "tracegrade.traces"}, "spans": spans}],
+            }
+        ]
+    }
+    return json.dumps(request, ensure_ascii=False)
+
+
+def _trials(pairing: Pairing) -> list[tuple[Any, AgentTrace, str, int]]:
+    """Each pair with its trial: a question's traces in start order are its trials 0, 1, ..."""
+    seen: dict[str, int] = {}
+    out = []
+    for pair in sorted(pairing.pairs, key=lambda p: (p.trace.start_ns, p.trace.trace_id)):
+        qid = str(pair.question.id)
+        trial = seen[qid] = seen.get(qid, -1) + 1
+        out.append((pair.question, pair.trace, pair.how, trial))
+    return out
+
+
+def pairing_notes(pairing: Pairing, questions: int) -> list[str]:
+    counts = pairing.counts()
+    how = ", ".join(f"{n} by {k}" for k, n in sorted(counts.items())) or "none"
+    paired_questions = len({str(p.question.id) for p in pairing.pairs})
+    notes = [
+        f"paired {len(pairing.pairs)} trace(s) with {paired_questions} of {questions} "
+        f"question(s): {how}"
+    ]
+    if pairing.unmatched:
+        listed = ", ".join(t.trace_id for t in pairing.unmatched[:10])
+        more = f" and {len(pairing.unmatched) - 10} more" if len(pairing.unmatched) > 10 else ""
+        notes.append(f"{len(pairing.unmatched)} trace(s) matched no question: {listed}{more}")
+    for trace, ids in pairing.ambiguous[:10]:
+        notes.append(
+            f"trace {trace.trace_id} matches {len(ids)} questions by its input "
+            f"({', '.join(ids)}); not graded"
+        )
+    return notes
+
+
+async def agrade_traces(
+    config: Config,
+    traces: TraceSet,
+    *,
+    target: str,
+    sources: Sequence[str] = (),
+    use_cache: bool = True,
+    run_id: str | None = None,
+) -> RunOutcome:
+    """Grade `traces` against `target`'s dataset and graders into a new run directory."""
+    prepared = prepare_run(
+        config,
+        Selection(targets=(target,)),
+        use_cache=use_cache,
+        run_id=run_id,
+        load_agents=False,  # the agent ran elsewhere: nothing of it is imported here
+    )
+    plan = prepared.plans[target]
+    pairing = pair_traces(traces.traces, plan.questions)
+    work = _trials(pairing)
+    identity = prepared.identity
+    tid = identity["targets"][target]
+    # the selection is what the traces covered: a question nobody asked in production is not
+    # a question the run failed to answer
+    tid["selected"] = len({str(q.id) for q, _, _, _ in work})
+    tid["repeats"] = max((t + 1 for _, _, _, t in work), default=1)
+    identity["source"] = {
+        "kind": "traces",
+        "paths": [str(s) for s in sources],
+        "pairing": pairing.counts(),
+        "unmatched": len(pairing.unmatched),
+        "ambiguous": len(pairing.ambiguous),
+    }
+    write_identity(prepared.run_dir, identity)
+    notes = list(prepared.notes) + traces.notes() + pairing_notes(pairing, len(plan.questions))
+    plan.run_id = prepared.run_id
+    trace_file = trace_file_of(prepared.run_dir, target)
+    trace_file.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        ResultStore.in_run_dir(prepared.run_dir, redaction=config.redaction) as store,
+        run_lock(prepared.run_dir, read_holder=lambda: store.meta("holder")),
+    ):
+        grading_id = new_grading(store, prepared)
+        with trace_file.open("a", encoding="utf-8") as lines:
+            for question, trace, _how, trial in work:
+                record = trace.record
+                run = RunRecord(
+                    question_id=str(question.id),
+                    trial=trial,
+                    response=trace.answer,
+                    error=trace.error,
+                    error_type=trace.error_type,
+                    trace_id=trace.trace_id,
+                    latency_s=max(0, trace.end_ns - trace.start_ns) / 1e9,
+                    tool_calls=record,
+                )
+                if run.error is None and not record.complete:  # as the runner does
+                    problems = "; ".join(record.problems) or "record incomplete"
+                    run.error = f"capture failed: {problems}"[:2000]
+                    run.error_type = "CaptureError"
+                lines.write(
+                    record_line(
+                        trace,
+                        record,
+                        run_id=prepared.run_id,
+                        target=target,
+                        question_id=str(question.id),
+                        trial=trial,
+                        policy=config.redaction,
+                    )
+                    + "\n"
+                )
+                lines.flush()  # the record is on disk before its row
+                stored, score = await agrade_recorded(plan, question, run, record)
+                store.commit_question(stored, score, grading_id=grading_id)
+        results = stored_results(store, grading_id, prepared.targets, identity, prepared.attached)
+    notes = redaction_notes(config) + notes
+    return RunOutcome(prepared.run_id, prepared.run_dir, results, identity, grading_id, notes)
+
+
+def grade_traces(config: Config, traces: TraceSet, **options: Any) -> RunOutcome:
+    """`agrade_traces` for callers without an event loop (the CLI)."""
+    return run_without_loop("grade_traces", lambda: agrade_traces(config, traces, **options))

@@ -1,0 +1,272 @@
+"""Spans made outside tracegrade, read from files: OTLP JSON lines (the OpenTelemetry
+Collector's file exporter, tracegrade's own trace files), OTLP protobuf files (one
+`ExportTraceServiceRequest`, or the file exporter's length-prefixed stream of them), and
+directories of either.
+
+Every span becomes a plain `Span`, whatever its encoding, so the dialects (`dialects`) read one
+shape. A file that is not OTLP is an `InputError` naming the file (and line, for JSON lines); a
+damaged line inside a JSON lines file is skipped and reported, the rest of the file is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..capture.tracefile import decode_value
+from ..errors import InputError
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "ReadProblems",
+    "Span",
+    "files_under",
+    "read_spans",
+    "spans_of_request",
+    "spans_of_request_proto",
+]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A JSON line (one export request) longer than this is skipped and reported, never parsed:
+a request that size is not a trace anyone exported by accident."""
+_SUFFIXES = (".jsonl", ".json", ".ndjson", ".pb", ".binpb", ".proto", ".otlp")
+
+
+@dataclass(slots=True)
+class Span:
+    """One span, decoded: ids as lowercase hex, times in Unix nanoseconds."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    status_code: int = 0
+    """OTLP status: 0 unset, 1 ok, 2 error."""
+    status_message: str = ""
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    kind: int = 0
+
+
+@dataclass(slots=True)
+class ReadProblems:
+    """What could not be read, counted and described (never silent)."""
+
+    skipped_lines: int = 0
+    details: list[str] = field(default_factory=list)
+
+    def add(self, detail: str) -> None:
+        self.skipped_lines += 1
+        if len(self.details) < 50:  # described up to a point; counted always
+            self.details.append(detail)
+
+
+def files_under(paths: Iterable[Path | str]) -> list[Path]:
+    """The trace files named, a directory standing for the trace files under it (sorted)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(_SUFFIXES))
+            if not found:
+                raise InputError("no trace files in this directory", file=str(path))
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise InputError("no such file or directory", file=str(path))
+    return out
+
+
+# -- OTLP JSON ----------------------------------------------------------------------------
+def _attributes(items: Any) -> dict[str, Any]:
+    return {kv["key"]: decode_value(kv.get("value") or {}) for kv in items or ()}
+
+
+def _hex_id(value: Any, size: int) -> str:
+    """OTLP JSON ids are hex; protobuf's own JSON mapping (and some exporters) write base64."""
+    text = str(value or "")
+    if len(text) == size * 2:
+        return text.lower()
+    try:
+        return base64.b64decode(text, validate=True).hex() if text else ""
+    except (binascii.Error, ValueError):
+        return text.lower()
+
+
+def spans_of_request(request: Mapping[str, Any]) -> Iterator[Span]:
+    """The spans of one OTLP/JSON `ExportTraceServiceRequest` (a decoded JSON object)."""
+    resource_spans = request.get("resourceSpans")
+    if not isinstance(resource_spans, list):
+        raise ValueError("no resourceSpans list: not an OTLP trace export")
+    for rs in resource_spans:
+        resource = _attributes((rs.get("resource") or {}).get("attributes"))
+        for ss in rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or ():
+            for s in ss.get("spans") or ():
+                status = s.get("status") or {}
+                yield Span(
+                    trace_id=_hex_id(s.get("traceId"), 16),
+                    span_id=_hex_id(s.get("spanId"), 8),
+                    parent_id=_hex_id(s.get("parentSpanId"), 8),
+                    name=str(s.get("name", "")),
+                    start_ns=int(s.get("startTimeUnixNano") or 0),
+                    end_ns=int(s.get("endTimeUnixNano") or 0),
+                    attributes=_attributes(s.get("attributes")),
+                    status_code=_status_code(status.get("code")),
+                    status_message=str(status.get("message") or ""),
+                    resource=resource,
+                    kind=int(s.get("kind") or 0) if str(s.get("kind", "0")).isdigit() else 0,
+                )
+
+
+def _status_code(code: Any) -> int:
+    if isinstance(code, str):  # protobuf's JSON mapping writes enum names
+        return {"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
+    return int(code or 0)
+
+
+# -- OTLP protobuf ------------------------------------------------------------------------
+def _proto_value(v: Any) -> Any:
+    which = v.WhichOneof("value")
+    if which == "array_value":
+        return [_proto_value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _proto_value(kv.value) for kv in v.kvlist_value.values}
+    return getattr(v, which) if which else None
+
+
+def spans_of_request_proto(request: Any) -> Iterator[Span]:
+    """The spans of one decoded protobuf `ExportTraceServiceRequest`."""
+    for rs in request.resource_spans:
+        resource = {kv.key: _proto_value(kv.value) for kv in rs.resource.attributes}
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                yield Span(
+                    trace_id=s.trace_id.hex(),
+                    span_id=s.span_id.hex(),
+                    parent_id=s.parent_span_id.hex(),
+                    name=s.name,
+                    start_ns=s.start_time_unix_nano,
+                    end_ns=s.end_time_unix_nano,
+                    attributes={kv.key: _proto_value(kv.value) for kv in s.attributes},
+                    status_code=int(s.status.code),
+                    status_message=s.status.message,
+                    resource=resource,
+                    kind=int(s.kind),
+                )
+
+
+def _proto_requests(path: Path, data: bytes) -> Iterator[Any]:
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    # The Collector's file exporter (format: proto) writes each request after a 4-byte
+    # big-endian length; a plain dump is one request. Try the stream first: a plain request
+    # rarely parses as a whole chain of length-prefixed ones.
+    requests: list[Any] = []
+    offset = 0
+    try:
+        while offset < len(data):
+            if offset + 4 > len(data):
+                raise DecodeError("truncated length prefix")
+            (size,) = struct.unpack(">I", data[offset : offset + 4])
+            end = offset + 4 + size
+            if end > len(data):
+                raise DecodeError("truncated message")
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(data[offset + 4 : end])
+            requests.append(request)
+            offset = end
+        if requests and all(len(r.resource_spans) for r in requests):
+            yield from requests
+            return
+    except DecodeError:
+        pass
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError as exc:
+        raise InputError(
+            f"neither OTLP JSON lines nor an OTLP protobuf export ({exc})",
+            file=str(path),
+        ) from None
+    if not request.resource_spans and data:
+        raise InputError("neither OTLP JSON lines nor an OTLP protobuf export", file=str(path))
+    yield request
+
+
+def read_spans(path: Path | str, problems: ReadProblems | None = None) -> Iterator[Span]:
+    """Every span of one trace file, in file order, streamed (a JSON lines file is never read
+    whole). A damaged JSON line is skipped and added to `problems`; a file that is not OTLP at
+    all is an `InputError` naming it."""
+    path = Path(path)
+    problems = problems if problems is not None else ReadProblems()
+    with path.open("rb") as handle:
+        head = handle.read(1)
+        while head in (b" ", b"\n", b"\r", b"\t"):
+            head = handle.read(1)
+        if not head:
+            return
+        if head != b"{":
+            handle.seek(0)
+            data = handle.read()
+            for request in _proto_requests(path, data):
+                yield from spans_of_request_proto(request)
+            return
+        handle.seek(0)
+        good = 0
+        for line_no, raw in enumerate(_lines(handle), start=1):
+            if raw is None:
+                problems.add(f"{path}:{line_no}: longer than {MAX_LINE_BYTES} bytes; skipped")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                request = json.loads(raw)
+                if not isinstance(request, dict):
+                    raise ValueError("not a JSON object")
+                spans = list(spans_of_request(request))
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                problems.add(f"{path}:{line_no}: not an OTLP JSON line ({_short(exc)}); skipped")
+                continue
+            good += 1
+            yield from spans
+        if not good and problems.skipped_lines:
+            raise InputError(
+                "no line is an OTLP JSON trace export "
+                f"({problems.details[0] if problems.details else 'unreadable'})",
+                file=str(path),
+                line=1,
+            )
+
+
+def _lines(handle: Any) -> Iterator[bytes | None]:
+    """Lines of a binary file, each bounded: an over-long line is yielded as None (and
+    consumed without being kept)."""
+    while True:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while True:  # drop the rest of the line, a bounded chunk at a time
+                rest = handle.readline(MAX_LINE_BYTES)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 120 else text[:117] + "..."
