@@ -3,14 +3,11 @@ dataset, or named in the target, imported by file path and turned into attachmen
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..loading import import_file
 from .base import Attachment, Grader, GraderServices
 from .code import FunctionGrader, _short, attachment_of, grader
 
@@ -37,28 +34,11 @@ def load_grading_module(
     is not a grader, is an `InputError` naming the file (and the line, for a syntax error).
     """
     file = Path(path)
-    if not file.is_file():
-        raise InputError("grading module not found", file=str(file))
-    digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
-    module_name = f"tracegrade_grading_{digest}"
-    spec = importlib.util.spec_from_file_location(module_name, file)
-    if spec is None or spec.loader is None:
-        raise InputError("cannot import grading module", file=str(file))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        sys.modules.pop(module_name, None)
-        raise InputError(f"syntax error: {exc.msg}", file=str(file), line=exc.lineno) from exc
-    except Exception as exc:  # isolation point: user code failing at import is bad input
-        sys.modules.pop(module_name, None)
-        line = _user_line(exc, file)
-        raise InputError(
-            f"importing the grading module failed: {type(exc).__name__}: {exc}",
-            file=str(file),
-            line=line,
-        ) from exc
+    # Not cached: a grading module edited between two runs in one process runs anew.
+    module = import_file(
+        file, namespace="tracegrade_grading", what="the grading module", cache=False
+    )
+    module_name = module.__name__
     if hasattr(module, "GRADERS"):
         items = list(module.GRADERS)
         key = "GRADERS"
@@ -108,11 +88,3 @@ def _attach(
         file=str(file),
         key=key,
     )
-
-
-def _user_line(exc: BaseException, file: Path) -> int | None:
-    line = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).resolve() == file.resolve():
-            line = frame.lineno
-    return line

@@ -13,12 +13,13 @@ import functools
 import math
 import numbers
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
 from ..errors import InputError, PluginError
+from ..plugins import GRADERS_GROUP, installed_entry_points, load_plugins
 from ..records import scale_label
 from .base import Grader, GraderServices
 
@@ -30,7 +31,7 @@ __all__ = [
     "validate_grader_class",
 ]
 
-GROUP = "tracegrade.graders"
+GROUP = GRADERS_GROUP
 """The entry-point group every grader registers through."""
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
@@ -66,12 +67,6 @@ class CatalogRow:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _source_of(entry_point: metadata.EntryPoint) -> str:
-    dist = getattr(entry_point, "dist", None)
-    dist_name = dist.metadata["Name"] if dist is not None else "unknown distribution"
-    return f"plugin {dist_name!r}, entry point {entry_point.name} = {entry_point.value}"
 
 
 def validate_grader_class(cls: Any, *, source: str) -> None:
@@ -140,26 +135,21 @@ class GraderRegistry:
         self._classes[cls.id] = cls
         self._sources[cls.id] = source
 
-    def register_entry_point(self, entry_point: metadata.EntryPoint) -> None:
-        """Load one entry point (a Grader subclass or a list of them) and register it."""
-        source = _source_of(entry_point)
-        try:
-            loaded = entry_point.load()
-        except Exception as exc:  # isolation point: any plugin import failure is a PluginError
-            raise PluginError(
-                f"{source}: cannot be loaded: {type(exc).__name__}: {exc}", plugin=source
-            ) from exc
-        if isinstance(loaded, list | tuple):
-            for item in loaded:
-                self.register(item, source=source)
-        else:
-            self.register(loaded, source=source)
-
     @classmethod
     def from_entry_points(cls, entry_points: Iterable[metadata.EntryPoint]) -> GraderRegistry:
+        """A registry of the grader classes the entry points name (a class or a list each),
+        built-ins first in catalog order; see `tracegrade.plugins.load_plugins`."""
         registry = cls()
-        for entry_point in sorted(entry_points, key=_entry_point_order):
-            registry.register_entry_point(entry_point)
+        plugins = load_plugins(
+            GROUP,
+            kind="grader id",
+            validate=lambda item, source: validate_grader_class(item, source=source),
+            name_of=lambda item, _entry_point: item.id,
+            many=True,
+            entry_points=sorted(entry_points, key=_entry_point_order),
+        )
+        for plugin in plugins.values():
+            registry.register(plugin.obj, source=plugin.source)
         return registry
 
     @classmethod
@@ -229,18 +219,10 @@ def _entry_point_order(entry_point: metadata.EntryPoint) -> tuple[int, str, str]
     return (1, entry_point.value, entry_point.name)
 
 
-def _installed_entry_points() -> Sequence[metadata.EntryPoint]:
-    # Deduplicate: the same distribution can be visible twice (editable install + source tree).
-    seen: dict[tuple[str, str], metadata.EntryPoint] = {}
-    for entry_point in metadata.entry_points(group=GROUP):
-        seen.setdefault((entry_point.name, entry_point.value), entry_point)
-    return list(seen.values())
-
-
 @functools.cache
 def load_registry() -> GraderRegistry:
     """Every grader installed in this environment, validated; cached for the process.
 
     Call `load_registry.cache_clear()` after installing a plugin in-process.
     """
-    return GraderRegistry.from_entry_points(_installed_entry_points())
+    return GraderRegistry.from_entry_points(installed_entry_points(GROUP))

@@ -20,6 +20,8 @@ FLOORS: dict[str, int] = {
     "tracegrade.lazy": 1,
     "tracegrade._version": 1,
     "tracegrade.otlp": 1,
+    "tracegrade.loading": 1,
+    "tracegrade.plugins": 1,
     "tracegrade.inputs": 2,
     "tracegrade.capture": 2,
     "tracegrade.judging": 2,

@@ -18,16 +18,15 @@ module that calls `file_judge`.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import InputError
 from ...judging.rendering import fence, render_tool_calls
+from ...loading import import_file
 from ...records import GradeResult
 from ...redaction import truncate
 from ..base import Grader, GraderServices
@@ -220,22 +219,10 @@ class CallableFileJudge(Grader):
 
 
 def _load_judge_function(file: Path, digest: str) -> Any:
-    module_name = f"tracegrade_file_judge_{digest[:12]}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None:
-            raise InputError("cannot import the judge module", file=str(file))
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except SyntaxError as exc:
-            raise InputError(f"syntax error: {exc.msg}", file=str(file), line=exc.lineno) from exc
-        except Exception as exc:  # isolation point: user code failing at import is bad input
-            raise InputError(
-                f"importing the judge module failed: {type(exc).__name__}: {exc}", file=str(file)
-            ) from exc
-        sys.modules[module_name] = module
+    # The namespace carries the content's hash: an edited judge file is loaded anew.
+    module = import_file(
+        file, namespace=f"tracegrade_file_judge_{digest[:12]}", what="the judge module"
+    )
     function = getattr(module, "judge", None)
     if not callable(function):
         raise InputError(

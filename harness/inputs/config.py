@@ -12,18 +12,14 @@ never as `agents.*`: the openai-agents package installs a top-level `agents` mod
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import hashlib
-import importlib
-import importlib.util
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..loading import is_file_reference, load_object
 from ..otlp import exporting_from_env, resolve_protocol
 from ..redaction import RedactionPolicy, compile_pattern
 from .sourcefile import (
@@ -261,7 +257,7 @@ def _resolve(base: Path, value: str) -> Path:
 def _ref_file(ref: str) -> str | None:
     """The file part of a `file.py:attr` reference, None for `module:attr`."""
     target, _, _ = ref.rpartition(":")
-    return target if target.endswith(".py") or "/" in target or "\\" in target else None
+    return target if is_file_reference(target) else None
 
 
 def _non_finite(value: Any, parts: list[Any]) -> list[list[Any]]:
@@ -514,90 +510,3 @@ def _dataset_of(reference: str, config: Config, doc: Document, target: str) -> P
         if exc.file is None:
             exc.file, exc.line, exc.key = str(config.path), doc.line_of(pointer), pointer
         raise
-
-
-# ----------------------------------------------------------------------- object references
-
-_loaded_files: dict[Path, Any] = {}
-
-
-def _package_root(file: Path) -> Path:
-    """The first directory above `file` that is not a package: where its own absolute
-    imports (`from agents.scripted import ...`) resolve from."""
-    root = file.parent
-    while (root / "__init__.py").is_file() and root.parent != root:
-        root = root.parent
-    return root
-
-
-def _load_file_module(file: Path, where: dict[str, Any]) -> Any:
-    file = file.resolve()
-    if file in _loaded_files:
-        return _loaded_files[file]
-    if not file.is_file():
-        raise ConfigError(f"file not found: {file}", **where)
-    digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
-    name = f"_tracegrade_user_{file.stem}_{digest}"
-    root = str(_package_root(file))
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load {file} as a Python module", **where)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look modules up by name
-    try:
-        spec.loader.exec_module(module)
-    except (Exception, SystemExit, GeneratorExit) as exc:
-        # SystemExit too: a file calling sys.exit() at import must not end the run with 0
-        del sys.modules[name]
-        raise ConfigError(f"importing {file} failed: {type(exc).__name__}: {exc}", **where) from exc
-    _loaded_files[file] = module
-    return module
-
-
-def load_object(
-    ref: str,
-    *,
-    base_dir: Path,
-    file: str | None = None,
-    line: int | None = None,
-    key: str | None = None,
-) -> Any:
-    """Resolve `file.py:attr` (by file path, relative to `base_dir`) or `module:attr`.
-    `file`/`line`/`key` locate the reference in the config for error messages."""
-    where: dict[str, Any] = {"file": file, "line": line, "key": key}
-    target, sep, attr = ref.rpartition(":")
-    if not sep or not target or not attr:
-        raise ConfigError(
-            f"bad reference {ref!r}: use `path/to/file.py:attr` or `module:attr`", **where
-        )
-    ref_file = _ref_file(ref)
-    if ref_file is not None:
-        module = _load_file_module(_resolve(base_dir, ref_file), where)
-    else:
-        try:
-            module = importlib.import_module(target)
-        except (Exception, SystemExit, GeneratorExit) as exc:
-            raise ConfigError(
-                f"cannot import {target!r}: {type(exc).__name__}: {exc}", **where
-            ) from exc
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(
-                f"{target!r} has no attribute {attr!r}", hint=_callables_hint(obj, part), **where
-            ) from None
-    return obj
-
-
-def _callables_hint(obj: Any, name: str) -> str:
-    """A did-you-mean among the public callables of `obj` (a module or class), else the list."""
-    names = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n, None)))
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean {close[0]!r}?"
-    shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-    return f"callables there: {shown or '(none)'}"

@@ -17,11 +17,11 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..errors import DatasetError, PluginError
+from ..plugins import DATASETS_GROUP, load_plugins
 
 __all__ = [
     "GROUP",
@@ -32,7 +32,7 @@ __all__ = [
     "split_reference",
 ]
 
-GROUP = "tracegrade.datasets"
+GROUP = DATASETS_GROUP
 """The entry-point group every dataset source registers through."""
 
 _SCHEME = re.compile(r"^([a-z][a-z0-9_\-]+):(.*)$", re.S)
@@ -78,21 +78,21 @@ def split_reference(reference: str) -> tuple[str, str]:
 
 @functools.cache
 def dataset_sources() -> dict[str, Any]:
-    """Every registered source class by name (entry-point group `tracegrade.datasets`)."""
-    found: dict[str, Any] = {}
-    for entry in metadata.entry_points(group=GROUP):
-        where = f"entry point {entry.name} = {entry.value} (group {GROUP})"
-        try:
-            cls = entry.load()
-        except Exception as exc:  # isolation point: a broken plugin is reported, not half-loaded
-            raise PluginError(f"{where}: cannot load: {type(exc).__name__}: {exc}") from exc
-        name = getattr(cls, "name", None)
-        if not isinstance(name, str) or not callable(getattr(cls, "materialize", None)):
-            raise PluginError(f"{where}: a dataset source needs `name` and `materialize()`")
-        if name in found:
-            raise PluginError(f"{where}: a second dataset source named {name!r}")
-        found[name] = cls
-    return found
+    """Every registered source class by name (entry-point group `tracegrade.datasets`), each
+    validated as it registers; two distributions registering one name is a `PluginError`."""
+    plugins = load_plugins(
+        GROUP,
+        kind="dataset source",
+        validate=_validate_source,
+        name_of=lambda cls, _entry_point: cls.name,
+    )
+    return {name: plugin.obj for name, plugin in plugins.items()}
+
+
+def _validate_source(cls: Any, source: str) -> None:
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not callable(getattr(cls, "materialize", None)):
+        raise PluginError(f"{source}: a dataset source needs `name` and `materialize()`")
 
 
 def resolve_dataset(reference: str, *, base_dir: Path, store_path: Path) -> Path:

@@ -21,15 +21,13 @@ that `provider:` names (entry-point group `tracegrade.providers`) inside `Manage
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PluginError
+from ..loading import load_object
+from ..plugins import PROVIDERS_GROUP, Plugin, load_plugins
 from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from .cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
 from .client import JudgeClient, redact_request
@@ -89,7 +87,7 @@ __all__ = [
     "render_tool_calls",
 ]
 
-PROVIDER_GROUP = "tracegrade.providers"
+PROVIDER_GROUP = PROVIDERS_GROUP
 """The entry-point group provider backends register in (built-ins included)."""
 PROVIDER_KINDS = ("openai-compatible", "langchain")
 """The built-in provider kinds."""
@@ -113,35 +111,20 @@ _NON_PROVIDER_KEYS = {
 }
 
 
-def provider_backends() -> dict[str, metadata.EntryPoint]:
-    """Installed provider backends by kind (entry-point group `tracegrade.providers`)."""
-    found: dict[str, metadata.EntryPoint] = {}
-    for entry_point in metadata.entry_points(group=PROVIDER_GROUP):
-        found.setdefault(entry_point.name, entry_point)
-    return found
+def provider_backends() -> dict[str, Plugin]:
+    """Installed provider backends by kind (entry-point group `tracegrade.providers`), each
+    loaded and validated (a `from_config(config, *, base_dir)` classmethod) as it registers;
+    two distributions registering one kind is a `PluginError` naming both."""
+    return load_plugins(PROVIDER_GROUP, kind="judge provider", validate=_validate_backend)
 
 
-def _load_backend_class(kind: str, entry_point: metadata.EntryPoint) -> Any:
-    dist = getattr(entry_point, "dist", None)
-    source = (
-        f"provider plugin {dist.metadata['Name'] if dist is not None else 'unknown'!r}, "
-        f"entry point {entry_point.name} = {entry_point.value}"
-    )
-    try:
-        backend_cls = entry_point.load()
-    except Exception as exc:  # isolation point: a broken plugin is named, never a traceback
-        raise PluginError(
-            f"judge provider {kind!r}: {source} cannot be loaded: {type(exc).__name__}: {exc}",
-            plugin=source,
-            key="judge.provider",
-        ) from exc
+def _validate_backend(backend_cls: Any, source: str) -> None:
     if not callable(getattr(backend_cls, "from_config", None)):
         raise PluginError(
-            f"judge provider {kind!r}: {source} has no from_config(config, *, base_dir)",
+            f"judge provider: {source} has no from_config(config, *, base_dir)",
             plugin=source,
             key="judge.provider",
         )
-    return backend_cls
 
 
 def build_provider(
@@ -159,7 +142,7 @@ def build_provider(
             f"unknown judge provider {kind!r}; expected one of {', '.join(sorted(backends))}",
             key="judge.provider",
         )
-    backend_cls = _load_backend_class(kind, backends[kind])
+    backend_cls = backends[kind].obj
     specific = set(getattr(backend_cls, "config_keys", ()))
     unknown = set(config) - specific - _COMMON_KEYS - _NON_PROVIDER_KEYS
     if unknown:
@@ -176,9 +159,9 @@ def build_provider(
         raise
     except Exception as exc:  # isolation point: a plugin's constructor failing is named
         raise PluginError(
-            f"judge provider {kind!r} ({backends[kind].value}) failed to start: "
+            f"judge provider {kind!r} ({backends[kind].source}) failed to start: "
             f"{type(exc).__name__}: {exc}",
-            plugin=backends[kind].value,
+            plugin=backends[kind].source,
             key="judge.provider",
         ) from exc
     return ManagedProvider(backend, **common)
@@ -195,25 +178,19 @@ def load_chat_model(spec: Any, *, base_dir: str | Path | None = None) -> Any:
             f"chat_model {spec!r} must be 'module:attr' or 'path.py:attr'", key="judge.chat_model"
         )
     try:
-        if module_part.endswith(".py") or "/" in module_part:
-            path = Path(module_part)
-            if not path.is_absolute() and base_dir is not None:
-                path = Path(base_dir) / path
-            module_name = f"_tracegrade_judge_model_{abs(hash(str(path.resolve())))}"
-            spec_obj = importlib.util.spec_from_file_location(module_name, path)
-            if spec_obj is None or spec_obj.loader is None:
-                raise ConfigError(f"cannot load {path}", key="judge.chat_model", file=str(path))
-            module = importlib.util.module_from_spec(spec_obj)
-            sys.modules[module_name] = module
-            spec_obj.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_part)
-        target = getattr(module, attr)
-    except ConfigError:
-        raise
-    except Exception as exc:  # import-time failure of user code: report it as bad config
+        target = load_object(
+            spec,
+            base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
+            key="judge.chat_model",
+            namespace="_tracegrade_judge_model",
+        )
+    except ConfigError as exc:
         raise ConfigError(
-            f"cannot load chat_model {spec!r}: {type(exc).__name__}: {exc}", key="judge.chat_model"
+            f"cannot load chat_model {spec!r}: {exc.message}",
+            key="judge.chat_model",
+            file=exc.file,
+            line=exc.line,
+            hint=exc.hint,
         ) from exc
     if callable(target) and not hasattr(target, "ainvoke"):
         try:
