@@ -52,6 +52,13 @@ CHECKS = [
 ]  # fmt: skip
 
 
+def G(grader_id, score, lo, hi, reason, **kw) -> GraderScore:
+    """A grader verdict written positionally, as the table below lists them."""
+    return GraderScore(
+        grader_id=grader_id, score=score, min_score=lo, max_score=hi, reason=reason, **kw
+    )
+
+
 def synthetic(n: int, seed: int = 7):
     rng = random.Random(seed)
     scores, runs, records = [], {}, {}
@@ -59,18 +66,18 @@ def synthetic(n: int, seed: int = 7):
         qid = f"q{i:05d}"
         failing = i % 4 == 0
         graders = [
-            GraderScore("tool_usage_grader", 3.75 if failing else 5.0, 0, 5,
+            G("tool_usage_grader", 3.75 if failing else 5.0, 0, 5,
                         "3 of 4 tool expectations met; unmet: book_appointment after "
                         "check_availability" if failing else "all 4 tool expectations met",
                         must_pass=True, threshold=5),
-            GraderScore("state_grader", 0.0 if failing else 5.0, 0, 5,
+            G("state_grader", 0.0 if failing else 5.0, 0, 5,
                         "1 of 1 state assertion failed" if failing else "1 state assertion held",
                         binary=True, must_pass=True),
-            GraderScore("format_grader", 5.0, 0, 5, "no text-rule violations"),
-            GraderScore("rubric_checks", 5.0, 0, 5, "support@1 weighted_mean = 1: 3 pass",
+            G("format_grader", 5.0, 0, 5, "no text-rule violations"),
+            G("rubric_checks", 5.0, 0, 5, "support@1 weighted_mean = 1: 3 pass",
                         checks=[dict(c) for c in CHECKS]),
-            GraderScore("contains", None, 0, 1, "no expected.keyword in the question, skipping"),
-            GraderScore("claims_match_record", 1.0, 0, 1, "claims match the record", binary=True),
+            G("contains", None, 0, 1, "no expected.keyword in the question, skipping"),
+            G("claims_match_record", 1.0, 0, 1, "claims match the record", binary=True),
         ]  # fmt: skip
         scores.append(
             score_question(

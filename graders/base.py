@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..records import GradeResult
+from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = ["Attachment", "Grader", "GraderServices"]
@@ -187,16 +187,29 @@ class Grader:
         }
 
 
-@dataclass(frozen=True, slots=True)
 class Attachment:
-    """A grader attached to a target, with how it counts (seed 003 "How scores combine")."""
+    """A grader attached to a target, with how it counts (seed 003 "How scores combine").
 
-    grader: Grader
-    weight: float = 1.0
-    """Weight in the objective (weighted mean); default 1."""
-    must_pass: bool = False
-    """A gate: if it fails, the question scores 0 and the run's gate fails."""
-    threshold: float = 0.0
-    """Passing bar of a scalar grader on its own scale (default 0: any score passes)."""
-    samples: int = 1
-    """Run the grader this many times and aggregate (mean, spread reported)."""
+    `Attachment(grader, spec=GraderSpec(...))`, or the spec's fields as keywords
+    (`Attachment(grader, weight=3)`): either way they are validated once, by `GraderSpec`.
+    """
+
+    __slots__ = ("grader", "spec")
+
+    def __init__(self, grader: Grader, spec: GraderSpec | None = None, **counts: Any) -> None:
+        if spec is not None and counts:
+            raise TypeError("Attachment takes spec= or the spec's fields, not both")
+        self.grader = grader
+        self.spec: GraderSpec = spec if spec is not None else GraderSpec(**counts)
+        """Weight, must_pass, threshold and samples."""
+
+    def __repr__(self) -> str:
+        return f"Attachment({self.grader!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attachment):
+            return NotImplemented
+        return self.grader is other.grader and self.spec == other.spec
+
+    def __hash__(self) -> int:
+        return hash((id(self.grader), self.spec))

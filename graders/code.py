@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import JudgeError
-from ..records import GradeResult, RunRecord
+from ..records import GradeResult, GraderSpec, RunRecord
 from .base import Attachment, Grader, GraderServices
 from .context import RESERVED_KEYS
 
@@ -42,8 +42,9 @@ GRADER_ARGUMENTS = ("output", "question", "workdir", "record", "judge")
 class CodeGrader(Grader):
     """Base of code graders: a 0–1 scale and the seed-003 attachment options.
 
-    `name` renames the instance (several `contains` checks in one module), `weight`,
-    `must_pass`, `threshold` and `samples` say how it counts (see `attachment_of`).
+    `name` renames the instance (several `contains` checks in one module); the `GraderSpec`
+    keywords (`weight`, `must_pass`, `threshold`, `samples`) say how it counts when a grading
+    module lists it (see `attachment_of`), validated as the instance is built.
     """
 
     min_score = 0.0
@@ -56,10 +57,7 @@ class CodeGrader(Grader):
         services: GraderServices | None = None,
         name: str | None = None,
         match_on: Sequence[str | int] | str | None = None,
-        weight: float = 1.0,
-        must_pass: bool = False,
-        threshold: float = 0.0,
-        samples: int = 1,
+        **spec: Any,
     ) -> None:
         super().__init__(services=services)
         if name is not None:
@@ -67,10 +65,13 @@ class CodeGrader(Grader):
         if isinstance(match_on, str):
             match_on = [int(p) if p.isdigit() else p for p in match_on.split(".")]
         self.match_on: tuple[str | int, ...] = tuple(match_on or ("expected",))
-        self.weight = float(weight)
-        self.must_pass = bool(must_pass)
-        self.threshold = float(threshold)
-        self.samples = int(samples)
+        unknown = sorted(set(spec) - set(GraderSpec.model_fields))
+        if unknown:  # the message a plain keyword-only signature would give
+            raise TypeError(
+                f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}"
+            )
+        self.spec = GraderSpec(**spec)
+        """How it counts when a grading module attaches it."""
 
     def expected(self, context: Mapping[str, Any]) -> Any:
         """The value at `match_on` in the question, or `_MISSING`."""
@@ -92,14 +93,8 @@ class CodeGrader(Grader):
 
 
 def attachment_of(item: Grader) -> Attachment:
-    """An `Attachment` carrying the options a code grader was built with (defaults otherwise)."""
-    return Attachment(
-        grader=item,
-        weight=getattr(item, "weight", 1.0),
-        must_pass=getattr(item, "must_pass", False),
-        threshold=getattr(item, "threshold", 0.0),
-        samples=getattr(item, "samples", 1),
-    )
+    """An `Attachment` carrying the spec a code grader was built with (defaults otherwise)."""
+    return Attachment(item, spec=getattr(item, "spec", None) or GraderSpec())
 
 
 def _stringify(value: Any) -> str:
@@ -240,10 +235,12 @@ class FunctionGrader(CodeGrader):
 
     function: Callable[..., Any]
     wants: tuple[str, ...] = ()
-    defaults: Mapping[str, Any] = {}
+    defaults: GraderSpec = GraderSpec()
+    """The spec `@grader(...)` declared; keywords given to the instance override it."""
 
     def __init__(self, *, services: GraderServices | None = None, **options: Any) -> None:
-        super().__init__(services=services, **{**self.defaults, **options})
+        declared = self.defaults.model_dump(exclude_unset=True)
+        super().__init__(services=services, **{**declared, **options})
 
     async def agrade(self, input: str, response: str, context: Mapping[str, Any]) -> GradeResult:
         available = {
@@ -360,19 +357,19 @@ def grader(
     function: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
-    weight: float = 1.0,
-    must_pass: bool = False,
-    threshold: float = 0.0,
-    samples: int = 1,
     description: str = "",
+    **spec: Any,
 ) -> Any:
     """Turn a function over (`output`, `question`, `workdir`, `record`, `judge`) into a Grader
     subclass on a 0–1 scale. The function takes any subset of those keyword arguments (by
     name) and returns a bool (1/0), a number in 0–1 or a GradeResult, or None for "not
     applicable to this question" (a skip); it may be async.
 
-    Use as `@grader`, `@grader(name=..., must_pass=True)` or `grader(fn, name=...)`.
+    Use as `@grader`, `@grader(name=..., must_pass=True)` or `grader(fn, name=...)`; the
+    `GraderSpec` keywords (`weight`, `must_pass`, `threshold`, `samples`) are validated here,
+    when the module defining the function is imported.
     """
+    declared = GraderSpec(**spec)
 
     def build(fn: Callable[..., Any]) -> type[FunctionGrader]:
         parameters = inspect.signature(fn).parameters.values()
@@ -397,12 +394,7 @@ def grader(
             "needs": "whatever the function reads",
             "function": staticmethod(fn),
             "wants": tuple(GRADER_ARGUMENTS if takes_any else wants),
-            "defaults": {
-                "weight": weight,
-                "must_pass": must_pass,
-                "threshold": threshold,
-                "samples": samples,
-            },
+            "defaults": declared,
             "__module__": fn.__module__,
             "__doc__": fn.__doc__,
         }

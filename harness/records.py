@@ -1,4 +1,5 @@
-"""Plain types every layer shares: the tool-call record, the run record, grade results.
+"""Plain types every layer shares: the tool-call record, the run record, grade results and
+the grader spec (how a grader counts).
 
 Floor 1 of DESIGN.md: this module imports nothing from tracegrade but `errors`.
 The record is the ground truth of what an agent did; helpers for name matching and order
@@ -12,10 +13,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "GradeResult",
+    "GraderSpec",
     "Outcome",
     "RunRecord",
     "ToolCall",
@@ -256,6 +258,82 @@ def scale_label(min_score: float, max_score: float, *, binary: bool = False) -> 
 
     span = f"{fmt(min_score)}-{fmt(max_score)}"
     return f"(binary, {span})" if binary else f"({span})"
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+class GraderSpec(BaseModel):
+    """How one attached grader counts (seed 003 "How scores combine"), declared here only.
+
+    A config's `graders:` entry, `@grader(...)` and a code grader's keyword arguments, an
+    `Attachment`, the run identity and every verdict carry this one frozen value: it is
+    validated when it is built (a bad value raises pydantic's `ValidationError`, a
+    `ValueError`), and the pass rule and its wording live on it, so no two places can read a
+    grader's bar differently.
+    """
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, use_attribute_docstrings=True
+    )
+
+    weight: float = Field(default=1.0, ge=0.0, allow_inf_nan=False)
+    """Weight in the objective (the weighted mean of the scored graders); default 1."""
+    must_pass: bool = False
+    """A gate: when it fails, the question's objective is 0 and the target's gate fails."""
+    threshold: float = Field(default=0.0, allow_inf_nan=False)
+    """Passing bar of a scalar grader on its own scale (default 0: any score passes). A binary
+    grader passes only at its max, whatever this says."""
+    samples: int = Field(default=1, ge=1)
+    """Times the grader runs per question; the scores are averaged, their spread reported."""
+
+    @property
+    def threshold_set(self) -> bool:
+        """True when the threshold was written, not defaulted (a must-pass scalar grader needs
+        one)."""
+        return "threshold" in self.model_fields_set
+
+    def passes(self, score: float, *, max_score: float, binary: bool) -> bool:
+        """The pass rule: a binary grader passes only at its max, a scalar one at the
+        threshold."""
+        return score >= max_score if binary else score >= self.threshold
+
+    def pass_bar(self, *, min_score: float, max_score: float, binary: bool) -> str:
+        """The pass rule in words: "= 1" (binary: only its max passes), ">= 3" (scalar: its
+        threshold), ">= 0 (any score)" (a threshold at the bottom of the scale)."""
+        if binary:
+            return f"= {_number(max_score)}"
+        if self.threshold <= min_score:
+            return f">= {_number(self.threshold)} (any score)"
+        return f">= {_number(self.threshold)}"
+
+    def gate_problem(
+        self, *, grader_id: str, min_score: float, max_score: float, binary: bool
+    ) -> tuple[str, str, str] | None:
+        """(message, offending key, hint) when this spec makes a gate that cannot decide on a
+        grader of that scale: a threshold above the top (nothing passes), or must-pass on a
+        scalar grader whose threshold is at the bottom (everything passes). None when sound."""
+        if binary:
+            return None
+        lo, hi = float(min_score), float(max_score)
+        if self.threshold > hi:
+            return (
+                f"threshold {self.threshold:g} of {grader_id!r} is above the top of its "
+                f"{lo:g}-{hi:g} scale: no score could pass",
+                "threshold",
+                f"threshold: {hi:g} (its best score)",
+            )
+        if self.must_pass and self.threshold <= lo:
+            written = "threshold" if self.threshold_set else "no threshold"
+            return (
+                f"must_pass on {grader_id!r} (a scalar grader, {lo:g}-{hi:g}) with {written} "
+                f"{self.threshold:g}: every score passes, so this gate can never fail; set a "
+                "threshold",
+                "must_pass",
+                f"threshold: {hi:g} (its best score)",
+            )
+        return None
 
 
 def finalize_calls(calls: Iterable[ToolCall]) -> list[ToolCall]:

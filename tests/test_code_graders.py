@@ -108,7 +108,7 @@ def test_similarity_is_normalized_levenshtein():
 def test_registered_ids_and_options():
     registry = load_registry()
     made = registry.create("contains", name="has-date", weight=0.5, must_pass=True)
-    assert made.id == "has-date" and made.weight == 0.5 and made.must_pass
+    assert made.id == "has-date" and made.spec.weight == 0.5 and made.spec.must_pass
     assert made.grade("", "1879", ctx(expected="1879")).grader_id == "has-date"
     assert {"exact_match", "contains", "similarity"} <= set(registry.ids())
 
@@ -144,7 +144,7 @@ def test_grader_receives_the_arguments_it_names(tmp_path):
     assert seen["output"] == "out" and seen["workdir"] == tmp_path
     assert seen["question"] == {"id": "q1", "expected": 3}
     assert seen["record"] is record and seen["judge"] is None
-    assert (g.weight, g.must_pass, g.threshold) == (2.0, True, 0.5)
+    assert (g.spec.weight, g.spec.must_pass, g.spec.threshold) == (2.0, True, 0.5)
 
 
 def test_record_built_from_context_when_runner_gave_none():
@@ -280,7 +280,7 @@ def test_load_grading_module_collects_decorated_functions_and_instances(tmp_path
         "has-date",
         "similarity",
     ]
-    assert [(a.weight, a.must_pass) for a in attachments] == [
+    assert [(a.spec.weight, a.spec.must_pass) for a in attachments] == [
         (1.0, True),
         (1.0, True),
         (1.0, False),
@@ -305,7 +305,7 @@ def test_load_grading_module_graders_list(tmp_path):
     """,
     )
     attachments = load_grading_module(module)
-    assert [(a.grader.id, a.weight) for a in attachments] == [
+    assert [(a.grader.id, a.spec.weight) for a in attachments] == [
         ("contains", 1.0),
         ("plain", 1.0),
         ("c2", 3),

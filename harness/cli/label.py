@@ -184,8 +184,6 @@ class LabelSession:
 
 
 def _show(task: Any, number: int, total: int) -> None:
-    from ..rundir.record import GraderResult
-
     trial = f" trial {task.trial}" if task.trial else ""
     print(f"\n=== [{number}/{total}] {task.target} / {task.question_id}{trial} ===")
     print(f"input:\n  {_indent(task.input)}")
@@ -202,10 +200,9 @@ def _show(task: Any, number: int, total: int) -> None:
             args = ", ".join(f"{k}={v!r}" for k, v in call.args.items())
             print(f"  #{i} {call.name}({args}) -> {call.outcome}")
     for g in task.graders:
-        r = GraderResult.from_score(g)
-        verdict = "error" if r.error else "skip" if r.skipped else "pass" if r.passed else "FAIL"
-        score = "-" if r.score is None else f"{r.score:g}/{r.max:g}"
-        print(f"  {r.id}: {verdict} {score}  {r.reason[:160]}")
+        verdict = "error" if g.error else "skip" if g.skipped else "pass" if g.passed else "FAIL"
+        score = "-" if g.score is None else f"{g.score:g}/{g.max_score:g}"
+        print(f"  {g.grader_id}: {verdict} {score}  {g.reason[:160]}")
     for a in task.annotations:
         stale = " (STALE: the answer changed since)" if a.get("stale") else ""
         answer = "yes" if a["answer"] else "no"

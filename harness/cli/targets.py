@@ -25,7 +25,6 @@ def describe_targets(config: Any) -> str:
     from ..execution.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
     from ..records import scale_label
-    from ..verdicts.scoring import pass_bar
 
     services = build_services(
         judge=None,
@@ -56,11 +55,8 @@ def describe_targets(config: Any) -> str:
                 how.append("must pass")
             if s["weight"] != 1.0:
                 how.append(f"weight {s['weight']:g}")
-            bar = pass_bar(
-                binary=s["binary"],
-                threshold=s["threshold"],
-                min_score=s["min_score"],
-                max_score=s["max_score"],
+            bar = a.attachment.spec.pass_bar(
+                min_score=s["min_score"], max_score=s["max_score"], binary=s["binary"]
             )
             how.append(f"pass bar {bar}")
             if s["samples"] > 1:

@@ -290,7 +290,7 @@ def _question_change(
                 grader_id=gid,
                 base=_mean(g.score for g in b if g is not None),
                 cand=_mean(g.score for g in c if g is not None),
-                max_score=any_g.max,
+                max_score=any_g.max_score,
                 base_passed=_grader_passed(base, gid),
                 cand_passed=_grader_passed(cand, gid),
                 must_pass=any(g.must_pass for g in b + c if g is not None),
@@ -330,22 +330,20 @@ def _by_label(run: StoredRun, label: str) -> StoredRun:
     """`run` with each question's pass/fail taken from the person's answer to `label`."""
     from dataclasses import replace
 
-    from ..rundir.record import GraderResult
+    from ..records import GraderSpec
+    from ..verdicts.scoring import GraderVerdict
 
     questions = []
     for q in run.questions:
         answer = q.label(label)
-        signal = GraderResult(
-            id=f"label:{label}",
+        signal = GraderVerdict(
+            grader_id=f"label:{label}",
             score=None if answer is None else float(answer),
-            min=0.0,
-            max=1.0,
+            min_score=0.0,
+            max_score=1.0,
             reason="answered by a person" if answer is not None else "not labelled",
-            skipped=answer is None,
             binary=True,
-            passed=answer,
-            must_pass=True,
-            pass_bar="= 1",
+            spec=GraderSpec(must_pass=True),
         )
         questions.append(q.model_copy(update={"passed": answer, "graders": [*q.graders, signal]}))
     return replace(run, questions=questions)

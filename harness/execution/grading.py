@@ -19,7 +19,8 @@ from typing import Any
 
 from ..errors import ConfigError, RubricError
 from ..graders.base import Attachment, Grader, GraderServices
-from ..records import GradeResult
+from ..inputs.config import GraderEntry
+from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..rundir.identity import grader_code_hash
 from ..verdicts.scoring import GraderScore, aggregate_samples
@@ -122,10 +123,7 @@ def _spec_of(
         "source": source,
         "module": module,
         "options": dict(options),
-        "weight": att.weight,
-        "must_pass": att.must_pass,
-        "threshold": att.threshold,
-        "samples": att.samples,
+        **att.spec.model_dump(),
         "min_score": float(g.min_score),
         "max_score": float(g.max_score),
         "binary": bool(getattr(g, "binary", False)),
@@ -137,22 +135,16 @@ def _spec_of(
 
 
 def _registry_attachment(
-    registry: Any, raw: Mapping[str, Any], services: GraderServices
+    registry: Any, entry: GraderEntry, services: GraderServices
 ) -> AttachedGrader:
-    options = dict(raw.get("options") or {})
-    cls = registry.get(raw["id"])
-    samples = int(raw.get("samples", 1))
+    options = dict(entry.options)
+    cls = registry.get(entry.id)
+    samples = entry.spec.samples
     build_options = (
         {**options, "samples": samples} if getattr(cls, "llm", False) and samples > 1 else options
     )
-    grader = registry.create(raw["id"], services=services, **build_options)
-    att = Attachment(
-        grader=grader,
-        weight=float(raw.get("weight", 1.0)),
-        must_pass=bool(raw.get("must_pass", False)),
-        threshold=float(raw.get("threshold", 0.0)),
-        samples=samples,
-    )
+    grader = registry.create(entry.id, services=services, **build_options)
+    att = Attachment(grader, spec=entry.spec)
     return AttachedGrader(att, _spec_of(att, source="registry", options=options, module=None))
 
 
@@ -170,34 +162,29 @@ def _module_attachments(
     return out
 
 
-def _check_pass_bar(att: Attachment, spec: Any, config_file: str | None) -> None:
-    """A gate that can never fail is invalid input: must-pass on a scalar grader whose
-    threshold is at the bottom of its scale (seed 003's default 0 passes any score), or a
-    threshold above the scale's top (nothing passes)."""
+def _check_pass_bar(att: Attachment, entry: GraderEntry, config_file: str | None) -> None:
+    """A gate that can never decide is invalid input (`GraderSpec.gate_problem`): must-pass on
+    a scalar grader whose threshold is at the bottom of its scale (seed 003's default 0 passes
+    any score), or a threshold above the scale's top (nothing passes)."""
     g = att.grader
-    if getattr(g, "binary", False):
+    problem = att.spec.gate_problem(
+        grader_id=g.id,
+        min_score=float(g.min_score),
+        max_score=float(g.max_score),
+        binary=bool(getattr(g, "binary", False)),
+    )
+    if problem is None:
         return
-    lo, hi = float(g.min_score), float(g.max_score)
-    pointer = getattr(spec, "pointer", "") or "/graders"
-    where: dict[str, Any] = {"file": config_file, "line": getattr(spec, "line", None)}
-    if att.threshold > hi:
-        raise ConfigError(
-            f"threshold {att.threshold:g} of {g.id!r} is above the top of its {lo:g}-{hi:g} "
-            "scale: no score could pass",
-            key=f"{pointer}/threshold",
-            hint=f"threshold: {hi:g} (its best score)",
-            **where,
-        )
-    if att.must_pass and att.threshold <= lo:
-        written = "threshold" if getattr(spec, "threshold_set", False) else "no threshold"
-        hint = getattr(g, "threshold_hint", None) or f"threshold: {hi:g} (its best score)"
-        raise ConfigError(
-            f"must_pass on {g.id!r} (a scalar grader, {lo:g}-{hi:g}) with {written} "
-            f"{att.threshold:g}: every score passes, so this gate can never fail; set a threshold",
-            key=f"{pointer}/must_pass",
-            hint=hint,
-            **where,
-        )
+    message, key, hint = problem
+    if key == "must_pass":
+        hint = getattr(g, "threshold_hint", None) or hint
+    raise ConfigError(
+        message,
+        file=config_file,
+        line=entry.line,
+        key=f"{entry.pointer or '/graders'}/{key}",
+        hint=hint,
+    )
 
 
 def attach_graders(
@@ -209,8 +196,8 @@ def attach_graders(
     module_label: str | None = None,
     config_file: str | None = None,
 ) -> list[AttachedGrader]:
-    """Attach the config's grader specs (`GraderSpec` or spec dicts) then the grading
-    module's graders. An unknown id, a bad option or a gate that can never fail (must-pass
+    """Attach the config's grader entries (`GraderEntry`, or the spec dicts of a run's
+    identity) then the grading module's graders. An unknown id, a bad option or a gate that can never fail (must-pass
     on a scalar grader without a threshold) is invalid input (exit 4); `config_file` names
     the file in those errors."""
     if registry is None:
@@ -219,14 +206,14 @@ def attach_graders(
         registry = load_registry()
     attached = []
     for spec in specs:
-        raw = spec.as_dict() if hasattr(spec, "as_dict") else dict(spec)
+        entry = spec if isinstance(spec, GraderEntry) else _entry_of(spec)
         try:
-            attached.append(_registry_attachment(registry, raw, services))
+            attached.append(_registry_attachment(registry, entry, services))
         except ConfigError:
             raise
         except TypeError as exc:  # an option the grader's constructor does not take
-            raise ConfigError(f"grader {raw['id']!r}: {exc}", key="graders") from exc
-        _check_pass_bar(attached[-1].attachment, spec, config_file)
+            raise ConfigError(f"grader {entry.id!r}: {exc}", key="graders") from exc
+        _check_pass_bar(attached[-1].attachment, entry, config_file)
     if grading_module is not None:
         label = module_label or str(grading_module)
         attached.extend(_module_attachments(grading_module, services, module_label=label))
@@ -237,6 +224,14 @@ def attach_graders(
             f"grader {dupes[0]!r} attached twice (config and grading module?)", key="graders"
         )
     return attached
+
+
+def _entry_of(stored: Mapping[str, Any]) -> GraderEntry:
+    """A grader as a run's identity recorded it (`_spec_of`) as a config entry again."""
+    counts = {k: stored[k] for k in GraderSpec.model_fields if stored.get(k) is not None}
+    return GraderEntry(
+        id=stored["id"], spec=GraderSpec(**counts), options=dict(stored.get("options") or {})
+    )
 
 
 def attach_from_specs(
@@ -345,13 +340,11 @@ async def agrade_question(
     concurrent ones started are cancelled and error, naming the deadline."""
 
     async def one_grader(a: AttachedGrader) -> GraderScore:
-        n = 1 if a.self_sampling else max(1, a.attachment.samples)
+        n = 1 if a.self_sampling else a.attachment.spec.samples
         results = [await _one(a.grader, input, response, context) for _ in range(n)]
         score = aggregate_samples(
             results,
-            weight=a.attachment.weight,
-            must_pass=a.attachment.must_pass,
-            threshold=a.attachment.threshold,
+            spec=a.attachment.spec,
             binary=bool(getattr(a.grader, "binary", False)),
         )
         own = results[0].details.get("samples")
@@ -404,9 +397,7 @@ async def _within_deadline(
             out.append(
                 aggregate_samples(
                     [late],
-                    weight=a.attachment.weight,
-                    must_pass=a.attachment.must_pass,
-                    threshold=a.attachment.threshold,
+                    spec=a.attachment.spec,
                     binary=bool(getattr(a.grader, "binary", False)),
                 )
             )

@@ -336,7 +336,7 @@ def stored_results(
                     must_pass=[
                         a.attachment.grader.id
                         for a in attached.get(target.name, [])
-                        if a.attachment.must_pass
+                        if a.attachment.spec.must_pass
                     ],
                     selected=tid.get("selected"),
                     run_id=identity.get("run_id"),

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, TracegradeError
-from ..inputs.config import Config, GraderSpec, TargetConfig
+from ..inputs.config import Config, GraderEntry, TargetConfig
 from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
 from ..inputs.trajectory import tool_names
+from ..records import GraderSpec
 
 __all__ = [
     "Preflight",
@@ -44,7 +45,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
+_SPEC_KEYS = ("id", *GraderSpec.model_fields)
 
 
 @dataclass
@@ -62,14 +63,14 @@ GOAL_JUDGE = "goal_judge"
 
 def effective_graders(
     target: TargetConfig, *, goal: str | None = None
-) -> tuple[list[GraderSpec], Path | None]:
+) -> tuple[list[GraderEntry], Path | None]:
     """The grader specs and grading module a run of `target` uses: with `goal` (`--goal
     TEXT`), the goal judge alone against that text; a target with neither `graders:` nor a
     grading module is scored by the goal judge against each question's own goal."""
     if goal is not None:
-        return [GraderSpec(id=GOAL_JUDGE, options={"goal": goal})], None
+        return [GraderEntry(id=GOAL_JUDGE, options={"goal": goal})], None
     if not target.graders and target.grading_module is None:
-        return [GraderSpec(id=GOAL_JUDGE)], None
+        return [GraderEntry(id=GOAL_JUDGE)], None
     return list(target.graders), target.grading_module
 
 
@@ -133,14 +134,20 @@ def _from_error(exc: TracegradeError, fallback: Problem) -> list[Problem]:
 
 
 def _accepted_options(cls: type) -> list[str] | None:
-    """The keyword options a grader's constructor takes; None when it takes any (**options)."""
+    """The keyword options a grader's constructor takes; None when it takes any (**options).
+    A `**spec` catch-all (code graders) takes only the `GraderSpec` keys, which a config writes
+    beside the id and never passes as options."""
     try:
         params = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
     except (TypeError, ValueError):
         return None
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD and p.name != "spec" for p in params):
         return None
-    return [p.name for p in params if p.name not in ("self", "services")]
+    return [
+        p.name
+        for p in params
+        if p.name not in ("self", "services") and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
 
 
 def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) -> list[Problem]:

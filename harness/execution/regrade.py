@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..graders.context import build_context
-from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_spec
+from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
 from ..records import RunRecord, ToolRecord
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
@@ -123,14 +122,12 @@ async def _regrade_question(
                 graders.append(by_id[a.grader.id])
                 continue
             carried = previous.get(a.grader.id)
-            how: dict[str, Any] = {
-                "weight": a.attachment.weight,
-                "must_pass": a.attachment.must_pass,
-                "threshold": a.attachment.threshold,
-            }
+            how: dict[str, Any] = {"spec": a.attachment.spec}
             if carried is not None:
                 graders.append(
-                    replace(carried, reason=f"{carried.reason} (carried over from the run)", **how)
+                    carried.model_copy(
+                        update={"reason": f"{carried.reason} (carried over from the run)", **how}
+                    )
                 )
             else:
                 graders.append(
@@ -336,6 +333,6 @@ def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> Targe
         response_char_limit=int(
             raw.get("response_char_limit", current.response_char_limit if current else 4000)
         ),
-        graders=[parse_grader_spec(g) for g in raw.get("graders") or []],
+        graders=[parse_grader_entry(g) for g in raw.get("graders") or []],
         gate=parse_gate(raw.get("gate")),
     )

@@ -11,7 +11,6 @@ never as `agents.*`: the openai-agents package installs a top-level `agents` mod
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..loading import is_file_reference, load_object
 from ..otlp import exporting_from_env, resolve_protocol
+from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern
 from .sourcefile import (
     Document,
@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "Config",
     "GateConfig",
+    "GraderEntry",
     "GraderSpec",
     "TargetConfig",
     "TelemetryConfig",
@@ -43,7 +44,7 @@ __all__ = [
     "load_config",
     "load_object",
     "parse_gate",
-    "parse_grader_spec",
+    "parse_grader_entry",
     "validate_config_file",
 ]
 
@@ -54,7 +55,6 @@ DEFAULTS: dict[str, Any] = {
     "timeout_s": 60.0,
     "repeats": 1,
 }
-_SPEC_KEYS = ("id", "weight", "must_pass", "threshold", "samples")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,37 +76,23 @@ class GateConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class GraderSpec:
-    """A grader a target names in its config, with how it counts."""
+class GraderEntry:
+    """A grader a target names in its config (`graders:`): which one, its options, and how it
+    counts (`spec`)."""
 
     id: str
     """Registry id of the grader."""
-    weight: float = 1.0
-    """Weight in the objective."""
-    must_pass: bool = False
-    """A failing must-pass grader zeroes the question and fails the gate."""
-    threshold: float = 0.0
-    """Passing bar of a scalar grader on its own scale."""
-    samples: int = 1
-    """Times the grader runs per question; scores are averaged, the spread reported."""
+    spec: GraderSpec = field(default_factory=GraderSpec)
+    """Weight, must_pass, threshold and samples, validated once when the entry is parsed."""
     options: dict[str, Any] = field(default_factory=dict)
     """Every other key of the mapping, passed to the grader's constructor."""
     line: int | None = None
     """Line of the entry in the config file (for error messages)."""
     pointer: str = ""
     """JSON pointer of the entry in the config file (for error messages)."""
-    threshold_set: bool = False
-    """True when the config wrote `threshold` (a must-pass scalar grader needs one)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "weight": self.weight,
-            "must_pass": self.must_pass,
-            "threshold": self.threshold,
-            "samples": self.samples,
-            "options": dict(self.options),
-        }
+        return {"id": self.id, **self.spec.model_dump(), "options": dict(self.options)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +138,7 @@ class TargetConfig:
     timeout_s: float = 60.0
     repeats: int = 1
     """Trials per question (`repeats:`): each runs, is graded and stored on its own."""
-    graders: list[GraderSpec] = field(default_factory=list)
+    graders: list[GraderEntry] = field(default_factory=list)
     gate: GateConfig = field(default_factory=GateConfig)
     base_dir: Path = Path(".")
     """The config file's directory (object references resolve against it)."""
@@ -375,19 +361,19 @@ def validate_config_file(path: str | Path) -> list[Problem]:
     return problems
 
 
-def parse_grader_spec(raw: Any) -> GraderSpec:
-    """A `graders:` entry (an id, or a mapping with id and options) as a GraderSpec."""
+def parse_grader_entry(raw: Any, *, line: int | None = None, pointer: str = "") -> GraderEntry:
+    """A `graders:` entry (an id, or a mapping with id, options and the `GraderSpec` keys) as
+    a `GraderEntry`; a spec value the schema let through but the spec refuses is a
+    `ConfigError` at `line`/`pointer`."""
     if isinstance(raw, str):
-        return GraderSpec(id=raw)
-    options = {k: v for k, v in raw.items() if k not in _SPEC_KEYS}
-    return GraderSpec(
-        id=raw["id"],
-        weight=float(raw.get("weight", 1.0)),
-        must_pass=bool(raw.get("must_pass", False)),
-        threshold=float(raw.get("threshold", 0.0)),
-        samples=int(raw.get("samples", 1)),
-        options=options,
-    )
+        return GraderEntry(id=raw, line=line, pointer=pointer)
+    counts = {k: v for k, v in raw.items() if k in GraderSpec.model_fields}
+    try:
+        spec = GraderSpec(**counts)
+    except ValueError as exc:
+        raise ConfigError(f"grader {raw.get('id')!r}: {exc}", line=line, key=pointer) from None
+    options = {k: v for k, v in raw.items() if k != "id" and k not in GraderSpec.model_fields}
+    return GraderEntry(id=raw["id"], spec=spec, options=options, line=line, pointer=pointer)
 
 
 def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
@@ -475,11 +461,10 @@ def load_config(path: str | Path | None = None) -> Config:
             timeout_s=float(raw.get("timeout_s", defaults["timeout_s"])),
             repeats=int(raw.get("repeats", defaults["repeats"])),
             graders=[
-                dataclasses.replace(
-                    parse_grader_spec(g),
+                parse_grader_entry(
+                    g,
                     line=doc.line_of(pointer_of(["targets", name, "graders", i])),
                     pointer=pointer_of(["targets", name, "graders", i]),
-                    threshold_set=isinstance(g, dict) and "threshold" in g,
                 )
                 for i, g in enumerate(raw.get("graders") or [])
             ],

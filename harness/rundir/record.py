@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..verdicts.scoring import GraderScore, QuestionScore, pass_bar, question_passed
+from ..verdicts.scoring import GraderVerdict, QuestionScore, question_passed
 
 __all__ = [
     "CONTENT_KEYS",
@@ -119,68 +119,9 @@ class ToolCallResult(_Model):
     """How the call ended: ok, error, not_executed, interrupted, handoff, command, cancelled."""
 
 
-class GraderResult(_Model):
-    id: str
-    """The grader's id."""
-    score: float | None = None
-    """Mean sample score on the grader's own scale; None when skipped or errored."""
-    min: float = 0.0
-    """Declared lower bound of the grader's scale."""
-    max: float = 1.0
-    """Declared upper bound of the grader's scale."""
-    mapped: float | None = None
-    """The score on the 0–5 composite scale."""
-    reason: str = ""
-    """The grader's reason."""
-    error: bool = False
-    """The grader errored (the question is degraded)."""
-    skipped: bool = False
-    """The grader did not apply."""
-    binary: bool = False
-    """Pass/fail grader: passes only at its max."""
-    passed: bool | None = None
-    """The pass rule's verdict; None when skipped or errored."""
-    must_pass: bool = False
-    """A failure fails the gate."""
-    weight: float = 1.0
-    """Weight in the objective."""
-    threshold: float = 0.0
-    """Passing bar of a scalar grader."""
-    pass_bar: str | None = None
-    """The pass rule in words: "= 1" (binary), ">= 3", ">= 0 (any score)"."""
-    samples: list[float | None] = Field(default_factory=list)
-    """Each sample's score."""
-    spread: float | None = None
-    """Max minus min over scored samples."""
-    details: dict[str, Any] = Field(default_factory=dict)
-    """The grader's own details (e.g. which expectation failed)."""
-
-    @classmethod
-    def from_score(cls, g: GraderScore) -> GraderResult:
-        return cls(
-            id=g.grader_id,
-            score=g.score,
-            min=g.min_score,
-            max=g.max_score,
-            mapped=g.mapped,
-            reason=g.reason,
-            error=g.error,
-            skipped=g.skipped,
-            binary=g.binary,
-            passed=g.passed,
-            must_pass=g.must_pass,
-            weight=g.weight,
-            threshold=g.threshold,
-            pass_bar=pass_bar(
-                binary=g.binary,
-                threshold=g.threshold,
-                min_score=g.min_score,
-                max_score=g.max_score,
-            ),
-            samples=list(g.sample_scores),
-            spread=g.spread,
-            details=dict(g.details),
-        )
+GraderResult = GraderVerdict
+"""A grader's verdict as the report writes it: the one `GraderVerdict` (its report shape is
+its serialization)."""
 
 
 class QuestionResult(_Model):
@@ -217,7 +158,7 @@ class QuestionResult(_Model):
     """Fingerprint of the question's content (`question_fingerprint`); None when unknown."""
     rubrics: list[str] = Field(default_factory=list)
     """`<rubric>@<version>` of the rubrics that graded it."""
-    graders: list[GraderResult] = Field(default_factory=list)
+    graders: list[GraderVerdict] = Field(default_factory=list)
     """Each attached grader's verdict, in attachment order."""
     checks: list[dict[str, Any]] = Field(default_factory=list)
     """Every rubric check of the question (optional ones, those of an errored grader too),
@@ -239,8 +180,8 @@ class QuestionResult(_Model):
     def key(self) -> tuple[str, str, int]:
         return (self.target, self.id, self.trial)
 
-    def grader(self, grader_id: str) -> GraderResult | None:
-        return next((g for g in self.graders if g.id == grader_id), None)
+    def grader(self, grader_id: str) -> GraderVerdict | None:
+        return next((g for g in self.graders if g.grader_id == grader_id), None)
 
     @classmethod
     def from_score(
@@ -262,7 +203,7 @@ class QuestionResult(_Model):
             passed=question_passed(q),
             content_sha256=q.content_sha256,
             rubrics=rubric_versions([c for g in q.graders for c in g.checks]),
-            graders=[GraderResult.from_score(g) for g in q.graders],
+            graders=[g.model_copy() for g in q.graders],
             checks=[{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
             tool_calls=tool_calls,
             annotations=[dict(a) for a in getattr(q, "annotations", [])],

@@ -25,14 +25,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+
 from ..errors import ExitCode
 from ..inputs.config import GateConfig
-from ..records import GradeResult, map_to_composite
+from ..records import GradeResult, GraderSpec, map_to_composite
 
 __all__ = [
     "GateVerdict",
     "GraderScore",
     "GraderSummary",
+    "GraderVerdict",
     "QuestionScore",
     "aggregate_samples",
     "all_passed",
@@ -45,6 +48,15 @@ __all__ = [
     "score_question",
     "summarise_graders",
 ]
+
+_REPORT_ALIASES = {
+    "id": "grader_id",
+    "min": "min_score",
+    "max": "max_score",
+    "samples": "sample_scores",
+}
+_DERIVED = ("mapped", "skipped", "passed", "pass_bar", "spread")
+_SPEC_KEYS = tuple(k for k in GraderSpec.model_fields if k != "samples")  # flat in the report
 
 # Highest first: the code a combined outcome reports (DESIGN.md exit codes).
 _PRECEDENCE: tuple[int, ...] = (
@@ -69,53 +81,117 @@ def combine_exit_codes(codes: Iterable[int]) -> int:
 def passes(
     score: float, *, min_score: float, max_score: float, binary: bool, threshold: float
 ) -> bool:
-    """The pass rule: binary graders pass only at their max, scalar ones at the threshold."""
+    """The pass rule (`GraderSpec.passes`) for a bare threshold."""
     del min_score  # the scale bottom never decides a pass; kept for a uniform call shape
-    if binary:
-        return score >= max_score
-    return score >= threshold
+    return GraderSpec(threshold=threshold).passes(score, max_score=max_score, binary=binary)
 
 
 def pass_bar(*, binary: bool, threshold: float, min_score: float, max_score: float) -> str:
-    """The pass rule of one grader in words: "= 1" (binary: only its max passes), ">= 3"
-    (scalar: its threshold), ">= 0 (any score)" (a scalar threshold at the scale's bottom)."""
-    if binary:
-        return f"= {_fmt(max_score)}"
-    if threshold <= min_score:
-        return f">= {_fmt(threshold)} (any score)"
-    return f">= {_fmt(threshold)}"
+    """The pass rule in words (`GraderSpec.pass_bar`) for a bare threshold."""
+    spec = GraderSpec(threshold=threshold)
+    return spec.pass_bar(min_score=min_score, max_score=max_score, binary=binary)
 
 
-@dataclass(slots=True)
-class GraderScore:
-    """One attached grader's verdict on one question, its samples aggregated."""
+class GraderVerdict(BaseModel):
+    """One attached grader's verdict on one question, its samples aggregated: the one grader
+    verdict every layer shares. The store keeps it as a `grades` row; the JSON report writes it
+    (under a question's `graders`) in its documented shape, `{"id", "score", "min", "max",
+    "mapped", "reason", "error", "skipped", "binary", "passed", "must_pass", "weight",
+    "threshold", "pass_bar", "samples", "spread", "details"}`, and reads that shape back
+    (`compare` on a JSON report). What follows from the score (`mapped`, `skipped`, `passed`,
+    `pass_bar`, `spread`) is computed, never stored apart from it. Build it with
+    `aggregate_samples`."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     grader_id: str
-    """Id of the grader."""
+    """Id of the grader (`id` in the report)."""
     score: float | None
     """Mean of the sample scores on the grader's own scale; None when skipped or errored."""
-    min_score: float
-    """Declared lower bound of the grader's scale."""
-    max_score: float
-    """Declared upper bound of the grader's scale."""
-    reason: str
+    min_score: float = 0.0
+    """Declared lower bound of the grader's scale (`min` in the report)."""
+    max_score: float = 5.0
+    """Declared upper bound of the grader's scale (`max` in the report)."""
+    reason: str = ""
     """The grader's reason (the first error's reason when a sample errored)."""
     error: bool = False
     """True when any sample errored: the question is degraded."""
     binary: bool = False
     """Pass/fail grader: passes only at its max."""
-    weight: float = 1.0
-    """Weight in the objective."""
-    must_pass: bool = False
-    """A failing must-pass grader zeroes the question's objective and fails the gate."""
-    threshold: float = 0.0
-    """Passing bar of a scalar grader, on its own scale."""
-    sample_scores: list[float | None] = field(default_factory=list)
-    """Each sample's score (one entry when `samples` is 1)."""
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    """Rubric check outcomes from `GradeResult.details["checks"]`, when the grader gives them."""
-    details: dict[str, Any] = field(default_factory=dict)
+    spec: GraderSpec = Field(default_factory=GraderSpec)
+    """How it counts: weight, must_pass, threshold, samples (flat in the report)."""
+    sample_scores: list[float | None] = Field(default_factory=list)
+    """Each sample's score (one entry when `samples` is 1; `samples` in the report)."""
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    """Rubric check outcomes from `GradeResult.details["checks"]`, when the grader gives them
+    (the report lists them under the question's `checks`)."""
+    details: dict[str, Any] = Field(default_factory=dict)
     """The first sample's grader-specific details."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_report(cls, data: Any) -> Any:
+        """Read the report's shape (and flat spec keys) as well as the field names."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for alias, name in _REPORT_ALIASES.items():
+            if alias in data and name not in data:
+                data[name] = data.pop(alias)
+        for derived in _DERIVED:
+            data.pop(derived, None)
+        counts = {k: data.pop(k) for k in _SPEC_KEYS if k in data}
+        if counts and "spec" not in data:
+            data["spec"] = GraderSpec(**counts)
+        return data
+
+    @model_serializer(mode="wrap")
+    def _report_shape(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        spec = data["spec"]
+        return {
+            "id": data["grader_id"],
+            "score": data["score"],
+            "min": data["min_score"],
+            "max": data["max_score"],
+            "mapped": self.mapped,
+            "reason": data["reason"],
+            "error": data["error"],
+            "skipped": self.skipped,
+            "binary": data["binary"],
+            "passed": self.passed,
+            "must_pass": spec["must_pass"],
+            "weight": spec["weight"],
+            "threshold": spec["threshold"],
+            "pass_bar": self.pass_bar,
+            "samples": data["sample_scores"],
+            "spread": self.spread,
+            "details": data["details"],
+        }
+
+    @property
+    def id(self) -> str:
+        """The grader's id, as the report names it."""
+        return self.grader_id
+
+    @property
+    def weight(self) -> float:
+        return self.spec.weight
+
+    @property
+    def must_pass(self) -> bool:
+        return self.spec.must_pass
+
+    @property
+    def threshold(self) -> float:
+        return self.spec.threshold
+
+    @property
+    def pass_bar(self) -> str:
+        """The pass rule in words: "= 1", ">= 3", ">= 0 (any score)"."""
+        return self.spec.pass_bar(
+            min_score=self.min_score, max_score=self.max_score, binary=self.binary
+        )
 
     @property
     def skipped(self) -> bool:
@@ -153,21 +229,17 @@ class GraderScore:
         """True/False by the pass rule; None when skipped or errored."""
         if self.score is None:
             return None
-        return passes(
-            self.score,
-            min_score=self.min_score,
-            max_score=self.max_score,
-            binary=self.binary,
-            threshold=self.threshold,
-        )
+        return self.spec.passes(self.score, max_score=self.max_score, binary=self.binary)
+
+
+GraderScore = GraderVerdict
+"""The name `GraderVerdict` had before it was the one grader verdict (kept for callers)."""
 
 
 def aggregate_samples(
     results: Sequence[GradeResult],
     *,
-    weight: float = 1.0,
-    must_pass: bool = False,
-    threshold: float = 0.0,
+    spec: GraderSpec | None = None,
     binary: bool = False,
 ) -> GraderScore:
     """Fold the N samples of one grader on one question into one GraderScore.
@@ -193,9 +265,7 @@ def aggregate_samples(
         "min_score": first.min_score,
         "max_score": first.max_score,
         "binary": binary,
-        "weight": weight,
-        "must_pass": must_pass,
-        "threshold": threshold,
+        "spec": spec if spec is not None else GraderSpec(),
         "sample_scores": [r.score for r in results],
         "checks": checks,
         "details": dict(first.details),
@@ -512,19 +582,22 @@ class GraderSummary:
     errored: int
     passed: int
     failed: int
-    threshold: float = 0.0
-    """Passing bar of a scalar grader on its own scale."""
-    must_pass: bool = False
-    """A failing must-pass grader fails the gate."""
+    spec: GraderSpec = field(default_factory=GraderSpec)
+    """How it counts (the first question's; every question of a target shares it)."""
+
+    @property
+    def threshold(self) -> float:
+        return self.spec.threshold
+
+    @property
+    def must_pass(self) -> bool:
+        return self.spec.must_pass
 
     @property
     def pass_bar(self) -> str:
         """What passes, on the grader's own scale: "= 1", ">= 5", ">= 0 (any score)"."""
-        return pass_bar(
-            binary=self.binary,
-            threshold=self.threshold,
-            min_score=self.min_score,
-            max_score=self.max_score,
+        return self.spec.pass_bar(
+            min_score=self.min_score, max_score=self.max_score, binary=self.binary
         )
 
     @property
@@ -535,7 +608,9 @@ class GraderSummary:
         return f"{_fmt(self.mean)} / {_fmt(self.max_score)}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__slots__}
+        data = {name: getattr(self, name) for name in self.__slots__ if name != "spec"}
+        data["threshold"] = self.threshold
+        data["must_pass"] = self.must_pass
         data["display"] = self.display
         data["pass_bar"] = self.pass_bar
         return data
@@ -566,8 +641,7 @@ def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]
                 errored=sum(1 for g in scores if g.error),
                 passed=sum(1 for g in scores if g.passed is True),
                 failed=sum(1 for g in scores if g.passed is False),
-                threshold=scores[0].threshold,
-                must_pass=scores[0].must_pass,
+                spec=scores[0].spec,
             )
         )
     return out

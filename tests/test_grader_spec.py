@@ -1,0 +1,134 @@
+"""One grader spec (how a grader counts) and one grader verdict, everywhere.
+
+`GraderSpec` is declared once and validated when it is built, whichever way a user writes it
+(a config entry, `@grader(...)`, a code grader's keywords, an `Attachment`); `GraderVerdict`
+is the one aggregated verdict, written to and read back from the JSON report in its
+documented shape.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from tests.runs_support import write_project
+from tracegrade.cli import main
+from tracegrade.errors import InputError
+from tracegrade.graders import Contains
+from tracegrade.graders.base import Attachment
+from tracegrade.graders.modules import load_grading_module
+from tracegrade.records import GradeResult, GraderSpec
+from tracegrade.verdicts.scoring import GraderVerdict, aggregate_samples, summarise_graders
+
+
+@pytest.mark.parametrize(
+    ("declaration", "field"),
+    [
+        ("@grader(weight=-1)", "weight"),
+        ("@grader(samples=0)", "samples"),
+        ("@grader(must_pass='yes')", "must_pass"),
+        ("@grader(threshold=float('nan'))", "threshold"),
+    ],
+)
+def test_a_bad_spec_in_a_grading_module_is_invalid_input_at_its_line(tmp_path, declaration, field):
+    # Before: `@grader(...)` kept whatever it was given (a negative weight bent the objective,
+    # samples=0 ran the grader once anyway, a string must_pass was truthy).
+    module = tmp_path / "graders.py"
+    module.write_text(
+        textwrap.dedent(
+            f"""\
+            from tracegrade.graders import grader
+
+
+            {declaration}
+            def mentions_paris(output):
+                return "Paris" in output
+            """
+        )
+    )
+    with pytest.raises(InputError) as info:
+        load_grading_module(module)
+    assert info.value.exit_code == 4
+    assert info.value.file == str(module) and info.value.line == 4
+    assert field in info.value.message
+
+
+def test_a_bad_spec_in_the_config_stops_the_run_with_exit_4(tmp_path, capsys):
+    config = write_project(tmp_path, target={"graders": [{"id": "contains", "weight": -2}]})
+    assert main(["run", "--config", str(config), "--quiet"]) == 4
+    assert "weight" in capsys.readouterr().err
+
+
+def test_every_way_of_writing_a_spec_builds_the_same_frozen_value():
+    spec = GraderSpec(weight=3, must_pass=True, threshold=0.5)
+    assert Attachment(Contains(), weight=3, must_pass=True, threshold=0.5).spec == spec
+    assert Attachment(Contains(), spec=spec).spec is spec
+    assert Contains(weight=3, must_pass=True, threshold=0.5).spec == spec
+    with pytest.raises(ValidationError):
+        spec.weight = 2  # type: ignore[misc]  # frozen
+    with pytest.raises(TypeError, match="not both"):
+        Attachment(Contains(), spec=spec, weight=2)
+    with pytest.raises(ValidationError):
+        Attachment(Contains(), samples=0)
+    assert not GraderSpec().threshold_set and GraderSpec(threshold=0).threshold_set
+
+
+scales = st.sampled_from([(0.0, 1.0), (0.0, 5.0), (1.0, 10.0), (-1.0, 1.0)])
+
+
+@given(
+    scale=scales,
+    binary=st.booleans(),
+    bar=st.floats(0, 1),
+    must_pass=st.booleans(),
+    weight=st.floats(0, 10),
+    samples=st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=1, max_size=4),
+    error=st.booleans(),
+)
+def test_the_verdict_reads_its_bar_from_the_spec_and_round_trips_through_the_report(
+    scale, binary, bar, must_pass, weight, samples, error
+):
+    lo, hi = scale
+    spec = GraderSpec(weight=weight, must_pass=must_pass, threshold=lo + bar * (hi - lo))
+    results = [
+        GradeResult(
+            grader_id="g",
+            score=None if s is None else lo + s * (hi - lo),
+            reason="r",
+            error=error and i == 0,
+            min_score=lo,
+            max_score=hi,
+        )
+        for i, s in enumerate(samples)
+    ]
+    verdict = aggregate_samples(results, spec=spec, binary=binary)
+    if verdict.score is not None:
+        assert verdict.passed is spec.passes(verdict.score, max_score=hi, binary=binary)
+    else:
+        assert verdict.passed is None
+    summary = summarise_graders([_question(verdict)])[0]
+    assert (summary.pass_bar, summary.must_pass) == (verdict.pass_bar, must_pass)
+    # The report's shape: written as documented, read back into the same verdict.
+    written = json.loads(json.dumps(verdict.model_dump(mode="json")))
+    assert list(written) == [
+        "id", "score", "min", "max", "mapped", "reason", "error", "skipped", "binary", "passed",
+        "must_pass", "weight", "threshold", "pass_bar", "samples", "spread", "details",
+    ]  # fmt: skip
+    back = GraderVerdict.model_validate(written)
+    assert back.model_dump(mode="json") == written
+    assert (back.spec.weight, back.spec.must_pass, back.spec.threshold) == (
+        spec.weight,
+        spec.must_pass,
+        spec.threshold,
+    )
+
+
+def _question(verdict):
+    from tracegrade.verdicts.scoring import QuestionScore
+
+    return QuestionScore(question_id="q", graders=[verdict])
