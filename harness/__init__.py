@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "TracegradeError": "tracegrade.errors",
     # the record and results
     "GradeResult": "tracegrade.records",
+    "GraderSpec": "tracegrade.records",
     "Outcome": "tracegrade.records",
     "RunRecord": "tracegrade.records",
     "ToolCall": "tracegrade.records",
