@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import secrets
 import sys
 import tempfile
-import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +25,8 @@ from typing import Any, TypeVar
 
 from .errors import ConfigError
 from .execution.lifecycle import astart_run
-from .inputs.config import Config, GateConfig, load_config
+from .inputs.config import Config, GateConfig, config_from_document, load_config
+from .inputs.sourceparse import Document
 from .records import ToolRecord
 from .rundir.outcome import RunOutcome, Selection, TargetResult
 from .verdicts.scoring import GateVerdict, QuestionScore
@@ -259,31 +258,25 @@ async def aevaluate(
             "a compiled graph, so the agent's tools act on each question's environment",
             key="graph",
         )
-    token = secrets.token_hex(4)
-    module_name = f"_tracegrade_evaluate_{token}"
-    module = types.ModuleType(module_name, "objects handed to tracegrade.evaluate()")
-    module.agent = graph if not _is_runnable(graph) else (lambda: graph)  # type: ignore[attr-defined]
-    module.environment = environment  # type: ignore[attr-defined]
+    chat = _is_chat_model(graph)
     with tempfile.TemporaryDirectory(prefix="tracegrade-evaluate-") as tmp:
-        workdir = Path(tmp)
         if isinstance(questions, str | Path):
             dataset = Path(questions).resolve()
         else:
-            dataset = workdir / f"{name}.json"
+            # The run's manifest names its dataset by file and hash, as a config's run does.
+            dataset = Path(tmp) / f"{name}.json"
             dataset.write_text(json.dumps({"questions": [dict(q) for q in questions]}))
+        # The objects themselves go on the target once the document is validated; the
+        # document names them by placeholders the schema accepts.
         target: dict[str, Any] = {
+            "chat_model" if chat else "agent": "evaluate:graph",
             "dataset": str(dataset),
             "graders": [g if isinstance(g, str) else dict(g) for g in graders],
             "concurrency": concurrency,
             "timeout_s": timeout_s,
         }
-        if _is_chat_model(graph):
-            module.agent = graph  # type: ignore[attr-defined]
-            target["chat_model"] = f"{module_name}:agent"
-        else:
-            target["agent"] = f"{module_name}:agent"
         if environment is not None:
-            target["environment"] = f"{module_name}:environment"
+            target["environment"] = "evaluate:environment"
         if system_prompt is not None:
             target["system_prompt"] = system_prompt
         if gate is not None:
@@ -297,15 +290,14 @@ async def aevaluate(
             document["judge"] = dict(judge)
         if rubrics is not None:
             document["rubrics"] = str(Path(rubrics).resolve())
-        config_file = workdir / "tracegrade.json"
-        config_file.write_text(json.dumps(document, indent=2))
-        sys.modules[module_name] = module
-        try:
-            return await arun(
-                load_config(config_file), json_report=json_report, junit=junit, markdown=markdown
-            )
-        finally:
-            del sys.modules[module_name]
+        where = Path.cwd() / "evaluate()"  # what error messages name as the "file"
+        config = config_from_document(
+            Document(path=where, data=document, known_lines={}, format="json")
+        )
+        built = config.targets[name]
+        built.factory = graph if chat or not _is_runnable(graph) else (lambda: graph)
+        built.environment = environment
+        return await arun(config, json_report=json_report, junit=junit, markdown=markdown)
 
 
 def evaluate(graph: Any, questions: Any, **options: Any) -> RunResult:

@@ -133,6 +133,41 @@ def test_evaluate_validates_its_inputs_as_a_config_would(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing ran, no run directory
 
 
+def test_evaluate_runs_the_objects_it_is_handed_without_a_config_file_or_a_fake_module(
+    tmp_path, monkeypatch
+):
+    # Before: evaluate() wrote a temporary tracegrade.json and registered the objects as a
+    # module in sys.modules for the config to name.
+    seen: list[list[str]] = []
+
+    def factory(environment):
+        seen.append([m for m in sys.modules if m.startswith("_tracegrade_evaluate")])
+        return build_graph(environment=environment)
+
+    written: list[str] = []
+    real_write = Path.write_text
+
+    def spy(self, *args, **kwargs):
+        written.append(self.name)
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", spy)
+    result = evaluate(
+        factory,
+        ROOT / "examples" / "datasets" / "support_desk.yaml",
+        graders=["tool_usage_grader"],
+        environment=make_environment,
+        rubrics=ROOT / "examples" / "rubrics",
+        runs_dir=tmp_path,
+        name="desk",
+    )
+    assert seen and seen[0] == []
+    assert not [n for n in written if n.startswith("tracegrade")], written
+    manifest = result.outcome.identity if result.outcome else {}
+    assert manifest["config_path"].endswith("evaluate()")
+    assert result.exit_code in (0, 2) and len(result.questions) == 9
+
+
 def test_from_harness_import_run_after_importing_the_runs_package():
     # `tracegrade.execution` is a package and `tracegrade.capture` one too: the facade's functions win.
     code = (

@@ -132,3 +132,37 @@ def _question(verdict):
     from tracegrade.verdicts.scoring import QuestionScore
 
     return QuestionScore(question_id="q", graders=[verdict])
+
+
+def _config_schema() -> dict:
+    from tracegrade.inputs.sourcefile import load_schema
+
+    return load_schema("config")
+
+
+def _resolved(schema: dict, node: dict) -> dict:
+    ref = node.get("$ref")
+    return schema["$defs"][ref.rsplit("/", 1)[1]] if ref else node
+
+
+def test_the_config_schema_says_what_the_grader_spec_model_says():
+    schema = _config_schema()
+    entry = next(o for o in schema["$defs"]["grader"]["oneOf"] if o.get("type") == "object")
+    written = {k: _resolved(schema, v) for k, v in entry["properties"].items() if k != "id"}
+    model = GraderSpec.model_json_schema()["properties"]
+    assert set(written) == set(model)
+    for key, rule in model.items():
+        assert written[key]["type"] == rule["type"], key
+        assert written[key].get("minimum") == rule.get("minimum"), key
+
+
+def test_the_config_schema_and_the_gate_and_telemetry_models_name_the_same_keys():
+    import dataclasses
+
+    from tracegrade.inputs.config import GateConfig, TelemetryConfig
+
+    schema = _config_schema()
+    gate = schema["$defs"]["gate"]["properties"]
+    assert set(gate) == {f.name for f in dataclasses.fields(GateConfig)}
+    telemetry = schema["properties"]["telemetry"]["properties"]
+    assert set(telemetry) == {f.name for f in dataclasses.fields(TelemetryConfig)}

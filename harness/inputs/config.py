@@ -40,6 +40,7 @@ __all__ = [
     "GraderSpec",
     "TargetConfig",
     "TelemetryConfig",
+    "config_from_document",
     "find_config",
     "load_config",
     "load_object",
@@ -117,12 +118,14 @@ class TargetConfig:
     name: str
     mode: str
     """"agent" (a compiled LangGraph graph) or "chat" (a bare chat model: no tool record)."""
-    factory: str
-    """The `agent:` or `chat_model:` reference as written."""
+    factory: Any
+    """The `agent:` or `chat_model:` reference as written (`file.py:attr`, `module:attr`), or,
+    for a target built in code (`evaluate()`), the factory or chat model itself."""
     dataset: Path
     """Resolved dataset path."""
-    environment: str | None = None
-    """Environment factory reference: one fresh environment per question."""
+    environment: Any = None
+    """Environment factory reference (or, built in code, the factory itself): one fresh
+    environment per question."""
     grading_module: Path | None = None
     """Named module, or `graders.py` found beside the dataset; None when neither (or when the
     target says `grading_module: false`)."""
@@ -166,12 +169,14 @@ class TargetConfig:
         return Problem(where["file"], where["line"], where["key"], message, hint=hint)
 
     def load_factory(self) -> Any:
+        if not isinstance(self.factory, str):
+            return self.factory
         key = "agent" if self.mode == "agent" else "chat_model"
         return load_object(self.factory, base_dir=self.base_dir, **self._where(key))
 
     def load_environment_factory(self) -> Any:
-        if self.environment is None:
-            return None
+        if self.environment is None or not isinstance(self.environment, str):
+            return self.environment
         return load_object(self.environment, base_dir=self.base_dir, **self._where("environment"))
 
     def _where(self, key: str) -> dict[str, Any]:
@@ -402,8 +407,14 @@ def _protocol(telemetry: dict[str, Any], path: Path) -> str | None:
 
 def load_config(path: str | Path | None = None) -> Config:
     """Load and validate a config file; `ConfigError` (exit 4) listing every problem."""
-    path = find_config(path)
-    doc = load_document(path, error_cls=ConfigError)
+    return config_from_document(load_document(find_config(path), error_cls=ConfigError))
+
+
+def config_from_document(doc: Document) -> Config:
+    """A `Config` from a parsed config document (a file's, or one built in code: `evaluate()`
+    hands its mapping here as a `Document`), validated exactly as a file is: the schema, then
+    what a schema cannot say. Relative paths resolve against the document's directory."""
+    path = doc.path
     problems = validate_document(doc, "config")
     if not problems:
         problems = _semantic_problems(doc)
