@@ -29,6 +29,7 @@ __all__ = [
     "build_tool_loop",
     "demo_latency",
     "last_tool_result",
+    "model_node",
     "scripted_model",
     "tool_from",
 ]
@@ -102,10 +103,9 @@ def tool_from(
     )
 
 
-def build_tool_loop(
-    *, name: str, model: BaseChatModel, tools: Sequence[BaseTool]
-) -> CompiledStateGraph:
-    """Compile the agent/tools loop under `name` (the agent name tool ids are qualified with)."""
+def model_node(model: BaseChatModel, tools: Sequence[BaseTool]) -> RunnableLambda:
+    """The `agent` node: `model` with `tools` bound, on the conversation so far (sync and async
+    bodies)."""
     bound = model.bind_tools(list(tools))
 
     # The config is passed on explicitly so the model call stays a child of this node's run
@@ -116,8 +116,15 @@ def build_tool_loop(
     async def acall_model(state: MessagesState, config: RunnableConfig) -> dict:
         return {"messages": [await bound.ainvoke(state["messages"], config)]}
 
+    return RunnableLambda(call_model, afunc=acall_model, name="agent")
+
+
+def build_tool_loop(
+    *, name: str, model: BaseChatModel, tools: Sequence[BaseTool]
+) -> CompiledStateGraph:
+    """Compile the agent/tools loop under `name` (the agent name tool ids are qualified with)."""
     graph = StateGraph(MessagesState)
-    graph.add_node("agent", RunnableLambda(call_model, afunc=acall_model, name="agent"))
+    graph.add_node("agent", model_node(model, tools))
     graph.add_node("tools", ToolNode(list(tools)))
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})

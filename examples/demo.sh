@@ -5,6 +5,9 @@
 #   2. the same agent with planted mistakes -> its gate fails, each named (expected exit 2)
 #   3. tracegrade compare of the two runs   -> the regressed questions with their tool-call
 #                                              differences, and the paired statistics (exit 2)
+#   4. the refund desk, an agent that stops to ask a person (an approval interrupt answered
+#      from the dataset, a two-turn conversation)  -> passes (expected exit 0); the same agent
+#      refunding without asking                    -> its gate fails (expected exit 2)
 #
 # No key, no network, no GPU: the agents run on a scripted chat model. The first run creates
 # .venv in the checkout if it is missing (that step alone needs the package index, or a local
@@ -32,7 +35,8 @@ mkdir -p "$OUT"
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 step "validating the example datasets"
-"$TRACEGRADE_BIN" validate examples/datasets/support_desk.yaml examples/datasets/content_agent.yaml || {
+"$TRACEGRADE_BIN" validate examples/datasets/support_desk.yaml examples/datasets/content_agent.yaml \
+  examples/datasets/refund_desk.yaml || {
   echo "demo: the example datasets did not validate" >&2
   exit 1
 }
@@ -55,7 +59,12 @@ step "tracegrade compare $OUT/support_desk.json $OUT/support_desk_regressed.json
   --markdown "$OUT/compare.md" --json "$OUT/compare.json"
 compared=$?
 
-for target in support_desk support_desk_regressed; do
+run_target refund_desk
+asking=$?
+run_target refund_desk_regressed
+not_asking=$?
+
+for target in support_desk support_desk_regressed refund_desk_regressed; do
   if [ -f "$OUT/$target.md" ]; then
     step "Markdown report of $target ($OUT/$target.md)"
     cat "$OUT/$target.md"
@@ -80,10 +89,13 @@ echo
 printf '  support_desk            exited %s (%s), expected 0\n' "$passing" "$(meaning "$passing")"
 printf '  support_desk_regressed  exited %s (%s), expected 2\n' "$regressed" "$(meaning "$regressed")"
 printf '  compare                 exited %s (%s), expected 2\n' "$compared" "$([ "$compared" -eq 2 ] && echo 'the candidate regressed' || meaning "$compared")"
+printf '  refund_desk             exited %s (%s), expected 0\n' "$asking" "$(meaning "$asking")"
+printf '  refund_desk_regressed   exited %s (%s), expected 2\n' "$not_asking" "$(meaning "$not_asking")"
 echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json; an HTML page per"
 echo "           target to open in a browser: $OUT/support_desk_regressed.html)"
 
-if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ]; then
+if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ] \
+  && [ "$asking" -eq 0 ] && [ "$not_asking" -eq 2 ]; then
   echo
   echo "demo: as expected. The regressed agent's mistakes were caught from what it did, not what it said."
   exit 0

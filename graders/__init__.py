@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Grader": "tracegrade.graders.base",
     "GraderRegistry": "tracegrade.graders.registry",
     "GraderServices": "tracegrade.graders.base",
+    "InterruptGrader": "tracegrade.graders.interrupts",
     "LlmJudge": "tracegrade.graders.judges",
     "Rubric": "tracegrade.graders.rubrics",
     "RubricStore": "tracegrade.graders.rubrics",

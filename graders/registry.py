@@ -37,7 +37,16 @@ GROUP = GRADERS_GROUP
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 _BOOL_FLAGS = ("llm", "sees_tool_calls", "observes_actions", "binary")
 # Built-in entry points in catalog order (judges first, as seed 000 lists them); plugins follow.
-_BUILTIN_ORDER = ("judges", "format", "rubrics", "tool_usage", "state", "code")
+_BUILTIN_ORDER = (
+    "judges",
+    "format",
+    "rubrics",
+    "tool_usage",
+    "trajectory",
+    "interrupts",
+    "state",
+    "code",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,13 @@ from typing import Any
 from ..inputs.trajectory import (
     DEFAULT_ARGS_POLICY,
     DEFAULT_MODE,
+    INTERRUPT_STEP,
     trajectory_problems,
 )
-from ..records import GradeResult, ToolCall, ToolRecord
+from ..records import GradeResult, Interruption, Outcome, ToolCall, ToolRecord
 from .base import Grader, GraderServices
 from .tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
-from .trajectory_matchers import ArgsMatcher, compile_args
+from .trajectory_matchers import ArgsMatcher, compile_args, shown
 from .trajectory_matching import align_in_order, max_matching
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "TrajectoryError",
     "TrajectoryGrader",
     "compile_trajectory",
+    "record_in",
     "request_order",
 ]
 
@@ -67,11 +69,13 @@ class ExpectedCall:
     """Function name, or a qualified id `"<agent>:<tool>"` when it contains a colon."""
     args: ArgsMatcher | None
     """The argument matchers under the `args` policy; None when arguments are not compared."""
-    outcome: str | None
+    outcome: str | None = None
     """The executed outcome the call must have had (`ok`, `error`...); None: any."""
 
     @property
     def label(self) -> str:
+        if self.tool == INTERRUPT_STEP:
+            return f"calls[{self.index}] interrupt"
         return f"calls[{self.index}] `{self.tool}`"
 
     def accepts(self, call: ToolCall) -> bool:
@@ -118,7 +122,9 @@ def _compile(raw: Any) -> Trajectory:
         raise TrajectoryError(f"{where}: {message}{more}")
     policy = raw.get("args", DEFAULT_ARGS_POLICY)
     calls = tuple(
-        ExpectedCall(
+        ExpectedCall(index=i, tool=INTERRUPT_STEP, args=compile_args(entry["interrupt"], "subset"))
+        if "interrupt" in entry
+        else ExpectedCall(
             index=i,
             tool=entry["tool"],
             args=compile_args(entry.get("args"), policy),
@@ -160,19 +166,56 @@ def _times(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
 
+def _as_step(interruption: Interruption) -> ToolCall:
+    """An interruption as a pseudo-call of the step sequence: named `interrupt()`, its payload
+    as the arguments the step's matchers read."""
+    return ToolCall(
+        seq=-1,
+        name=INTERRUPT_STEP,
+        qualified_id=INTERRUPT_STEP,
+        call_id=interruption.interrupt_id,
+        arguments=interruption.payload(),
+        outcome=Outcome.INTERRUPTED,
+        agent=interruption.agent,
+        depth=interruption.depth,
+        start_ns=interruption.start_ns,
+    )
+
+
+def _with_interruptions(executed: list[ToolCall], record: ToolRecord) -> list[ToolCall]:
+    """The executed calls with each interruption placed after the calls that started before
+    it was raised (request order kept otherwise)."""
+    steps = list(executed)
+    for interruption in sorted(record.interruptions, key=lambda i: i.start_ns, reverse=True):
+        at = max(
+            (j + 1 for j, c in enumerate(executed) if c.start_ns < interruption.start_ns),
+            default=0,
+        )
+        steps.insert(at, _as_step(interruption))
+    return steps
+
+
 class _Calls:
-    """The record in request order, numbered (`#1`...), with the executed calls by name."""
+    """The record in request order, numbered (`#1`...), with the executed calls by name. When
+    the trajectory has interrupt steps, `steps` interleaves the interruptions with the calls."""
 
-    __slots__ = ("executed", "index", "number", "ordered", "started")
+    __slots__ = ("executed", "index", "number", "ordered", "started", "steps")
 
-    def __init__(self, record: ToolRecord) -> None:
+    def __init__(self, record: ToolRecord, *, interruptions: bool = False) -> None:
         self.ordered = request_order(record)
-        self.number = {id(c): n for n, c in enumerate(self.ordered, 1)}
         self.executed = [c for c in self.ordered if c.outcome in EXECUTED_OUTCOMES]
         self.started = [c for c in self.ordered if c.outcome in ATTEMPTED_OUTCOMES]
-        self.index = _NameIndex(self.executed)
+        self.steps = _with_interruptions(self.executed, record) if interruptions else self.executed
+        numbered = self.ordered
+        if interruptions:
+            extra = [c for c in self.ordered if c.outcome not in EXECUTED_OUTCOMES]
+            numbered = self.steps + extra
+        self.number = {id(c): n for n, c in enumerate(numbered, 1)}
+        self.index = _NameIndex(self.steps)
 
     def tag(self, call: ToolCall) -> str:
+        if call.name == INTERRUPT_STEP:
+            return f"#{self.number[id(call)]} interrupt {shown(dict(call.arguments))}"
         return f"#{self.number[id(call)]} `{call.name}`"
 
     def tags(self, calls: Sequence[ToolCall], limit: int = 5) -> str:
@@ -200,6 +243,27 @@ class _NameIndex:
         by_name = self.by_name.get(tool, [])
         by_qualified = self.by_qualified.get(tool)  # a qualified id recorded without an agent
         return sorted(set(by_name) | set(by_qualified)) if by_qualified else by_name
+
+
+def record_in(grader: Grader, context: Mapping[str, Any], why: str) -> ToolRecord | GradeResult:
+    """The sealed record a record-only grader reads, or the result it gives without one: 0.0
+    when no record exists (`why` says it is never read from text), an error when the record is
+    incomplete or not a record."""
+    if "tool_calls" not in context:
+        return grader.result(0.0, f"{FALLBACK_MARKER}: {why}", details={"source": "response_text"})
+    record = context["tool_calls"]
+    if isinstance(record, list | tuple) and all(isinstance(c, ToolCall) for c in record):
+        record = ToolRecord(record)
+    if not isinstance(record, ToolRecord):
+        return grader.result(
+            None, f"tool_calls in context is not a tool-call record ({type(record)!r})", True
+        )
+    if not record.complete:
+        problems = "; ".join(record.problems) or "capture failed"
+        return grader.result(
+            None, f"tool-call record incomplete, so it is not evidence: {problems}", True
+        )
+    return record
 
 
 class TrajectoryGrader(Grader):
@@ -230,29 +294,19 @@ class TrajectoryGrader(Grader):
             spec = compile_trajectory(raw)
         except TrajectoryError as exc:
             return self.result(0.0, f"setup failure: {exc}")
-        if "tool_calls" not in context:
-            return self.result(
-                0.0,
-                f"{FALLBACK_MARKER}: a trajectory is answered only from a tool-call record "
-                "(the response text carries no calls, arguments or order)",
-                details={"source": "response_text"},
-            )
-        record = context["tool_calls"]
-        if isinstance(record, list | tuple) and all(isinstance(c, ToolCall) for c in record):
-            record = ToolRecord(record)
-        if not isinstance(record, ToolRecord):
-            return self.result(
-                None, f"tool_calls in context is not a tool-call record ({type(record)!r})", True
-            )
-        if not record.complete:
-            problems = "; ".join(record.problems) or "capture failed"
-            return self.result(
-                None, f"tool-call record incomplete, so it is not evidence: {problems}", True
-            )
-        return self._grade_record(spec, _Calls(record))
+        record = record_in(
+            self,
+            context,
+            "a trajectory is answered only from a tool-call record "
+            "(the response text carries no calls, arguments or order)",
+        )
+        if isinstance(record, GradeResult):
+            return record
+        steps = any(e.tool == INTERRUPT_STEP for e in spec.calls)
+        return self._grade_record(spec, _Calls(record, interruptions=steps))
 
     def _grade_record(self, spec: Trajectory, calls: _Calls) -> GradeResult:
-        executed = calls.executed
+        executed = calls.steps
         index = calls.index
         edges = [[j for j in index.named(e.tool) if e.accepts(executed[j])] for e in spec.calls]
         assign = (align_in_order if spec.mode in _ORDERED else max_matching)(edges, len(executed))
@@ -326,7 +380,7 @@ class TrajectoryGrader(Grader):
         calls: _Calls,
     ) -> str:
         """Why expected call `e` was not met, naming the nearest actual call."""
-        executed = calls.executed
+        executed = calls.steps
         fitting = edges[e.index]
         if fitting:  # calls fit it, but each is counted for another expectation or out of order
             owners = {j: i for i, j in enumerate(assign) if j is not None}
@@ -348,6 +402,8 @@ class TrajectoryGrader(Grader):
                 f"{'is' if len(fitting) == 1 else 'are'} counted for "
                 + ", ".join(f"calls[{i}]" for i in holders)
             )
+        if e.tool == INTERRUPT_STEP and not calls.index.named(e.tool):
+            return f"{e.label}: expected the run to stop and ask, it never did"
         if not any(c.matches(e.tool) for c in executed):
             others = [c for c in calls.ordered if c.matches(e.tool)]
             if others:
@@ -377,7 +433,7 @@ class TrajectoryGrader(Grader):
         total = len(checks)
         met = sum(1 for _, ok, _ in checks if ok)
         matched = sum(1 for j in assign if j is not None)
-        n_executed = len(calls.executed)
+        n_executed = len(calls.steps)
         note = f"{spec.mode}; {_RECORD_NOTE}"
         plural = "s" if total != 1 else ""
         if met == total:
@@ -396,7 +452,7 @@ class TrajectoryGrader(Grader):
             "assignment": [
                 {
                     "expected": e.label,
-                    "call": calls.number[id(calls.executed[j])] if j is not None else None,
+                    "call": calls.number[id(calls.steps[j])] if j is not None else None,
                 }
                 for e, j in zip(spec.calls, assign, strict=True)
             ],

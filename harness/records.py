@@ -18,11 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "GradeResult",
     "GraderSpec",
+    "Interruption",
     "Outcome",
     "RunRecord",
     "ToolCall",
     "ToolRecord",
     "finalize_calls",
+    "finalize_interruptions",
     "map_to_composite",
     "scale_label",
 ]
@@ -95,6 +97,49 @@ class ToolCall:
         return (turn, index, self.start_ns, self.seq)
 
 
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """One pause of the graph on LangGraph's `interrupt()`: what it asked, who asked, where it
+    fell among the tool calls, and what (if anything) answered it."""
+
+    seq: int
+    """Order among the question run's interruptions (0-based)."""
+    value: Any
+    """The payload passed to `interrupt()`, whole (redacted on export like tool arguments)."""
+    node: str
+    """The graph node that raised it (`tools` when a tool called `interrupt()`)."""
+    agent: str = ""
+    """Name of the (sub)graph whose node raised it."""
+    depth: int = 0
+    interrupt_id: str | None = None
+    """LangGraph's id of the interrupt (what a `Command(resume={id: value})` names)."""
+    tool: str | None = None
+    """The tool that called `interrupt()`, when one did."""
+    call_id: str | None = None
+    """That tool call's id."""
+    calls_before: int = 0
+    """How many calls of the record started before it was raised: its position among the
+    tool calls (a call that asked and ran again once answered counts after it)."""
+    resumed: bool = False
+    """True when an answer was given (`Command(resume=...)`)."""
+    resume_value: Any = None
+    """The answer it was resumed with; None when it was not resumed."""
+    span_id: str | None = None
+    trace_id: str | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+
+    def payload(self) -> Mapping[str, Any]:
+        """The payload as a mapping for matchers: a mapping as is, anything else as
+        `{"value": payload}`."""
+        return self.value if isinstance(self.value, Mapping) else {"value": self.value}
+
+    def describe(self) -> str:
+        """One line naming it: `approve asked {'question': 'approve refund?'}`."""
+        where = f"{self.node} ({self.tool})" if self.tool else self.node
+        return f"{where} asked {self.value!r}"[:300]
+
+
 class ToolRecord(Sequence[ToolCall]):
     """The sealed, de-duplicated tool-call record of one question run (possibly empty).
 
@@ -102,7 +147,7 @@ class ToolRecord(Sequence[ToolCall]):
     `None` (and by `tool_calls` missing from a grader's context), never by an empty record.
     """
 
-    __slots__ = ("_calls", "complete", "problems")
+    __slots__ = ("_calls", "complete", "interruptions", "problems", "turn_starts")
 
     def __init__(
         self,
@@ -110,12 +155,37 @@ class ToolRecord(Sequence[ToolCall]):
         *,
         complete: bool = True,
         problems: Sequence[str] = (),
+        interruptions: Sequence[Interruption] = (),
+        turn_starts: Sequence[int] = (),
     ) -> None:
         self._calls: tuple[ToolCall, ...] = tuple(sorted(calls, key=lambda c: c.seq))
         self.complete = complete
         """False when capture failed somewhere: such a record is never evidence."""
         self.problems: tuple[str, ...] = tuple(problems)
         """What went wrong inside the recorder, when anything did."""
+        self.interruptions: tuple[Interruption, ...] = tuple(
+            sorted(interruptions, key=lambda i: i.seq)
+        )
+        """Every `interrupt()` the graph paused on, in the order raised."""
+        self.turn_starts: tuple[int, ...] = tuple(turn_starts)
+        """When each user turn of a conversation was sent (epoch ns); () for one message."""
+
+    def turn(self, index: int) -> ToolRecord:
+        """The calls and interruptions of user turn `index` of a conversation: those that
+        started after it was sent and before the next one was."""
+        low = self.turn_starts[index] if index < len(self.turn_starts) else 0
+        high = self.turn_starts[index + 1] if index + 1 < len(self.turn_starts) else 1 << 64
+        return ToolRecord(
+            [c for c in self._calls if low <= c.start_ns < high],
+            complete=self.complete,
+            problems=self.problems,
+            interruptions=[i for i in self.interruptions if low <= i.start_ns < high],
+        )
+
+    @property
+    def pending(self) -> list[Interruption]:
+        """Interruptions nobody answered: the run ended waiting on them."""
+        return [i for i in self.interruptions if not i.resumed]
 
     def __getitem__(self, index):
         return self._calls[index]
@@ -131,7 +201,12 @@ class ToolRecord(Sequence[ToolCall]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ToolRecord):
-            return self._calls == other._calls and self.complete == other.complete
+            return (
+                self._calls == other._calls
+                and self.complete == other.complete
+                and self.interruptions == other.interruptions
+                and self.turn_starts == other.turn_starts
+            )
         return NotImplemented
 
     def calls_of(self, name: str) -> list[ToolCall]:
@@ -184,6 +259,12 @@ class RunRecord:
     trace_id: str | None = None
     trial: int = 0
     """Trial index of this run of the question (targets with `repeats`; 0 otherwise)."""
+    outcome: str | None = None
+    """How the conversation ended when not with an answer: `interrupted` (waiting on an
+    `interrupt()` nobody answered), `user_budget` (a simulated user ran out of turns)."""
+    outcome_reason: str | None = None
+    outcome_expected: bool = False
+    """The question said it would end this way (`expected_interrupts.ends_interrupted`)."""
 
     @property
     def errored(self) -> bool:
@@ -351,3 +432,24 @@ def finalize_calls(calls: Iterable[ToolCall]) -> list[ToolCall]:
             kept[key] = c
     final = sorted(kept.values(), key=lambda c: c.seq)
     return [c if c.seq == i else replace(c, seq=i) for i, c in enumerate(final)]
+
+
+def finalize_interruptions(
+    interruptions: Iterable[Interruption], calls: Sequence[ToolCall]
+) -> list[Interruption]:
+    """Interruptions in the order raised (one per interrupt id: a subgraph's interrupt seen
+    again by its parent graph is the same one), numbered 0..n-1, each placed among the
+    finalized `calls` by start time. Shared by the recorder and the trace-file reader."""
+    kept: dict[Any, Interruption] = {}
+    for index, i in enumerate(sorted(interruptions, key=lambda i: (i.start_ns, i.seq))):
+        key = i.interrupt_id or index
+        first = kept.get(key)
+        if first is None:
+            kept[key] = i
+        elif i.resumed and not first.resumed:
+            kept[key] = replace(first, resumed=True, resume_value=i.resume_value, end_ns=i.end_ns)
+    out = []
+    for seq, i in enumerate(kept.values()):
+        before = sum(1 for c in calls if c.start_ns < i.start_ns)
+        out.append(replace(i, seq=seq, calls_before=before))
+    return out

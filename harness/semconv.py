@@ -16,6 +16,9 @@ SPAN_CHAT = "chat"
 """Prefix: `chat {model}`."""
 SPAN_EXECUTE_TOOL = "execute_tool"
 """Prefix: `execute_tool {tool}`."""
+SPAN_INTERRUPT = "tracegrade.interrupt"
+"""A pause on LangGraph's `interrupt()`: from the moment it was raised until it was answered
+(or the question ended)."""
 
 # -- OTel GenAI ----------------------------------------------------------------------------
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
@@ -91,17 +94,44 @@ TG_RESULT_ENCODING = "tracegrade.tool.result_encoding"
 TG_RECORD_COMPLETE = "tracegrade.record.complete"
 TG_RECORD_CALLS = "tracegrade.record.calls"
 TG_RECORD_PROBLEMS = "tracegrade.record.problems"
+TG_TURN_STARTS = "tracegrade.turn_starts"
+"""On the question span of a conversation: when each user turn was sent (epoch ns)."""
+
+TG_INTERRUPT_VALUE = "tracegrade.interrupt.value"
+"""JSON: the payload passed to `interrupt()` (redacted like tool arguments)."""
+TG_INTERRUPT_ID = "tracegrade.interrupt.id"
+TG_INTERRUPT_NODE = "tracegrade.interrupt.node"
+TG_INTERRUPT_TOOL = "tracegrade.interrupt.tool"
+TG_INTERRUPT_CALL_ID = "tracegrade.interrupt.tool_call_id"
+TG_INTERRUPT_SEQ = "tracegrade.interrupt.seq"
+TG_INTERRUPT_RESUMED = "tracegrade.interrupt.resumed"
+TG_INTERRUPT_RESUME = "tracegrade.interrupt.resume"
+"""JSON: the value the interrupt was resumed with (redacted like tool arguments)."""
 
 RESULT_TEXT = "text"
 RESULT_JSON = "json"
 
 # Attributes whose values the OTLP redacting wrapper truncates (never the SDK, never the record).
 TRUNCATED_ATTRIBUTES: frozenset[str] = frozenset(
-    {GEN_AI_TOOL_CALL_ARGUMENTS, GEN_AI_TOOL_CALL_RESULT, OI_INPUT_VALUE, OI_OUTPUT_VALUE}
+    {
+        GEN_AI_TOOL_CALL_ARGUMENTS,
+        GEN_AI_TOOL_CALL_RESULT,
+        OI_INPUT_VALUE,
+        OI_OUTPUT_VALUE,
+        TG_INTERRUPT_VALUE,
+        TG_INTERRUPT_RESUME,
+    }
 )
 # Attributes holding JSON text (tool arguments, messages): redacted by key name, then by value.
 ARGUMENT_ATTRIBUTES: frozenset[str] = frozenset(
-    {GEN_AI_TOOL_CALL_ARGUMENTS, OI_INPUT_VALUE, GEN_AI_INPUT_MESSAGES, GEN_AI_OUTPUT_MESSAGES}
+    {
+        GEN_AI_TOOL_CALL_ARGUMENTS,
+        OI_INPUT_VALUE,
+        GEN_AI_INPUT_MESSAGES,
+        GEN_AI_OUTPUT_MESSAGES,
+        TG_INTERRUPT_VALUE,
+        TG_INTERRUPT_RESUME,
+    }
 )
 EXPORT_TRUNCATE_CHARS = 4096
 # Attributes tracegrade fills with names, ids and enums of its own choosing: never secrets, so
@@ -135,6 +165,10 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         TG_QUALIFIED_ID,
         TG_OUTCOME,
         TG_RESULT_ENCODING,
+        TG_INTERRUPT_ID,
+        TG_INTERRUPT_NODE,
+        TG_INTERRUPT_TOOL,
+        TG_INTERRUPT_CALL_ID,
     }
 )
 

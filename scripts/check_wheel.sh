@@ -64,6 +64,8 @@ expect() {  # expect CODE TARGET: run TARGET of the demo config, fail unless it 
 }
 expect 0 support_desk
 expect 2 support_desk_regressed
+expect 0 refund_desk
+expect 2 refund_desk_regressed
 
 # The pytest plugin ships with the wheel (entry point pytest11): the passing target's questions
 # pass as test items, from the same other directory.

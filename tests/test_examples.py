@@ -28,7 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DATASETS = sorted((EXAMPLES / "datasets").glob("*.yaml"))
 CONFIGS = [EXAMPLES / "tracegrade.yaml", EXAMPLES / "tracegrade.judges.yaml"]
-AGENT_OF_DATASET = {"support_desk": "agents.support_desk", "content_agent": "agents.content_agent"}
+AGENT_OF_DATASET = {
+    "support_desk": "agents.support_desk",
+    "content_agent": "agents.content_agent",
+    "refund_desk": "agents.refund_desk",
+}
 
 
 def all_targets():
@@ -95,7 +99,10 @@ def test_the_example_datasets_exercise_every_dataset_feature():
         "should_run false": any(e["should_run"] is False for e in expectations),
         "qualified id": any(":" in e["tool"] for e in expectations),
         "sub-agent tool": any(e["tool"].startswith("researcher:") for e in expectations),
-        "multi-turn": any(isinstance(q["input"], list) for q in questions),
+        "multi-turn": any(isinstance(q.get("input"), list) for q in questions),
+        "turns": any("turns" in q for q in questions),
+        "resume": any("resume" in q for q in questions),
+        "expected_interrupts": any("expected_interrupts" in q for q in questions),
         "explicit split": any("split" in q for q in questions),
         "bundle": all("bundle" in q for q in questions),
         "tags": all(q.get("tags") for q in questions),
@@ -185,6 +192,23 @@ def test_demo_exits_0_after_a_passing_and_a_regressed_run(demo):
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "support_desk            exited 0" in demo.stdout
     assert "support_desk_regressed  exited 2" in demo.stdout
+    assert "refund_desk             exited 0" in demo.stdout
+    assert "refund_desk_regressed   exited 2" in demo.stdout
+
+
+def test_the_demo_catches_a_refund_issued_without_asking(demo, checkout):
+    report = json.loads((checkout / "reports" / "refund_desk_regressed.json").read_text())
+    failures = failing(report)
+    assert set(failures) == {"refund_with_approval", "refund_two_turns"}
+    for reasons in failures.values():
+        assert (
+            "calls[1] interrupt: expected the run to stop and ask, it never did"
+            in (reasons["trajectory_grader"])
+        )
+        assert "the run paused on 0 interrupts" in reasons["interrupt_grader"]
+    assert "turn 2: " in failures["refund_two_turns"]["trajectory_grader"]
+    passing = json.loads((checkout / "reports" / "refund_desk.json").read_text())
+    assert all(q["passed"] for q in passing["questions"])
 
 
 def test_the_demo_compare_names_exactly_the_four_regressed_questions(demo, checkout):

@@ -291,7 +291,7 @@ def test_store_schema_1_migrates_to_2_keeping_its_rows(tmp_path, capsys):
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 1
     with ResultStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION >= 2
         store.add_annotation(
             target="t", question_id="paris", label="polite", answer=True, author="x"
         )

@@ -20,16 +20,19 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Command
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import semconv as sc
-from ..records import Outcome, ToolRecord, finalize_calls
+from ..records import Outcome, ToolRecord, finalize_calls, finalize_interruptions
 from .reconcile import (
     genai_messages,
     messages_in,
@@ -41,6 +44,7 @@ from .reconcile import (
 from .spans import LiteSpan, SpanSink
 from .state import (
     AgentState,
+    InterruptState,
     RunState,
     ToolState,
     finish_tool,
@@ -127,6 +131,8 @@ class Recorder(BaseCallbackHandler):
         self._question_closed = False
         self._trace_id: str | None = None
         self._record: ToolRecord | None = None
+        self._interrupts: dict[str, InterruptState] = {}
+        self._turn_starts: list[int] = []
 
     # -- public --------------------------------------------------------------------------
     def question_span(self) -> _QuestionScope:
@@ -140,6 +146,11 @@ class Recorder(BaseCallbackHandler):
             if self._question is not None:
                 self._question.set_attribute(sc.OI_OUTPUT_VALUE, text)
                 self._question.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_TEXT)
+
+    def mark_turn(self) -> None:
+        """A user turn of a conversation is about to be sent: calls from now on belong to it."""
+        with self._lock:
+            self._turn_starts.append(time.time_ns())
 
     @property
     def _ended(self) -> bool:
@@ -164,8 +175,15 @@ class Recorder(BaseCallbackHandler):
             except Exception as exc:  # isolation point: a record is always returned
                 self._collect_locked("seal", exc)
             calls = finalize_calls(freeze(t) for t in self._tools)
+            interruptions = finalize_interruptions(
+                (i.freeze() for i in self._interrupts.values()), calls
+            )
             self._record = ToolRecord(
-                calls, complete=not self.problems, problems=tuple(self.problems)
+                calls,
+                complete=not self.problems,
+                problems=tuple(self.problems),
+                interruptions=interruptions,
+                turn_starts=self._turn_starts,
             )
             return self._record
 
@@ -204,6 +222,8 @@ class Recorder(BaseCallbackHandler):
                 span.set_attribute(sc.ERROR_TYPE, type(exc).__name__)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
             span.set_attribute(sc.TG_RECORD_COMPLETE, not self.problems)
+            if self._turn_starts:
+                span.set_attribute(sc.TG_TURN_STARTS, list(self._turn_starts))
             if self.problems:
                 span.set_attribute(sc.TG_RECORD_PROBLEMS, list(self.problems))
             span.end()
@@ -274,6 +294,8 @@ class Recorder(BaseCallbackHandler):
                     run = RunState(name, None, self._question, inputs)
                     self._runs[run_id.int] = run
                     if parent_run_id is None:
+                        if isinstance(inputs, Command) and inputs.resume is not None:
+                            self._answered(inputs.resume)
                         self._new_agent(run, self.agent_name, 0)
                 return
             is_task = False
@@ -289,6 +311,7 @@ class Recorder(BaseCallbackHandler):
                         self._new_agent(parent, parent.name, depth)
             run = RunState(name, parent.agent, parent.parent_span, inputs)
             run.is_task = is_task
+            run.node = name if is_task else parent.node
             self._runs[run_id.int] = run
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_chain_start", exc)
@@ -322,6 +345,8 @@ class Recorder(BaseCallbackHandler):
         try:
             with self._lock:
                 run = self._runs.pop(run_id.int, None)
+                if run is not None and isinstance(error, GraphInterrupt):
+                    self._interrupted(error, run)
                 if run is None or not run.is_agent:
                     return
                 outcome, _ = outcome_of_error(error)
@@ -485,6 +510,7 @@ class Recorder(BaseCallbackHandler):
                 if call_id:
                     self._seen_call_ids.add(call_id)
                 run = RunState(tool.name, agent, parent.parent_span if parent else self._question)
+                run.node = parent.node if parent is not None else None
                 tool.start_ns = run.start_ns
                 tool.span = self._tool_span(tool, run.parent_span, start_ns=run.start_ns)
                 run.parent_span = run.span = tool.span
@@ -516,9 +542,50 @@ class Recorder(BaseCallbackHandler):
                 if run is None or run.tool is None or run.tool.outcome is not None:
                     return
                 outcome, error_type = outcome_of_error(error)
+                if isinstance(error, GraphInterrupt):
+                    self._interrupted(error, run)
                 finish_tool(run.tool, outcome, error_type, None, message=str(error))
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_tool_error", exc)
+
+    # -- interrupts ----------------------------------------------------------------------
+    def _interrupted(self, error: GraphInterrupt, run: RunState) -> None:
+        """A node (or a tool in it) paused on `interrupt()`: one span per interrupt raised.
+        The same interrupt reaches every graph above the node; the first (innermost) sighting
+        names the node and the tool."""
+        found = error.args[0] if error.args else ()
+        for item in found if isinstance(found, list | tuple) else (found,):
+            interrupt_id = getattr(item, "id", None) or f"#{len(self._interrupts)}"
+            if interrupt_id in self._interrupts:
+                continue
+            agent = run.agent
+            tool = run.tool
+            state = InterruptState(
+                seq=len(self._interrupts),
+                value=plain(getattr(item, "value", item)),
+                node=run.node or run.name,
+                agent=agent.name if agent is not None else self.agent_name,
+                depth=agent.depth if agent is not None else 0,
+                interrupt_id=interrupt_id,
+                tool=tool.name if tool is not None else None,
+                call_id=tool.call_id if tool is not None else None,
+            )
+            parent = agent.span if agent is not None else self._question
+            state.span = self._start(
+                sc.SPAN_INTERRUPT, parent, state.attributes(), start_ns=state.start_ns
+            )
+            self._interrupts[interrupt_id] = state
+
+    def _answered(self, resume: Any) -> None:
+        """The graph is being resumed (`Command(resume=...)`): a mapping keyed by interrupt
+        ids answers those; any other value answers every interrupt still waiting."""
+        waiting = {k: i for k, i in self._interrupts.items() if i.end_ns == 0}
+        if isinstance(resume, Mapping) and resume and all(k in waiting for k in resume):
+            answers = dict(resume)
+        else:
+            answers = dict.fromkeys(waiting, resume)
+        for interrupt_id, value in answers.items():
+            waiting[interrupt_id].finish(resumed=True, value=plain(value))
 
     # -- reconciliation and closing ------------------------------------------------------
     def _reconcile(self, messages: list, agent: AgentState | None) -> None:
@@ -584,3 +651,6 @@ class Recorder(BaseCallbackHandler):
                 finish_tool(
                     tool, Outcome.CANCELLED, "cancelled", None, message=f"still running at {where}"
                 )
+        for pending in self._interrupts.values():
+            if pending.end_ns == 0:
+                pending.finish(resumed=False)

@@ -11,12 +11,13 @@ from typing import Any, cast
 from opentelemetry.trace import Status, StatusCode
 
 from .. import semconv as sc
-from ..records import Outcome, ToolCall
+from ..records import Interruption, Outcome, ToolCall
 from .reconcile import encode_result
 
 __all__ = [
     "ERROR_MESSAGE_CHARS",
     "AgentState",
+    "InterruptState",
     "RunState",
     "ToolState",
     "finish_tool",
@@ -49,6 +50,7 @@ class RunState:
         "is_agent",
         "is_task",
         "name",
+        "node",
         "parent_span",
         "span",
         "start_ns",
@@ -65,6 +67,8 @@ class RunState:
         self.start_ns = time.time_ns()
         self.is_agent = False
         self.is_task = False
+        self.node: str | None = None
+        """The graph node (task) this run belongs to: its own name for a task."""
         self.span: Any = None
         self.tool: ToolState | None = None
 
@@ -186,3 +190,105 @@ def freeze(tool: ToolState) -> ToolCall:
         start_ns=tool.start_ns,
         end_ns=tool.end_ns,
     )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class InterruptState:
+    """An interrupt raised during the run, open until it is answered or the question ends."""
+
+    __slots__ = (
+        "agent",
+        "call_id",
+        "depth",
+        "end_ns",
+        "interrupt_id",
+        "node",
+        "resume_value",
+        "resumed",
+        "seq",
+        "span",
+        "start_ns",
+        "tool",
+        "value",
+    )
+
+    def __init__(
+        self,
+        *,
+        seq: int,
+        value: Any,
+        node: str,
+        agent: str,
+        depth: int,
+        interrupt_id: str,
+        tool: str | None,
+        call_id: str | None,
+    ) -> None:
+        self.seq = seq
+        self.value = value
+        self.node = node
+        self.agent = agent
+        self.depth = depth
+        self.interrupt_id = interrupt_id
+        self.tool = tool
+        self.call_id = call_id
+        self.resumed = False
+        self.resume_value: Any = None
+        self.start_ns = time.time_ns()
+        self.end_ns = 0
+        self.span: Any = None
+
+    def attributes(self) -> dict[str, Any]:
+        payload = _json(self.value)
+        attributes: dict[str, Any] = {
+            sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
+            sc.OI_INPUT_VALUE: payload,
+            sc.OI_INPUT_MIME_TYPE: sc.MIME_JSON,
+            sc.TG_INTERRUPT_VALUE: payload,
+            sc.TG_INTERRUPT_ID: self.interrupt_id,
+            sc.TG_INTERRUPT_NODE: self.node,
+            sc.TG_INTERRUPT_SEQ: self.seq,
+            sc.TG_AGENT: self.agent,
+            sc.TG_DEPTH: self.depth,
+        }
+        if self.tool is not None:
+            attributes[sc.TG_INTERRUPT_TOOL] = self.tool
+        if self.call_id is not None:
+            attributes[sc.TG_INTERRUPT_CALL_ID] = self.call_id
+        return attributes
+
+    def finish(self, *, resumed: bool, value: Any = None) -> None:
+        """Answered (`resumed`) or left waiting when the question ended: the span ends."""
+        self.resumed = resumed
+        self.resume_value = value if resumed else None
+        self.end_ns = time.time_ns()
+        span = self.span
+        span.set_attribute(sc.TG_INTERRUPT_RESUMED, resumed)
+        if resumed:
+            answer = _json(value)
+            span.set_attribute(sc.TG_INTERRUPT_RESUME, answer)
+            span.set_attribute(sc.OI_OUTPUT_VALUE, answer)
+            span.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_JSON)
+        span.end(end_time=self.end_ns)
+
+    def freeze(self) -> Interruption:
+        ctx = self.span.get_span_context()
+        return Interruption(
+            seq=self.seq,
+            value=self.value,
+            node=self.node,
+            agent=self.agent,
+            depth=self.depth,
+            interrupt_id=self.interrupt_id,
+            tool=self.tool,
+            call_id=self.call_id,
+            resumed=self.resumed,
+            resume_value=self.resume_value,
+            span_id=format(ctx.span_id, "016x"),
+            trace_id=format(ctx.trace_id, "032x"),
+            start_ns=self.start_ns,
+            end_ns=self.end_ns,
+        )

@@ -22,7 +22,14 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import semconv as sc
 from ..errors import InputError
-from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
+from ..records import (
+    Interruption,
+    Outcome,
+    ToolCall,
+    ToolRecord,
+    finalize_calls,
+    finalize_interruptions,
+)
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 
 __all__ = [
@@ -346,6 +353,34 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
     )
 
 
+def _json_attribute(text: Any) -> Any:
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _interruption(span: dict, attrs: dict) -> Interruption:
+    return Interruption(
+        seq=int(attrs.get(sc.TG_INTERRUPT_SEQ, 0)),
+        value=_json_attribute(attrs.get(sc.TG_INTERRUPT_VALUE)),
+        node=str(attrs.get(sc.TG_INTERRUPT_NODE, "")),
+        agent=str(attrs.get(sc.TG_AGENT, "")),
+        depth=int(attrs.get(sc.TG_DEPTH, 0)),
+        interrupt_id=attrs.get(sc.TG_INTERRUPT_ID),
+        tool=attrs.get(sc.TG_INTERRUPT_TOOL),
+        call_id=attrs.get(sc.TG_INTERRUPT_CALL_ID),
+        resumed=bool(attrs.get(sc.TG_INTERRUPT_RESUMED, False)),
+        resume_value=_json_attribute(attrs.get(sc.TG_INTERRUPT_RESUME)),
+        span_id=span.get("spanId"),
+        trace_id=span.get("traceId"),
+        start_ns=int(span.get("startTimeUnixNano", 0)),
+        end_ns=int(span.get("endTimeUnixNano", 0)),
+    )
+
+
 class QuestionRunKey(NamedTuple):
     """One question run in a trace file or archive: (run, target, question, trial). A span
     written before run ids were recorded has run "" (one run per file, as runs wrote them)."""
@@ -419,8 +454,9 @@ def read_question_runs(
     question span was in it. Each skipped line is described in `unreadable` when a list is given.
     """
     path = Path(path)
-    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...]]] = {}
+    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...]]] = {}
     calls: dict[str, list[ToolCall]] = {}
+    interrupts: dict[str, list[Interruption]] = {}
     broken: dict[int, set[str]] = {}
     for _line_no, span in _spans_of(path, broken):
         attrs = {kv["key"]: decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
@@ -437,9 +473,12 @@ def read_question_runs(
             if previous is None or previous[0] <= start:
                 problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
                 complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
-                questions[key] = (start, trace_id, complete, problems)
+                turns = tuple(int(t) for t in attrs.get(sc.TG_TURN_STARTS) or ())
+                questions[key] = (start, trace_id, complete, problems, turns)
         elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
             calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
+        elif span.get("name") == sc.SPAN_INTERRUPT:
+            interrupts.setdefault(trace_id, []).append(_interruption(span, attrs))
     damaged: dict[str, list[int]] = {}
     for line_no, trace_ids in sorted(broken.items()):
         for trace_id in trace_ids:
@@ -447,13 +486,18 @@ def read_question_runs(
     if unreadable is not None:
         unreadable += [f"{path}:{n}: not an OTLP JSON line; skipped" for n in sorted(broken)]
     out = {}
-    for key, (_start, trace_id, complete, problems) in questions.items():
+    for key, (_start, trace_id, complete, problems, turns) in questions.items():
         lost = damaged.get(trace_id.lower())
         if lost:
             where = ", ".join(map(str, lost))
             problems = (*problems, f"trace file line {where} unreadable: part of the record lost")
             complete = False
+        final = finalize_calls(calls.get(trace_id, ()))
         out[key] = ToolRecord(
-            finalize_calls(calls.get(trace_id, ())), complete=complete, problems=problems
+            final,
+            complete=complete,
+            problems=problems,
+            interruptions=finalize_interruptions(interrupts.get(trace_id, ()), final),
+            turn_starts=turns,
         )
     return out

@@ -191,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             for q in store.questions(args.name):
                 flags = f"  [review: {', '.join(q.needs_review)}]" if q.needs_review else ""
-                text = q.row["input"] if isinstance(q.row["input"], str) else "(conversation)"
+                opening = q.row.get("input")
+                text = opening if isinstance(opening, str) else "(conversation)"
                 print(f"{q.id}\t{text[:70]}{flags}")
                 if q.origin:
                     print(f"\tfrom {q.origin}")

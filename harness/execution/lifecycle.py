@@ -57,6 +57,7 @@ from .preflight import (
     check_goals,
     check_graders,
     check_rubric_refs,
+    check_simulated_users,
     effective_graders,
 )
 from .runner import TargetPlan, arun_target, build_shared
@@ -425,7 +426,8 @@ def prepare_run(
             raise_problems(check_graders(target, services=services), ConfigError)
         judge_configured = services.judge_provider is not None
         raise_problems(
-            check_goals(target, questions, goal=selection.goal, judge_configured=judge_configured),
+            check_goals(target, questions, goal=selection.goal, judge_configured=judge_configured)
+            + check_simulated_users(target, questions, judge_configured=judge_configured),
             ConfigError,
         )
         specs, module = effective_graders(target, goal=selection.goal)

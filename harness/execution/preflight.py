@@ -38,6 +38,7 @@ __all__ = [
     "check_goals",
     "check_graders",
     "check_rubric_refs",
+    "check_simulated_users",
     "effective_graders",
     "preflight",
     "target_catalog",
@@ -72,6 +73,24 @@ def effective_graders(
     if not target.graders and target.grading_module is None:
         return [GraderEntry(id=GOAL_JUDGE)], None
     return list(target.graders), target.grading_module
+
+
+def check_simulated_users(
+    target: TargetConfig, questions: Iterable[Any], *, judge_configured: bool
+) -> list[Problem]:
+    """A question with a simulated user (`user:`) needs the judge model to play it."""
+    users = [str(q.id) for q in questions if getattr(q, "user", None) is not None]
+    if not users or judge_configured:
+        return []
+    shown = ", ".join(users[:5]) + (", ..." if len(users) > 5 else "")
+    return [
+        target.problem(
+            (),
+            f"target {target.name!r}: {len(users)} question(s) have a simulated user ({shown}), "
+            "which plays on the judge model: the config has no `judge:` block",
+            "add judge: {provider: openai-compatible, base_url: ..., model: ...}",
+        )
+    ]
 
 
 def check_goals(
@@ -369,6 +388,9 @@ def _check_target(
         dataset.questions,
         goal=None,
         judge_configured=services.judge_provider is not None,
+    )
+    result.problems += check_simulated_users(
+        target, dataset.questions, judge_configured=services.judge_provider is not None
     )
     if target.mode != "agent" or not loaded:
         return

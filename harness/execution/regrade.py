@@ -15,18 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
-from ..graders.context import build_context
 from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
 from ..records import RunRecord, ToolRecord
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
+from .conversation import agrade_conversation
 from .grading import (
     AttachedGrader,
-    agrade_question,
     attach_graders,
-    criteria_with_rubric,
-    target_policy,
 )
 from .lifecycle import (
     open_run,
@@ -53,7 +50,10 @@ def _input_messages(
     row: Mapping[str, Any], stored: QuestionRun, system_prompt: str | None
 ) -> list[dict[str, Any]]:
     """The messages graders get, as at run time: a conversation with the target's system
-    prompt in place of a stored one."""
+    prompt in place of a stored one; a conversation of turns or with a simulated user, the
+    transcript the run stored."""
+    if "turns" in row or "user" in row:
+        return list(stored.messages)
     value = row.get("input")
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
@@ -67,6 +67,15 @@ def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
 
     dataset = load_dataset(target.dataset)
     return {str(q.id): q.row() for q in dataset.questions}
+
+
+def _turns_sent(row: Mapping[str, Any], stored: QuestionRun) -> list[Any]:
+    """The turns of a `turns` conversation the run sent (its user messages), as Turn models."""
+    from ..inputs.conversation import Turn
+
+    raw = row.get("turns") or ()
+    sent = sum(1 for m in stored.messages if m.get("role") == "user")
+    return [Turn(content=t) if isinstance(t, str) else Turn(**t) for t in raw][:sent]
 
 
 async def _regrade_question(
@@ -100,21 +109,18 @@ async def _regrade_question(
             trace_id=stored.trace_id,
             trial=stored.trial,
         )
-        context = build_context(
-            row,
-            messages=messages,
-            response_char_limit=target.response_char_limit,
-            criteria=criteria_with_rubric(row, services.rubrics),
-            tool_calls=record if stored.has_record else None,
-            run_record=run,
-            policy=target_policy(target),
-        )
-        scored = await agrade_question(
+        scored = await agrade_conversation(
             fresh,
+            services=services,
+            target=target,
+            row=row,
             input=stored.input,
+            messages=list(messages),
             response=stored.response,
-            context=context,
-            deadline_s=services.judge_settings.get("grading_deadline_s"),
+            record=record if stored.has_record else None,
+            environment=None,
+            run=run,
+            turns=_turns_sent(row, stored),
         )
         by_id = {s.grader_id: s for s in scored}
         for a in attached:
@@ -153,6 +159,9 @@ async def _regrade_question(
             error=error,
             error_type=error_type,
             trace_id=stored.trace_id,
+            outcome=stored.outcome,
+            outcome_reason=stored.outcome_reason,
+            outcome_expected=stored.outcome_expected,
         )
     )
 

@@ -24,17 +24,21 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..graders.base import GraderServices
-from ..graders.context import build_context
 from ..inputs.config import TargetConfig
 from ..records import RunRecord, ToolRecord
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import QuestionScore, score_question
+from .conversation import (
+    Ending,
+    agrade_conversation,
+    arun_conversation,
+    outcome_expected,
+    transcript,
+    with_checkpointer,
+)
 from .errortext import bounded, describe_agent_error, traceback_text
 from .grading import (
     AttachedGrader,
-    agrade_question,
-    criteria_with_rubric,
-    target_policy,
 )
 
 __all__ = [
@@ -142,8 +146,16 @@ def last_ai_text(messages: Sequence[Any]) -> str:
 
 
 def to_role_dicts(messages: Sequence[Any]) -> list[dict[str, Any]]:
-    """Messages as role/content dicts (tool-call arguments left out)."""
-    return [{"role": _role_of(m), "content": _text_of(m)} for m in messages]
+    """Messages as role/content dicts (tool-call arguments left out), with the message's `name`
+    when it has one (a simulated user's messages are named `simulated_user`)."""
+    out = []
+    for m in messages:
+        entry = {"role": _role_of(m), "content": _text_of(m)}
+        name = m.get("name") if isinstance(m, dict) else getattr(m, "name", None)
+        if name and entry["role"] == "user":
+            entry["name"] = name
+        out.append(entry)
+    return out
 
 
 def _chat_model(factory: Any) -> Any:
@@ -210,12 +222,19 @@ def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
 
 
 async def _invoke(
-    plan: TargetPlan, runnable: Any, messages: list[dict], recorder: Any, configurable: dict
-) -> tuple[str, list, Any]:
-    """(response text, final messages, final state) of one agent or chat-model run.
+    plan: TargetPlan,
+    runnable: Any,
+    messages: list[dict],
+    recorder: Any,
+    configurable: dict,
+    question: Any = None,
+) -> tuple[str, list, Any, Ending | None]:
+    """(response text, final messages, final state, how it ended) of one agent or chat-model
+    run; interrupts are answered from the question's resume script.
 
     An agent that returns no AI message (`{"messages": []}`, None, a string, only the input)
-    raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent."""
+    raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent. One that
+    stopped waiting on an interrupt is no such agent: it ended `interrupted`."""
     config = {"callbacks": [recorder], "configurable": configurable}
     async with recorder.question_span():
         if plan.target.mode == "chat":
@@ -224,21 +243,33 @@ async def _invoke(
                 raise NoAIMessage(f"agent returned no AI message (got {_describe(reply)})")
             text = _text_of(reply)
             recorder.set_answer(text)
-            return text, [*messages, reply], None
-        state = await runnable.ainvoke({"messages": messages}, config=config)
+            return text, [*messages, reply], None, None
+        ending = await arun_conversation(
+            with_checkpointer(runnable),
+            question,
+            messages,
+            config,
+            recorder=recorder,
+            answer_of=last_ai_text,
+            user_client=plan.services.client() if getattr(question, "user", None) else None,
+            sample_index=recorder.trial,
+        )
+        state = ending.state
         final = (
             state.get("messages") if isinstance(state, dict) else getattr(state, "messages", None)
         )
-        if not isinstance(final, list | tuple) or not any(
-            _role_of(m) == "assistant" for m in final
+        if ending.outcome is None and (
+            not isinstance(final, list | tuple)
+            or not any(_role_of(m) == "assistant" for m in final)
         ):
             got = (
                 f"messages {_short(final)}" if isinstance(final, list | tuple) else _describe(state)
             )
             raise NoAIMessage(f"agent returned no AI message (got {got})")
+        final = list(final) if isinstance(final, list | tuple) else []
         text = last_ai_text(final)
         recorder.set_answer(text)
-    return text, list(final), state
+    return text, final, state, ending
 
 
 def _user_failure(exc: BaseException) -> bool:
@@ -264,7 +295,6 @@ async def _run_one(
     run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
     environment: Any = None
-    graders: list = []
     try:
         try:
             # Per question, so a factory failing now and then is that question's error; one
@@ -283,7 +313,7 @@ async def _run_one(
             run.error = f"{where} factory raised {describe_agent_error(exc)}"
             run.error_type = type(exc).__name__
             run.latency_s = time.perf_counter() - started
-            return _finish(plan, question, row, run, record, graders)
+            return _finish(plan, question, row, run, record, [])
         agent_name = getattr(runnable, "name", None) or target.name
         recorder = record_class(
             tracer=tracer,
@@ -296,13 +326,14 @@ async def _run_one(
             run_id=plan.run_id,
         )
         state: Any = None
+        ending: Ending | None = None
         # A deadline on this task rather than wait_for's extra task per question; and it tells
         # the run's own timeout apart from a TimeoutError the agent raised itself.
         deadline = asyncio.timeout(target.timeout_s)
         try:
             async with deadline:
-                run.response, final, state = await _invoke(
-                    plan, runnable, messages, recorder, configurable_for(target, question)
+                run.response, final, state, ending = await _invoke(
+                    plan, runnable, messages, recorder, configurable_for(target, question), question
                 )
             run.messages = to_role_dicts(final)
         except TimeoutError as exc:
@@ -320,6 +351,9 @@ async def _run_one(
             run.error, run.error_type = describe_agent_error(exc), type(exc).__name__
         sealed = recorder.seal(final_state=state)
         run.trace_id = recorder.trace_id
+        if run.error is None and ending is not None and ending.outcome is not None:
+            run.outcome, run.outcome_reason = ending.outcome, ending.reason
+            run.outcome_expected = outcome_expected(row, ending.outcome)
         if target.mode == "agent":
             record = sealed
             if run.error is None and not sealed.complete:
@@ -329,7 +363,9 @@ async def _run_one(
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
         # graded while the environment is still open (state graders read it)
-        return await agrade_recorded(plan, question, run, record, environment=environment)
+        return await agrade_recorded(
+            plan, question, run, record, environment=environment, ending=ending
+        )
     finally:
         if environment is not None:
             try:
@@ -347,33 +383,35 @@ async def agrade_recorded(
     record: ToolRecord | None,
     *,
     environment: Any = None,
+    ending: Ending | None = None,
 ) -> tuple[QuestionRun, QuestionScore]:
     """Grade one question run already made (by the runner, or read from a trace made outside
     tracegrade) with the plan's graders; its stored row and score. A run that errored is not
-    graded (it scores 0 and fails its must-pass graders)."""
+    graded (it scores 0 and fails its must-pass graders). A conversation (`ending.turns`) is
+    graded on its whole transcript, and each turn with checks of its own on that turn."""
     target = plan.target
     row = question.row()
     graders: list = []
+    graded = graded_input, graded_messages = grader_input(question, target.system_prompt)
+    turns = ending.turns if ending is not None else []
+    if turns:
+        # Graders see the whole conversation the agent had, not only its opening.
+        graded = graded_input, graded_messages = transcript(run.messages)
     if run.error is None:
-        graded_input, graded_messages = grader_input(question, target.system_prompt)
-        context = build_context(
-            row,
-            messages=graded_messages,
-            response_char_limit=target.response_char_limit,
-            criteria=criteria_with_rubric(row, plan.services.rubrics),
-            tool_calls=record,
-            environment=environment,
-            run_record=run,
-            policy=target_policy(target),
-        )
-        graders = await agrade_question(
+        graders = await agrade_conversation(
             plan.attached,
+            services=plan.services,
+            target=target,
+            row=row,
             input=graded_input,
+            messages=graded_messages,
             response=run.response,
-            context=context,
-            deadline_s=plan.services.judge_settings.get("grading_deadline_s"),
+            record=record,
+            environment=environment,
+            run=run,
+            turns=question.user_turns()[: len(turns)] if turns else [],
         )
-    return _finish(plan, question, row, run, record, graders)
+    return _finish(plan, question, row, run, record, graders, graded)
 
 
 def _finish(
@@ -383,11 +421,13 @@ def _finish(
     run: RunRecord,
     record: ToolRecord | None,
     graders: list,
+    graded: tuple[str, list[dict]] | None = None,
 ) -> tuple[QuestionRun, QuestionScore]:
-    """The question's stored row and its score."""
+    """The question's stored row and its score (`graded`: the input and messages the graders
+    read; by default what the question's input gave the agent)."""
     target = plan.target
     trial = run.trial
-    graded_input, graded_messages = grader_input(question, target.system_prompt)
+    graded_input, graded_messages = graded or grader_input(question, target.system_prompt)
     stored = QuestionRun(
         target=target.name,
         question_id=str(question.id),
@@ -407,6 +447,9 @@ def _finish(
         usage=dict(run.usage),
         has_record=record is not None,
         tool_call_count=len(record) if record is not None else None,
+        outcome=run.outcome,
+        outcome_reason=run.outcome_reason,
+        outcome_expected=run.outcome_expected,
     )
     score = score_question(
         QuestionScore(
@@ -420,6 +463,9 @@ def _finish(
             error=run.error,
             error_type=run.error_type,
             trace_id=run.trace_id,
+            outcome=run.outcome,
+            outcome_reason=run.outcome_reason,
+            outcome_expected=run.outcome_expected,
         )
     )
     return stored, score

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from ..errors import DatasetError, InputError
+from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
 from .sourcefile import (
     Document,
     Problem,
@@ -39,7 +40,7 @@ from .sourcefile import (
     validate_document,
 )
 from .splits import SPLIT_NAMES, assign_split
-from .trajectory import trajectory_problems
+from .trajectory import check_trajectory
 
 __all__ = [
     "Dataset",
@@ -177,8 +178,21 @@ class Question(BaseModel):
 
     id: NonBlank
     """Unique within the dataset."""
-    input: Annotated[str, Field(pattern=r"\S")] | Annotated[list[Message], Field(min_length=1)]
-    """A string, or a conversation of messages."""
+    input: (
+        Annotated[str, Field(pattern=r"\S")] | Annotated[list[Message], Field(min_length=1)] | None
+    ) = None
+    """A string, or a conversation of messages (required unless `turns` is given)."""
+    turns: (
+        Annotated[list[Turn | Annotated[str, Field(pattern=r"\S")]], Field(min_length=1)] | None
+    ) = None
+    """A conversation sent turn by turn, in place of `input`: each user turn after the agent
+    answered the previous one, on the same thread."""
+    user: SimulatedUser | None = None
+    """A simulated user that plays the person (on the judge model)."""
+    resume: list[Any] | None = None
+    """The answers a person would give to the graph's interrupts (`check_resume`)."""
+    expected_interrupts: ExpectedInterrupts | None = None
+    """Assertions about the interrupts the graph paused on (interrupt_grader)."""
     criteria: str | None = None
     """The prose standard LLM judges grade against."""
     goal: Annotated[str, Field(pattern=r"\S")] | None = None
@@ -211,14 +225,29 @@ class Question(BaseModel):
     metadata: dict[str, Any] | None = None
     """Case-level carry-all (`metadata.state`: state_grader assertions)."""
 
+    @field_validator("resume")
+    @classmethod
+    def _resume(cls, value: Any) -> Any:
+        return check_resume(value)
+
+    @model_validator(mode="after")
+    def _input_or_turns(self) -> Question:
+        if self.turns is not None and self.input is not None:
+            raise ValueError("a question takes input or turns, not both")
+        if self.turns is None and self.input is None:
+            raise ValueError("a question needs id and input")
+        if self.turns is not None and self.user is not None:
+            raise ValueError("a question takes turns or a simulated user, not both")
+        return self
+
+    def user_turns(self) -> list[Turn]:
+        """The `turns` as Turn models (a plain string is a turn of that text); [] without."""
+        return [Turn(content=t) if isinstance(t, str) else t for t in self.turns or ()]
+
     @field_validator("trajectory")
     @classmethod
     def _trajectory_well_formed(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        problems = trajectory_problems(value) if value is not None else []
-        if problems:
-            pointer, message = problems[0]
-            raise ValueError(f"{message} (at trajectory{pointer})")
-        return value
+        return check_trajectory(value)
 
     @field_validator("expected_facts")
     @classmethod
@@ -246,14 +275,21 @@ class Question(BaseModel):
         return self.model_dump(exclude_unset=True)
 
     def input_messages(self) -> list[dict[str, str]]:
-        """The input as role/content messages; a plain string is one user message."""
+        """The input as role/content messages; a plain string is one user message. A `turns`
+        conversation opens with its first turn."""
+        if self.input is None:
+            turns = self.user_turns()
+            return [{"role": "user", "content": turns[0].content}] if turns else []
         if isinstance(self.input, str):
             return [{"role": "user", "content": self.input}]
         return [message.model_dump() for message in self.input]
 
     def flattened_input(self) -> str:
         """The input as one string: a plain string as is, a conversation as `role: content`
-        lines (what agent mode sends, since an agent takes one string)."""
+        lines (what agent mode sends, since an agent takes one string); a `turns`
+        conversation as its user turns, one `user:` line each."""
+        if self.input is None:
+            return "\n".join(f"user: {t.content}" for t in self.user_turns())
         if isinstance(self.input, str):
             return self.input
         return "\n".join(f"{m.role}: {m.content}" for m in self.input)

@@ -24,12 +24,14 @@ __all__ = [
     "CALL_KEYS",
     "DEFAULT_ARGS_POLICY",
     "DEFAULT_MODE",
+    "INTERRUPT_STEP",
     "MATCHER_KEYWORDS",
     "MATCHER_PAIRS",
     "MODES",
     "OUTCOME_NAMES",
     "TRAJECTORY_KEYS",
     "TYPE_NAMES",
+    "check_trajectory",
     "is_matcher",
     "tool_names",
     "trajectory_problems",
@@ -99,6 +101,11 @@ BAD_COUNT = "a count needs min or max, each a non-negative integer"
 BAD_MAX_CALLS = "max_calls must be a non-negative integer"
 BAD_TOOL_LIST = "forbid and only must be lists of tool names"
 BAD_TOOL = "tool must be a non-blank string"
+INTERRUPT_ONLY = "an interrupt step takes only interrupt"
+PAYLOAD_NOT_MAP = "a payload matcher must be a mapping of payload keys to values or matchers"
+INTERRUPT_STEP = "interrupt()"
+"""The name an interrupt step's pseudo-call carries in trajectory matching (no tool can have
+it: tool names have no parentheses)."""
 
 Problem = tuple[str, str]
 """(JSON pointer relative to the trajectory block, message)."""
@@ -282,10 +289,32 @@ def trajectory_problems(raw: Any) -> list[Problem]:
     return problems
 
 
+def check_trajectory(value: Any) -> Any:
+    """A `trajectory` block as a model validator checks it: ValueError naming the first
+    problem and where (`... (at trajectory/calls/0)`)."""
+    problems = trajectory_problems(value) if value is not None else []
+    if problems:
+        pointer, message = problems[0]
+        raise ValueError(f"{message} (at trajectory{pointer})")
+    return value
+
+
 def _call_problems(call: Any, at: str, out: list[Problem]) -> None:
     """Append the problems of one expected call to `out` (a plain loop: it runs per grading)."""
     if not _is_map(call):
         out.append((at, "a trajectory call must be a mapping"))
+        return
+    if "interrupt" in call:  # an interrupt step: `{interrupt: {payload key: matcher}}`
+        for key in call:
+            if key != "interrupt":
+                out.append((f"{at}/{_token(key)}", INTERRUPT_ONLY))
+        payload = call["interrupt"]
+        if not _is_map(payload):
+            out.append((f"{at}/interrupt", PAYLOAD_NOT_MAP))
+            return
+        for key, value in payload.items():
+            if type(value) not in _SCALAR_TYPES:
+                out.extend(value_problems(value, f"{at}/interrupt/{_token(key)}"))
         return
     for key in call:
         if key not in CALL_KEYS:

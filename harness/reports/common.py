@@ -108,10 +108,17 @@ def question_reasons(question: QuestionScore) -> list[str]:
     checks that failed or were left in Review."""
     if question.errored:
         return [f"agent error ({question.error_type}): {question.error}"]
-    reasons = [_grader_reason(g) for g in question.graders if g.error]
+    reasons = [outcome_line(question)] if question.outcome is not None else []
+    reasons += [_grader_reason(g) for g in question.graders if g.error]
     reasons += [_grader_reason(g) for g in question.unmet]
     reasons += [_check_line(what, check) for what, check in check_problems(question)]
     return reasons
+
+
+def outcome_line(question: QuestionScore) -> str:
+    """`interrupted: waiting on interrupt {...}` (`(expected)` when the question said so)."""
+    expected = " (expected)" if question.outcome_expected else ""
+    return f"{question.outcome}{expected}: {question.outcome_reason or ''}".rstrip(": ")
 
 
 def question_label(question: QuestionScore) -> str:
@@ -121,7 +128,7 @@ def question_label(question: QuestionScore) -> str:
 
 def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:
     """Questions with something to say, worst first: errored, degraded, then by composite."""
-    flagged = [q for q in questions if q.degraded or q.unmet or check_problems(q)]
+    flagged = [q for q in questions if q.degraded or q.unmet or q.ended_early or check_problems(q)]
     flagged.sort(
         key=lambda q: (
             not q.errored,

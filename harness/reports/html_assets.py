@@ -415,6 +415,7 @@ function renderQuestion(q) {
   var answer = section("Answer", "qs-answer");
   add(answer, [q.error ? h("p", {cls: "advisory", text: "The agent failed (" +
     (q.error_type || "error") + "): " + q.error}) : null,
+    q.outcome ? h("p", {cls: "advisory", id: "outcome", text: "Ended " + q.outcome}) : null,
     h("pre", {id: "answer", text: q.response === null ? "(not stored)" : q.response})]);
   var labels = section("Labels", "qs-labels");
   if (q.labels && q.labels.length) {

@@ -25,6 +25,7 @@ from ..graders.tool_usage import (
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 from ..verdicts.scoring import QuestionScore
+from .common import outcome_line
 
 __all__ = [
     "RESULT_CHARS",
@@ -51,7 +52,7 @@ def question_verdict(q: QuestionScore) -> str:
         return "errored"
     if q.degraded:
         return "degraded"
-    if q.unmet or q.critical_failures or q.required_check_failures:
+    if q.unmet or q.ended_early or q.critical_failures or q.required_check_failures:
         return "failed"
     if q.required_check_reviews:
         return "review"
@@ -302,6 +303,7 @@ def build_question(
         "objective": q.objective,
         "error": _text(q.error, policy) if q.error else None,
         "error_type": q.error_type,
+        "outcome": outcome_line(q) if q.outcome is not None else None,
         "trace_id": q.trace_id,
         "trace_url": trace_url,
         "latency": round(stored.latency_s, 3) if stored is not None else None,

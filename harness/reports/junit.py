@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..verdicts.scoring import QuestionScore
-from .common import check_label, check_problems, fmt, fmt_score, question_label
+from .common import check_label, check_problems, fmt, fmt_score, outcome_line, question_label
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -58,6 +58,10 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
         )
         err.text = q.error
         return 0, 1
+    if q.ended_early:
+        fail = ET.SubElement(case, "failure", message=outcome_line(q), type=str(q.outcome))
+        fail.text = q.outcome_reason
+        failures += 1
     for g in q.graders:
         if g.error:
             err = ET.SubElement(case, "error", message=f"{g.grader_id} errored", type=g.grader_id)

@@ -151,6 +151,14 @@ class QuestionResult(_Model):
     """The error's class name."""
     trace_id: str | None = None
     """Hex trace id of the question's trace."""
+    outcome: str | None = None
+    """How the conversation ended when not with an answer: `interrupted` (waiting on an
+    `interrupt()` nobody answered), `user_budget` (a simulated user ran out of turns); None
+    when it ended normally."""
+    outcome_reason: str | None = None
+    """What it was waiting on, in words."""
+    outcome_expected: bool = False
+    """The question said it would end this way (no failure then)."""
     passed: bool | None = None
     """Every scored grader met its bar and no required rubric check failed; False for an
     errored agent; None when the evaluation itself failed (a grader error)."""
@@ -200,6 +208,9 @@ class QuestionResult(_Model):
             error=q.error,
             error_type=q.error_type,
             trace_id=q.trace_id,
+            outcome=q.outcome,
+            outcome_reason=q.outcome_reason,
+            outcome_expected=q.outcome_expected,
             passed=question_passed(q),
             content_sha256=q.content_sha256,
             rubrics=rubric_versions([c for g in q.graders for c in g.checks]),

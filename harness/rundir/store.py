@@ -31,11 +31,13 @@ __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """`PRAGMA user_version` of a store this release writes. 0: the first release (no version,
 no trials, graders' details dropped); 1: a trial index on every row, graders' details kept,
 each question's content fingerprint (what `compare` checks for drift); 2: the `annotations`
-table (answers a person gave with `tracegrade label`)."""
+table (answers a person gave with `tracegrade label`); 3: how a conversation ended when it
+did not end with an answer (`outcome`: interrupted, user_budget; its reason; whether the
+question expected it)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +64,7 @@ CREATE TABLE IF NOT EXISTS questions (
     tool_call_count INTEGER,
     finished TEXT NOT NULL,
     content_sha256 TEXT,
+    outcome TEXT, outcome_reason TEXT, outcome_expected INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (target, question_id, trial)
 );
 CREATE TABLE IF NOT EXISTS grades (
@@ -142,6 +145,13 @@ DROP TABLE scores_v0;
 )
 
 
+_MIGRATE_2_TO_3 = """
+ALTER TABLE questions ADD COLUMN outcome TEXT;
+ALTER TABLE questions ADD COLUMN outcome_reason TEXT;
+ALTER TABLE questions ADD COLUMN outcome_expected INTEGER NOT NULL DEFAULT 0;
+"""
+
+
 @dataclass(slots=True)
 class QuestionRun:
     """What a finished question run stores (no tool arguments; see the module docstring)."""
@@ -176,6 +186,14 @@ class QuestionRun:
     """Number of calls in the record; None when no record exists."""
     content_sha256: str | None = None
     """Fingerprint of the question's content (computed from `row` when not given)."""
+    outcome: str | None = None
+    """How the conversation ended when not with an answer: `interrupted` (waiting on an
+    `interrupt()` nobody answered), `user_budget` (the simulated user ran out of turns); None
+    when it ended normally (or errored: see `error`)."""
+    outcome_reason: str | None = None
+    """What it was waiting on, in words."""
+    outcome_expected: bool = False
+    """The question said it would end this way: not a failure."""
 
 
 _dumps = json.JSONEncoder(default=str).encode
@@ -293,6 +311,10 @@ class ResultStore:
             if version <= 1:  # 1 -> 2: the annotations table (nothing else changed)
                 for statement in _statements(_ANNOTATIONS_TABLE):
                     db.execute(statement)
+            columns = {r[1] for r in db.execute("PRAGMA table_info(questions)")}
+            if "outcome" not in columns:  # 2 -> 3: how a conversation ended
+                for statement in _statements(_MIGRATE_2_TO_3):
+                    db.execute(statement)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -375,6 +397,9 @@ class ResultStore:
                     run.tool_call_count,
                     _now(),
                     fingerprint,
+                    run.outcome,
+                    _optional(redact, run.outcome_reason),
+                    int(run.outcome_expected),
                 ),
             )
             self._write_score(run.target, score, grading_id)
@@ -471,6 +496,7 @@ class ResultStore:
             for key in ("tags", "row", "messages", "usage"):
                 r[key] = json.loads(r[key])
             r["has_record"] = bool(r["has_record"])
+            r["outcome_expected"] = bool(r["outcome_expected"])
             out.append(QuestionRun(**r))
         return out
 
@@ -485,8 +511,8 @@ class ResultStore:
                 return []
         # Only the columns a score needs: rows, inputs and responses stay on disk.
         sql = (
-            "SELECT target, question_id, trial, split, bundle, tags, trace_id, content_sha256 "
-            "FROM questions"
+            "SELECT target, question_id, trial, split, bundle, tags, trace_id, content_sha256, "
+            "outcome, outcome_reason, outcome_expected FROM questions"
         )
         args: tuple[Any, ...] = ()
         if target is not None:
@@ -499,6 +525,9 @@ class ResultStore:
                 "tags": json.loads(r[5]),
                 "trace_id": r[6],
                 "content_sha256": r[7],
+                "outcome": r[8],
+                "outcome_reason": r[9],
+                "outcome_expected": bool(r[10]),
             }
             for r in self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
         }
@@ -664,6 +693,9 @@ _QUESTION_COLUMNS = (
     "tool_call_count",
     "finished",
     "content_sha256",
+    "outcome",
+    "outcome_reason",
+    "outcome_expected",
 )
 
 _GRADE_COLUMNS = (

@@ -306,12 +306,26 @@ class QuestionScore:
     trace_id: str | None = None
     """Hex trace id of the question's trace, to open it in a backend."""
     composite: float | None = None
-    """0–5; 0 for an errored agent; None when every grader skipped."""
+    """0–5; 0 for an errored agent or a conversation that ended early (`ended_early`); None
+    when every grader skipped."""
     objective: float | None = None
     """0–1; 0 for an errored agent or a failed must-pass grader; None when nothing scored."""
     annotations: list[dict[str, Any]] = field(default_factory=list)
     """What people answered about this question with `tracegrade label` (label, answer, note,
     by, created, stale), oldest first; a re-grade keeps them."""
+    outcome: str | None = None
+    """How the conversation ended when not with an answer: `interrupted` (waiting on an
+    `interrupt()` nobody answered), `user_budget` (the simulated user ran out of turns); None
+    when it ended normally."""
+    outcome_reason: str | None = None
+    outcome_expected: bool = False
+    """The question said it would end this way (then it is no failure)."""
+
+    @property
+    def ended_early(self) -> bool:
+        """The conversation stopped before an answer and the question did not expect it: the
+        question fails, and so does each of its must-pass graders."""
+        return self.outcome is not None and not self.outcome_expected
 
     @property
     def errored(self) -> bool:
@@ -325,7 +339,10 @@ class QuestionScore:
 
     @property
     def must_pass_failures(self) -> list[str]:
-        """Must-pass graders that scored and failed (an errored agent is counted as errored)."""
+        """Must-pass graders that scored and failed (an errored agent is counted as errored);
+        every must-pass grader when the conversation ended early."""
+        if self.ended_early:
+            return [g.grader_id for g in self.graders if g.must_pass]
         return [g.grader_id for g in self.graders if g.must_pass and g.passed is False]
 
     @property
@@ -373,7 +390,7 @@ def question_passed(question: QuestionScore) -> bool | None:
     """One question run's pass/fail: every scored grader met its bar and no required or
     critical rubric check failed; False for an errored agent; None when a grader errored (the
     evaluation, not the agent, failed)."""
-    if question.errored:
+    if question.errored or question.ended_early:
         return False
     if any(g.error for g in question.graders):
         return None
@@ -405,7 +422,7 @@ def pass_rate(questions: Sequence[QuestionScore]) -> float | None:
 
 def score_question(question: QuestionScore) -> QuestionScore:
     """Fill in `composite` and `objective` from the question's graders (in place; returned)."""
-    if question.errored:
+    if question.errored or question.ended_early:  # no answer to grade: 0, as errored
         question.composite = 0.0
         question.objective = 0.0
         return question
@@ -413,7 +430,7 @@ def score_question(question: QuestionScore) -> QuestionScore:
     question.composite = sum(mapped) / len(mapped) if mapped else None
     weighted = [(g.normalised, g.weight) for g in question.graders if g.normalised is not None]
     total_weight = sum(w for _, w in weighted)
-    if question.must_pass_failures:
+    if question.must_pass_failures or question.ended_early:
         question.objective = 0.0
     elif weighted and total_weight > 0:
         question.objective = sum(n * w for n, w in weighted) / total_weight
@@ -495,6 +512,14 @@ def evaluate_gate(
         more = f" and {len(errored) - 5} more" if len(errored) > 5 else ""
         reasons.append(
             f"{len(errored)} errored question(s) ({names}{more}): an errored question fails the gate"
+        )
+    early = [q for q in ran if q.ended_early]
+    if early:
+        names = ", ".join(f"{q.question_id} ({q.outcome})" for q in early[:5])
+        more = f" and {len(early) - 5} more" if len(early) > 5 else ""
+        reasons.append(
+            f"{len(early)} question(s) ended before an answer ({names}{more}): "
+            "an unexpected interruption fails the gate"
         )
     critical = [(q.question_id, c) for q in ran for c in q.critical_failures]
     if critical and gate.zero_critical_failures:
