@@ -306,8 +306,6 @@ def combine_turns(whole: Any, per_turn: Sequence[tuple[int, Any]]) -> Any:
     """One grader's verdict over a conversation: the whole conversation's and each turn's that
     applied (skips left out); the lowest score stands (a grader passes only when it passes
     on every turn), any error errs, and the reason names each part."""
-    from dataclasses import replace
-
     parts = [("conversation", whole)] + [(f"turn {i + 1}", g) for i, g in per_turn]
     applied = [(name, g) for name, g in parts if not g.skipped]
     if not per_turn or not applied:
@@ -318,16 +316,17 @@ def combine_turns(whole: Any, per_turn: Sequence[tuple[int, Any]]) -> Any:
     scored = [g for _, g in applied if g.score is not None]
     lowest = min(scored, key=lambda g: g.score) if scored else None
     reason = "; ".join(f"{name}: {g.reason}" for name, g in applied)
-    return replace(
-        whole,
-        score=None if errored or lowest is None else lowest.score,
-        error=bool(errored),
-        reason=reason,
-        checks=[c for _, g in applied for c in g.checks],
-        details={
-            **whole.details,
-            "turns": {name: {"score": g.score, "reason": g.reason} for name, g in applied},
-        },
+    return whole.model_copy(
+        update={
+            "score": None if errored or lowest is None else lowest.score,
+            "error": bool(errored),
+            "reason": reason,
+            "checks": [c for _, g in applied for c in g.checks],
+            "details": {
+                **whole.details,
+                "turns": {name: {"score": g.score, "reason": g.reason} for name, g in applied},
+            },
+        }
     )
 
 
