@@ -35,10 +35,11 @@ FLOORS: dict[str, int] = {
     "tracegrade.curation": 6,
     "tracegrade.traces": 7,  # traces made outside tracegrade, graded into a run (over execution)
     "tracegrade.reports": 7,
-    "tracegrade.cli": 8,
-    "tracegrade.api": 8,
-    "tracegrade.pytest_plugin": 9,
-    "tracegrade.__main__": 9,  # `python -m tracegrade`: the entry point above the CLI
+    "tracegrade.app": 8,  # `tracegrade serve`'s web app, over reports, curation and the stores
+    "tracegrade.cli": 9,
+    "tracegrade.api": 9,
+    "tracegrade.pytest_plugin": 10,
+    "tracegrade.__main__": 10,  # `python -m tracegrade`: the entry point above the CLI
 }
 FACADE = "tracegrade"  # the lazy facade names every floor; it imports nothing at import time
 

@@ -71,6 +71,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "export",
     "judges",
     "rubrics",
+    "serve",
 )
 
 EPILOG = """\

@@ -70,7 +70,12 @@ def _config(path: Path | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..curation.labelling import checklists_of, label_tasks, read_answers_file
+    from ..curation.labelling import (
+        checklists_of,
+        label_tasks,
+        read_answers_file,
+        record_answer,
+    )
     from ..errors import InputError
     from ..redaction import DEFAULT_POLICY
     from ..rundir.history import resolve_run
@@ -88,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
         if args.answers is not None:
             rows, by = read_answers_file(args.answers, tasks)
             author = args.by or by or _user()
+            tasks_by_key = {(t.target, t.question_id, t.trial): t for t in tasks}
             for row in rows:
-                store.add_annotation(
-                    target=row.target,
-                    question_id=row.question_id,
-                    trial=row.trial,
+                record_answer(
+                    store,
+                    tasks_by_key[(row.target, row.question_id, row.trial)],
                     label=row.label,
                     answer=row.answer,
                     note=row.note,
@@ -140,21 +145,11 @@ class LabelSession:
         return self.stored
 
     def _one(self, task: Any, number: int, total: int) -> bool:
-        from ..rundir.annotations import REVIEW_PREFIX
+        from ..curation.labelling import open_items, record_answer
 
         done = {a["label"] for a in task.annotations if not a.get("stale")}
         items = [(c.id, c.question, ("y", "n")) for c in task.checklist]
-        items += [
-            (
-                REVIEW_PREFIX + str(c.get("id")),
-                f"rubric check {c.get('id')} is in Review: {c.get('criterion') or c.get('reason') or ''}".rstrip(
-                    ": "
-                ),
-                ("p", "f"),
-            )
-            for c in task.reviews
-            if c.get("status") == "review"
-        ]
+        items += [(label, question, ("p", "f")) for label, question in open_items(task, [])]
         todo = [i for i in items if self.ask_all or i[0] not in done]
         if not todo:
             return True
@@ -170,14 +165,8 @@ class LabelSession:
             if answer == "s":
                 continue
             note = input("  note (enter for none): ").strip() or None
-            self.store.add_annotation(
-                target=task.target,
-                question_id=task.question_id,
-                trial=task.trial,
-                label=label,
-                answer=answer == yes,
-                note=note,
-                author=self.author,
+            record_answer(
+                self.store, task, label=label, answer=answer == yes, note=note, author=self.author
             )
             self.stored += 1
         return True

@@ -21,8 +21,11 @@ __all__ = [
     "AnswerRow",
     "LabelTask",
     "checklists_of",
+    "label_problem",
     "label_tasks",
+    "open_items",
     "read_answers_file",
+    "record_answer",
 ]
 
 _YES = {"yes", "y", "true", "pass", "1"}
@@ -193,29 +196,11 @@ def read_answers_file(path: Path, tasks: Sequence[LabelTask]) -> tuple[list[Answ
         if has_label == has_review:
             problem(at, "an answer names exactly one of `label` (a checklist id) or `review`")
             continue
-        if has_label:
-            label = str(entry["label"])
-            ids = [c.id for c in task.checklist]
-            if label not in ids:
-                problem(
-                    [*at, "label"],
-                    f"target {task.target!r} has no checklist item {label!r}",
-                    hint=f"labels: {', '.join(ids)}" if ids else "add `labels:` to the target",
-                )
-                continue
-        else:
-            check = str(entry["review"])
-            names = {str(c.get("id")) for c in task.reviews} | {
-                f"{c.get('id')}@{c.get('version')}" for c in task.reviews if c.get("version")
-            }
-            if check not in names:
-                problem(
-                    [*at, "review"],
-                    f"question {task.question_id!r} has no rubric check {check!r} in Review",
-                    hint=f"in Review: {', '.join(sorted(names))}" if names else None,
-                )
-                continue
-            label = REVIEW_PREFIX + check
+        label = str(entry["label"]) if has_label else REVIEW_PREFIX + str(entry["review"])
+        wrong = label_problem(task, label)
+        if wrong is not None:
+            problem([*at, "label" if has_label else "review"], wrong[0], hint=wrong[1])
+            continue
         answer = _truth(entry.get("answer"))
         if answer is None:
             problem([*at, "answer"], "answer must be yes/no (or pass/fail, true/false)")
@@ -227,3 +212,71 @@ def read_answers_file(path: Path, tasks: Sequence[LabelTask]) -> tuple[list[Answ
         rows.append(AnswerRow(task.target, task.question_id, task.trial, label, answer, note))
     raise_problems(problems, InputError)
     return rows, by
+
+
+def label_problem(task: LabelTask, label: str) -> tuple[str, str | None] | None:
+    """(message, hint) when `label` (a checklist id, or `review:<check id>`) is nothing a
+    person can answer about `task`; None when it is."""
+    if label.startswith(REVIEW_PREFIX):
+        check = label[len(REVIEW_PREFIX) :]
+        names = {str(c.get("id")) for c in task.reviews} | {
+            f"{c.get('id')}@{c.get('version')}" for c in task.reviews if c.get("version")
+        }
+        if check not in names:
+            return (
+                f"question {task.question_id!r} has no rubric check {check!r} in Review",
+                f"in Review: {', '.join(sorted(names))}" if names else None,
+            )
+        return None
+    ids = [c.id for c in task.checklist]
+    if label not in ids:
+        return (
+            f"target {task.target!r} has no checklist item {label!r}",
+            f"labels: {', '.join(ids)}" if ids else "add `labels:` to the target",
+        )
+    return None
+
+
+def record_answer(
+    store: Any,
+    task: LabelTask,
+    *,
+    label: str,
+    answer: bool,
+    author: str,
+    note: str | None = None,
+) -> Any:
+    """Store one person's answer about `task` (every way of labelling ends here: the
+    terminal walk, an answers file, `tracegrade serve`). A label the task cannot be answered
+    about is an `InputError`; nothing is written then. Returns the stored `Annotation`."""
+    wrong = label_problem(task, label)
+    if wrong is not None:
+        raise InputError(wrong[0], key="label", hint=wrong[1], question_id=task.question_id)
+    return store.add_annotation(
+        target=task.target,
+        question_id=task.question_id,
+        trial=task.trial,
+        label=label,
+        answer=answer,
+        note=note,
+        author=author,
+    )
+
+
+def open_items(question: Any, checklist: Sequence[ChecklistItem]) -> list[tuple[str, str]]:
+    """What still waits for a person on one graded question (a `QuestionScore` with its
+    annotations applied): (label, what is asked) for each required-or-not rubric check still
+    in Review and each checklist item without a current (not stale) answer."""
+    answered = {a["label"] for a in getattr(question, "annotations", []) if not a.get("stale")}
+    out = [
+        (
+            REVIEW_PREFIX + str(c.get("id")),
+            f"rubric check {c.get('id')} is in Review: "
+            f"{c.get('criterion') or c.get('reason') or ''}".rstrip(": "),
+        )
+        for g in question.graders
+        for c in g.checks
+        if c.get("status") == "review"
+    ]
+    out += [(c.id, c.question) for c in checklist if c.id not in answered]
+    return out

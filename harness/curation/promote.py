@@ -19,7 +19,12 @@ from ..errors import InputError
 from ..inputs.datastore import DatasetStore
 from ..redaction import REDACTED
 
-__all__ = ["draft_expected_tools", "promote_question"]
+__all__ = [
+    "clear_needs_review",
+    "default_dataset_name",
+    "draft_expected_tools",
+    "promote_question",
+]
 
 
 def draft_expected_tools(calls: list[Any]) -> list[dict[str, Any]]:
@@ -95,15 +100,39 @@ def promote_question(
     if needs_review:
         metadata["needs_review"] = needs_review
     row["metadata"] = metadata
-    dataset_name = to or _default_name(identity, stored.target)
+    dataset_name = to or default_dataset_name(identity, stored.target)
     with DatasetStore(store_path) as store:
         store.add(dataset_name, row, needs_review=needs_review, origin=origin)
     return dataset_name, row, needs_review
 
 
-def _default_name(identity: dict[str, Any], target: str) -> str:
+def default_dataset_name(identity: dict[str, Any], target: str) -> str:
     import re
 
     name = ((identity.get("targets") or {}).get(target) or {}).get("dataset", {}).get("name")
     slug = re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(name or "")).strip("_.-")
     return slug or "promoted"
+
+
+def clear_needs_review(store_path: Path, name: str, question_id: str) -> None:
+    """A person checked question `question_id` of dataset `name`: its review marks go (the
+    store's and `metadata.needs_review`); a generated draft is accepted as `dataset review
+    --accept` does (enabled, its draft mark removed)."""
+    from .generate import DRAFT, review_drafts
+
+    with DatasetStore(store_path) as store:
+        found = {q.id: q for q in store.questions(name)}.get(question_id)
+        if found is None:
+            raise InputError(f"dataset {name!r} has no question {question_id!r}", key="id")
+        draft = DRAFT in found.needs_review
+    if draft:
+        review_drafts(store_path, name, accept=[question_id])
+    with DatasetStore(store_path) as store:
+        q = {q.id: q for q in store.questions(name)}[question_id]
+        row = dict(q.row)
+        metadata = {k: v for k, v in (row.get("metadata") or {}).items() if k != "needs_review"}
+        if metadata:
+            row["metadata"] = metadata
+        else:
+            row.pop("metadata", None)
+        store.update(name, row, needs_review=[])

@@ -11,10 +11,12 @@ schema rejects. A run reads the dataset as the YAML file `StoreSource` exports b
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,6 +32,7 @@ __all__ = [
     "StoreSource",
     "StoredQuestion",
     "row_problems",
+    "row_revision",
 ]
 
 DEFAULT_STORE = "datasets.sqlite"
@@ -80,7 +83,7 @@ class DatasetStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
@@ -177,13 +180,92 @@ class DatasetStore:
             self._db.execute("ROLLBACK")
             raise
 
-    def update(self, name: str, row: Mapping[str, Any], *, needs_review: Sequence[str]) -> None:
-        """Replace question `row["id"]` of dataset `name` (validated first)."""
+    def update(
+        self,
+        name: str,
+        row: Mapping[str, Any],
+        *,
+        needs_review: Sequence[str],
+        revision: str | None = None,
+        question_id: str | None = None,
+    ) -> None:
+        """Replace question `question_id` (default `row["id"]`) of dataset `name` with `row`
+        (validated first; a new id must be free). With `revision` (`row_revision` of the row
+        the editor started from), a question changed since by anyone else is refused
+        (`InputError`), so two editors never silently overwrite each other."""
         _validate_rows(name, [dict(row)])
+        old_id = str(question_id if question_id is not None else row["id"])
+        with self._write():
+            found = self._db.execute(
+                "SELECT row FROM questions WHERE dataset = ? AND id = ?", (name, old_id)
+            ).fetchone()
+            if found is None:
+                raise InputError(f"dataset {name!r} has no question {old_id!r}", key="id")
+            if revision is not None and row_revision(json.loads(found[0])) != revision:
+                raise InputError(
+                    f"question {old_id!r} of dataset {name!r} changed since it was opened",
+                    key="revision",
+                    hint="reload it and apply the change again",
+                )
+            if (
+                str(row["id"]) != old_id
+                and self._db.execute(
+                    "SELECT 1 FROM questions WHERE dataset = ? AND id = ?", (name, str(row["id"]))
+                ).fetchone()
+            ):
+                raise InputError(f"dataset {name!r} already has a question {row['id']!r}", key="id")
+            self._db.execute(
+                "UPDATE questions SET id = ?, row = ?, needs_review = ? WHERE dataset = ? AND id = ?",
+                (
+                    str(row["id"]),
+                    json.dumps(dict(row)),
+                    json.dumps(list(needs_review)),
+                    name,
+                    old_id,
+                ),
+            )
+
+    def create(self, name: str, *, description: str | None = None) -> None:
+        """An empty dataset `name` (nothing happens when it exists)."""
+        if not NAME_PATTERN.match(name):
+            raise InputError(f"dataset name {name!r}: use letters, digits, _ . -", key="name")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         self._db.execute(
-            "UPDATE questions SET row = ?, needs_review = ? WHERE dataset = ? AND id = ?",
-            (json.dumps(dict(row)), json.dumps(list(needs_review)), name, str(row["id"])),
+            "INSERT OR IGNORE INTO datasets (name, description, created) VALUES (?, ?, ?)",
+            (name, description, now),
         )
+
+    def move(self, name: str, question_id: str, to: int) -> None:
+        """Put question `question_id` at position `to` (0-based, clamped) of dataset `name`,
+        the others keeping their order."""
+        with self._write():
+            ids = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT id FROM questions WHERE dataset = ? ORDER BY position", (name,)
+                )
+            ]
+            if question_id not in ids:
+                raise InputError(f"dataset {name!r} has no question {question_id!r}", key="id")
+            ids.remove(question_id)
+            ids.insert(max(0, min(to, len(ids))), question_id)
+            for position, qid in enumerate(ids):
+                self._db.execute(
+                    "UPDATE questions SET position = ? WHERE dataset = ? AND id = ?",
+                    (position, name, qid),
+                )
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction, taken at once (`BEGIN IMMEDIATE`): a second writer (another
+        tab, the CLI) waits for it instead of interleaving, so no write is lost."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def remove(self, name: str, question_id: str) -> None:
         """Drop question `question_id` of dataset `name`."""
@@ -206,6 +288,12 @@ class DatasetStore:
             lines += [f"#   {q.id}: {', '.join(q.needs_review)}" for q in drafts]
         body = yaml.safe_dump(self.document(name), sort_keys=False, allow_unicode=True)
         return "\n".join(lines) + "\n" + body
+
+
+def row_revision(row: Mapping[str, Any]) -> str:
+    """A short fingerprint of a stored question: what an editor started from."""
+    text = json.dumps(dict(row), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def row_problems(name: str, rows: list[Any]) -> list[Any]:

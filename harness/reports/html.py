@@ -24,7 +24,16 @@ from .common import fmt, fmt_score, question_reasons, worst_questions
 from .html_assets import CSS, SCRIPT
 from .html_data import build_question, load_sources, trace_link
 
-__all__ = ["build_page_data", "render_html", "render_page", "write_html"]
+__all__ = [
+    "build_page_data",
+    "comparison_section",
+    "json_for_script",
+    "page_title",
+    "render_html",
+    "render_page",
+    "report_body",
+    "write_html",
+]
 
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
@@ -76,7 +85,7 @@ def build_page_data(
     }
 
 
-def _json_for_script(data: Any) -> str:
+def json_for_script(data: Any) -> str:
     """JSON safe inside a <script> element: no `</script>`, no `<!--`."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -279,7 +288,7 @@ def _question_hash(target: str, q: Any) -> str:
     return f"{key}/{q.trial}" if q.trial else key
 
 
-def _comparison_section(c: Any) -> str:
+def comparison_section(c: Any) -> str:
     """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
     from .compare_report import comparison_statistics, tool_change_lines
 
@@ -322,18 +331,20 @@ def _comparison_section(c: Any) -> str:
     return "".join(out)
 
 
-def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
-    """The whole document for `outcome` and the page data from `build_page_data`."""
+def page_title(outcome: Any) -> str:
+    """`tracegrade run ID: verdict`, the page's title."""
+    code = outcome.exit_code
+    return f"tracegrade run {outcome.run_id}: {_EXIT_WORDS.get(code, code)}"
+
+
+def report_body(outcome: Any, data: Mapping[str, Any]) -> str:
+    """The report itself (summary, targets, comparison, the question list's roots and the
+    data the script reads): what the static page and `tracegrade serve`'s run page both show,
+    each in its own document with its own way of loading CSS and SCRIPT."""
     code = outcome.exit_code
     state = "passed" if code == 0 else "incomplete" if code == 3 else "failed"
     reasons = [f"{t.target}: {r}" for t in outcome.targets for r in t.verdict.reasons]
     head = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>tracegrade run {_e(outcome.run_id)}: {_e(_EXIT_WORDS.get(code, code))}</title>",
-        f"<style>{CSS}</style></head><body>",
         '<a class="skip" href="#questions">Skip to the questions</a>',
         '<header id="summary" class="summary">',
         f"<h1>tracegrade run <code>{_e(outcome.run_id)}</code></h1>",
@@ -352,7 +363,7 @@ def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
     body = ["<main>"]
     body += [_target_section(t, i) for i, t in enumerate(outcome.targets)]
     if getattr(outcome, "comparison", None) is not None:
-        body.append(_comparison_section(outcome.comparison))
+        body.append(comparison_section(outcome.comparison))
     body.append(
         '<section id="questions" aria-labelledby="questions-h"><h2 id="questions-h" '
         'tabindex="-1">Questions</h2><noscript><p class="advisory">The question list and '
@@ -363,9 +374,23 @@ def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
         '<section id="question" aria-labelledby="question-h" hidden><div id="question-root">'
         "</div></section></main>"
     )
-    body.append(f'<script type="application/json" id="tg-data">{_json_for_script(data)}</script>')
-    body.append(f"<script>{SCRIPT}</script></body></html>")
-    return "\n".join(head + body) + "\n"
+    body.append(f'<script type="application/json" id="tg-data">{json_for_script(data)}</script>')
+    return "\n".join(head + body)
+
+
+def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
+    """The whole self-contained document for `outcome` and the page data from
+    `build_page_data`: the report body with its CSS and script inlined."""
+    head = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(page_title(outcome))}</title>",
+        f"<style>{CSS}</style></head><body>",
+    ]
+    tail = f"<script>{SCRIPT}</script></body></html>"
+    return "\n".join([*head, report_body(outcome, data), tail]) + "\n"
 
 
 def render_html(

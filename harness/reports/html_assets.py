@@ -439,8 +439,14 @@ function renderQuestion(q) {
   var calls = section("Tool calls", "qs-calls");
   calls.append(h("div", {cls: "timeline-wrap"}, timeline(q), expectations(q)));
   var back = h("a", {href: "#questions", text: "← All questions"});
+  /* `tracegrade serve` adds links (promote, review) to each question; the static page has none */
+  var links = Object.keys(DATA.links || {}).map(function (name) {
+    var href = DATA.links[name].replace(/\{(target|id|trial)\}/g, function (m, k) {
+      return encodeURIComponent(String(k === "trial" ? q.trial || 0 : q[k])); });
+    return [" · ", h("a", {href: href, cls: "qaction", "data-action": name, text: name})];
+  });
   qRoot.replaceChildren(
-    h("p", null, back),
+    h("p", null, back, links),
     h("h2", {id: "question-h", tabindex: "-1"}, h("code", {text: label(q)}), " ",
       h("span", {cls: "mode", text: "(" + q.target + ")"}), " ",
       h("span", {cls: "badge v-" + q.verdict, text: q.verdict})),
