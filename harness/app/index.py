@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,8 @@ from ..rundir.store import STORE_FILE
 __all__ = ["VERDICT_WORDS", "RunEntry", "RunIndex", "TargetSummary", "verdict_word"]
 
 VERDICT_WORDS = {0: "passed", 2: "failed", 3: "incomplete"}
+PAGES_KEPT = 8
+"""Rendered run pages kept in memory (the newest looked at)."""
 
 
 def verdict_word(code: int | None) -> str:
@@ -69,6 +73,8 @@ class RunEntry:
     problem: str | None = None
     """Why the run could not be read (shown instead of its figures)."""
     running: bool = False
+    stamp: tuple[int, ...] = ()
+    """Sizes and modification times of its manifest and store when it was read."""
 
     @property
     def verdict(self) -> str:
@@ -158,6 +164,7 @@ class RunIndex:
         self.runs_dir = Path(runs_dir)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[tuple[int, ...], RunEntry]] = {}
+        self._pages: OrderedDict[tuple[str, tuple[int, ...]], str] = OrderedDict()
 
     def entries(self) -> list[RunEntry]:
         """Every run, newest first (runs that could not be read last)."""
@@ -188,6 +195,7 @@ class RunIndex:
             else:
                 entry = _entry(run_dir)
             entry.running = inode in locked
+            entry.stamp = stamp
             seen[run_dir.name] = (stamp, entry)
         self._cache = seen
         entries = [e for _, e in seen.values()]
@@ -204,6 +212,29 @@ class RunIndex:
     def outcome(self, run_id: str) -> RunOutcome | None:
         entry = self.get(run_id)
         return entry.outcome if entry is not None else None
+
+    def page(self, entry: RunEntry, render: Callable[[RunEntry], str]) -> str:
+        """The run's page, rendered by `render` once per reading of the run (a few kept):
+        a run of thousands of questions takes seconds to gather, a cached page none."""
+        key = (entry.run_id, entry.stamp)
+        with self._lock:
+            found = self._pages.get(key)
+            if found is not None:
+                self._pages.move_to_end(key)
+                return found
+        text = render(entry)
+        with self._lock:
+            self._pages[key] = text
+            while len(self._pages) > PAGES_KEPT:
+                self._pages.popitem(last=False)
+        return text
+
+    def warm(self) -> threading.Thread:
+        """Read every run in a background thread (the first look at the runs page then finds
+        them read)."""
+        thread = threading.Thread(target=self.entries, name="tracegrade-index", daemon=True)
+        thread.start()
+        return thread
 
     def drop(self, run_id: str) -> None:
         """Forget a run's cached reading (after the app wrote to it)."""

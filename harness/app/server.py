@@ -99,7 +99,10 @@ def run_page(request: Request) -> Response:
     entry = state.index.get(request.path_params["run_id"])
     if entry is None or entry.outcome is None:
         return not_found(f"no run {request.path_params['run_id']!r} under {state.runs_dir}")
-    return HTMLResponse(render_run_page(entry, report_options=state.report_options()))
+    options = state.report_options()
+    return HTMLResponse(
+        state.index.page(entry, lambda e: render_run_page(e, report_options=options))
+    )
 
 
 def compare_page(request: Request) -> Response:
@@ -178,6 +181,7 @@ def serve(
         build_app(state, hosts=hosts), host=host, port=port, log_level="warning", lifespan="off"
     )
     server = uvicorn.Server(config)
+    state.index.warm()
     shown = f"[{host}]" if ":" in host else host
 
     original = server.startup

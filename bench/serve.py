@@ -1,0 +1,237 @@
+"""Benchmark: `tracegrade serve` with a thousand runs and a run of 5,000 questions (the issue
+asks for the runs page in under 0.5 s and the run page in under 2 s), beside the static HTML
+report of the same run.
+
+Builds real run directories (manifest, results store, trace file) from the synthetic run of
+bench/html_report.py: one of 5,000 questions and 1,000 small ones (9 questions each), starts
+the app on a free loopback port (uvicorn in a thread) and prints:
+- the runs page: server time cold (every run read once) and warm (nothing changed), its size,
+  and, with Debian's chromium, the time until it is drawn;
+- the run page of 5,000 questions: server time cold and warm, size, and chromium's time
+  until the first rows of the question list are drawn;
+- the static report of the same run: render time, size, and chromium's time to open it.
+
+    .venv/bin/python bench/serve.py [--runs N] [--questions N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.append(str(Path(__file__).resolve().parent))  # bench/html_report.py's synthetic run
+
+import httpx  # noqa: E402
+from html_report import browser_timing, synthetic  # noqa: E402
+
+from tracegrade import semconv as sc  # noqa: E402
+from tracegrade.app.server import AppState, build_app  # noqa: E402
+from tracegrade.reports.html import render_html  # noqa: E402
+from tracegrade.rundir.history import load_outcome  # noqa: E402
+from tracegrade.rundir.identity import write_identity  # noqa: E402
+from tracegrade.rundir.outcome import trace_file_of  # noqa: E402
+from tracegrade.rundir.record import RunManifest  # noqa: E402
+from tracegrade.rundir.store import ResultStore  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def _value(v: object) -> dict:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}
+    return {"stringValue": str(v)}
+
+
+def _span(name: str, trace_id: str, start: int, attrs: dict) -> dict:
+    return {
+        "traceId": trace_id,
+        "spanId": f"{start:016x}",
+        "name": name,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 500),
+        "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+    }
+
+
+def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
+    """A run directory of `n` synthetic questions: manifest, store and trace file."""
+    scores, runs, records = synthetic(n)
+    manifest = RunManifest(
+        run_id=run_id,
+        created=created,
+        targets={
+            "desk": {
+                "mode": "agent",
+                "config": {"agent": "bench.py:build"},
+                "dataset": {"path": "bench.yaml", "sha256": "0" * 64, "name": "bench"},
+            }
+        },
+    ).model_dump(mode="json")
+    manifest["targets"]["desk"]["selected"] = n
+    run_dir.mkdir(parents=True)
+    write_identity(run_dir, manifest)
+    with ResultStore.in_run_dir(run_dir) as store:
+        grading = store.new_grading(mode="run")
+        for i, q in enumerate(scores):
+            run = runs[q.question_id]
+            run.ordinal, run.trace_id = i, q.trace_id
+            store.commit_question(run, q, grading_id=grading)
+    lines = []
+    for q in scores:
+        spans = [
+            _span(
+                sc.SPAN_QUESTION,
+                q.trace_id,
+                1,
+                {sc.TG_QUESTION_ID: q.question_id, sc.TG_RECORD_COMPLETE: True},
+            )
+        ]
+        for c in records[q.question_id]:
+            spans.append(_span(f"execute_tool {c.name}", q.trace_id, 10 + c.seq, {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: c.name,
+                sc.GEN_AI_TOOL_CALL_ID: c.call_id, sc.TG_AGENT: c.agent, sc.TG_SEQ: c.seq,
+                sc.TG_QUALIFIED_ID: c.qualified_id, sc.TG_OUTCOME: c.outcome.value,
+                sc.TG_MODEL_TURN: c.model_turn,
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(dict(c.arguments)),
+                sc.GEN_AI_TOOL_CALL_RESULT: c.result}))  # fmt: skip
+        lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    trace = trace_file_of(run_dir, "desk")
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def copies(template: Path, runs_dir: Path, count: int) -> None:
+    """`count` copies of the template run, each with its own id and start time."""
+    manifest = json.loads((template / "identity.json").read_text())
+    for i in range(count):
+        run_id = f"20260101-{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}-{i:06x}"
+        target = runs_dir / run_id
+        shutil.copytree(template, target)
+        manifest.update(
+            run_id=run_id,
+            created=f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00",
+        )
+        (target / "identity.json").write_text(json.dumps(manifest))
+
+
+class Server:
+    """The app on a free loopback port, in a thread."""
+
+    def __init__(self, runs_dir: Path, store: Path) -> None:
+        import uvicorn
+
+        self.state = AppState(runs_dir=runs_dir, store_path=store)
+        config = uvicorn.Config(build_app(self.state), host="127.0.0.1", port=0,
+                                log_level="warning", lifespan="off")  # fmt: skip
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}"
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def timed_get(client: httpx.Client, url: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    r = client.get(url)
+    r.raise_for_status()
+    return time.perf_counter() - started, len(r.content)
+
+
+def browser_open(url: str, selector: str) -> float | None:
+    if not CHROMIUM.exists():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        page = browser.new_page()
+        page.goto(url.rsplit("/", 1)[0] + "/assets/app.css")  # warm the connection
+        started = time.perf_counter()
+        page.goto(url)
+        page.wait_for_selector(selector)
+        took = time.perf_counter() - started
+        browser.close()
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--questions", type=int, default=5000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        built = time.perf_counter()
+        write_run(root / "template", "20260101-000000-templ0", "2026-01-01T00:00:00+00:00", 9)
+        many, big = root / "many", root / "big"
+        copies(root / "template", many, args.runs)
+        write_run(big / "20260102-000000-big000", "20260102-000000-big000",
+                  "2026-01-02T00:00:00+00:00", args.questions)  # fmt: skip
+        print(f"built {args.runs} runs and one of {args.questions} questions in "
+              f"{time.perf_counter() - built:.1f} s")  # fmt: skip
+        print()
+        for runs_dir, label in ((many, "runs"), (big, "big")):
+            server = Server(runs_dir, root / "datasets.sqlite")
+            try:
+                with httpx.Client(timeout=120) as client:
+                    if label == "runs":
+                        cold, size = timed_get(client, server.base + "/")
+                        warm = statistics.median(
+                            timed_get(client, server.base + "/")[0] for _ in range(5)
+                        )
+                        drawn = browser_open(server.base + "/", "#runs tbody tr")
+                        print(f"runs page, {args.runs} runs")
+                        print(f"  server, first look (every run read)   {cold:6.2f} s")
+                        print(
+                            f"  server, next looks (median of 5)      {warm:6.3f} s   (goal < 0.5 s)"
+                        )
+                        print(f"  page size                            {size / 1e6:6.2f} MB")
+                        if drawn is not None:
+                            print(f"  chromium: request to rows drawn       {drawn:6.2f} s")
+                    else:
+                        url = server.base + "/runs/20260102-000000-big000"
+                        cold, size = timed_get(client, url)
+                        warm = statistics.median(timed_get(client, url)[0] for _ in range(3))
+                        drawn = browser_open(url, "#question-table tbody tr")
+                        print(f"run page, {args.questions} questions (tracegrade serve)")
+                        print(f"  server, first look                    {cold:6.2f} s")
+                        print(f"  server, next looks (median of 3)      {warm:6.2f} s")
+                        print(f"  page size                            {size / 1e6:6.2f} MB")
+                        if drawn is not None:
+                            print(
+                                f"  chromium: request to first rows       {drawn:6.2f} s   (goal < 2 s)"
+                            )
+            finally:
+                server.close()
+        outcome = load_outcome(big / "20260102-000000-big000")
+        started = time.perf_counter()
+        html = render_html(outcome)
+        rendered = time.perf_counter() - started
+        page = root / "static.html"
+        page.write_text(html, encoding="utf-8")
+        timing = browser_timing(page)
+        print("static report (--html) of the same run")
+        print(f"  render in Python                      {rendered:6.2f} s")
+        print(f"  page size                            {len(html.encode()) / 1e6:6.2f} MB")
+        if timing is not None:
+            print(f"  chromium: open from disk to rows      {timing[0]:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
