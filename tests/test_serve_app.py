@@ -121,3 +121,16 @@ def test_the_runs_filters():
     assert ids(tag="y") == ["r2"]
     assert ids(since="2026-02-01") == ["r3", "r2"]
     assert ids(until="2026-02-01") == ["r2", "r1"]
+
+
+def test_clearing_needs_review_removes_both_marks(app):
+    client, state = app
+    row = {"id": "p", "input": "hi", "metadata": {"needs_review": ["expected_tools"], "k": 1}}
+    with DatasetStore(state.store_path) as store:
+        store.add("d", row, needs_review=["expected_tools"])
+    page = client.get("/datasets/d")
+    assert "needs review: expected_tools" in page.text
+    assert client.post("/api/datasets/d/questions/p/reviewed", json={}).is_success
+    with DatasetStore(state.store_path) as store:
+        (q,) = store.questions("d")
+    assert q.needs_review == [] and q.row == {"id": "p", "input": "hi", "metadata": {"k": 1}}
