@@ -82,19 +82,16 @@ def _timeline(calls: list[Any] | None) -> str:
 
 
 def _graders(task: Any) -> str:
-    from ..rundir.record import GraderResult
-
     rows = []
     for g in task.graders:
-        r = GraderResult.from_score(g)
         verdict = (
-            "errored" if r.error else "skipped" if r.skipped else "passed" if r.passed else "failed"
+            "errored" if g.error else "skipped" if g.skipped else "passed" if g.passed else "failed"
         )
-        score = "-" if r.score is None else f"{fmt(r.score)} / {fmt(r.max)}"
+        score = "-" if g.score is None else f"{fmt(g.score)} / {fmt(g.max_score)}"
         rows.append(
-            f'<tr data-grader="{e(r.id)}"><td><code>{e(r.id)}</code></td>'
+            f'<tr data-grader="{e(g.grader_id)}"><td><code>{e(g.grader_id)}</code></td>'
             f'<td><span class="badge v-{verdict}">{verdict}</span></td><td>{e(score)}</td>'
-            f'<td class="reason">{e(r.reason)}</td></tr>'
+            f'<td class="reason">{e(g.reason)}</td></tr>'
         )
         for c in g.checks:
             rows.append(
