@@ -166,3 +166,28 @@ def test_the_config_schema_and_the_gate_and_telemetry_models_name_the_same_keys(
     assert set(gate) == {f.name for f in dataclasses.fields(GateConfig)}
     telemetry = schema["properties"]["telemetry"]["properties"]
     assert set(telemetry) == {f.name for f in dataclasses.fields(TelemetryConfig)}
+
+
+def test_config_objects_are_built_in_code_by_keyword_only():
+    from pathlib import Path
+
+    from tracegrade.inputs.config import Config, GateConfig, GraderEntry, TargetConfig
+
+    gate = GateConfig(max_errored=1, min_pass_rate=0.9)
+    target = TargetConfig(
+        name="t",
+        mode="agent",
+        factory=lambda: None,
+        dataset=Path("questions.yaml"),
+        graders=[GraderEntry(id="contains", spec=GraderSpec(must_pass=True))],
+        gate=gate,
+    )
+    config = Config(
+        path=Path("x"), base_dir=Path("."), runs_dir=Path("runs"), targets={"t": target}
+    )
+    assert config.select_targets(["t"])[0].graders[0].spec.must_pass
+    assert callable(target.load_factory())  # an object on a target built in code is used as is
+    with pytest.raises(TypeError):
+        GateConfig(None, 1)  # type: ignore[misc]  # keyword-only
+    with pytest.raises(TypeError):
+        GraderEntry("contains")  # type: ignore[misc]

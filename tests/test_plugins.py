@@ -217,3 +217,15 @@ def test_a_file_runs_under_a_private_name_and_once_when_cached(tmp_path):
     assert sys.modules.get("graders") is None or sys.modules["graders"] is not first
     assert import_file(file, namespace="t_cached") is first
     assert import_file(file, namespace="t_fresh", cache=False) is not first
+
+
+def test_the_cli_stops_with_exit_4_naming_both_distributions(tmp_path, monkeypatch, capsys):
+    from tracegrade.cli import main
+
+    for name in ("acme_one", "acme_two"):
+        ep = f"[tracegrade.graders]\nmine = {name}:Mine\n"
+        distribution(tmp_path, monkeypatch, name, ep, GRADER.replace("exact_match", "twin"))
+    assert main(["graders"]) == 4
+    err = capsys.readouterr().err
+    assert "duplicate grader id 'twin'" in err
+    assert "'acme_one'" in err and "'acme_two'" in err

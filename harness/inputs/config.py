@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GateConfig:
     """A target's gate (config `gate:`)."""
 
@@ -76,7 +76,7 @@ class GateConfig:
     pass rate); None: no bar."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GraderEntry:
     """A grader a target names in its config (`graders:`): which one, its options, and how it
     counts (`spec`)."""
@@ -96,7 +96,7 @@ class GraderEntry:
         return {"id": self.id, **self.spec.model_dump(), "options": dict(self.options)}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TelemetryConfig:
     otlp_endpoint: str | None = None
     """OTLP/HTTP endpoint; None: no exporter (OTEL_EXPORTER_OTLP_* env vars also honoured)."""
@@ -111,7 +111,7 @@ class TelemetryConfig:
     protobuf."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TargetConfig:
     """One target: what runs (agent graph or chat model), on which dataset, graded how."""
 
@@ -183,7 +183,7 @@ class TargetConfig:
         return self.where(key)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Config:
     """A loaded, validated config file."""
 
