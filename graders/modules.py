@@ -74,12 +74,15 @@ def _attach(
     item: Any, services: GraderServices | None, *, file: Path, key: str | None
 ) -> Attachment:
     if isinstance(item, Attachment):
+        _validate(type(item.grader), file=file, key=key)
         return item
     if isinstance(item, Grader):
+        _validate(type(item), file=file, key=key)
         if services is not None:
             item.services = services
         return attachment_of(item)
     if isinstance(item, type) and issubclass(item, Grader):
+        _validate(item, file=file, key=key)
         return attachment_of(item(services=services))
     if callable(item):
         return attachment_of(grader(item)(services=services))
@@ -88,3 +91,14 @@ def _attach(
         file=str(file),
         key=key,
     )
+
+
+def _validate(cls: type[Grader], *, file: Path, key: str | None) -> None:
+    """A grader class of the module declares what a plugin's must (a scale with its min below
+    its max, an id, a label...): refused at load, never a division by zero at grading."""
+    from .registry import validate_grader_class
+
+    try:
+        validate_grader_class(cls, source=f"grading module {file.name}")
+    except InputError as exc:
+        raise InputError(exc.message, file=str(file), key=key) from None

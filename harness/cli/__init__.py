@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 
 from ..errors import ExitCode, TracegradeError
 from ..redaction import RedactingFormatter, redact_text
+from ..reports.escaping import PrintableStream
 
 __all__ = ["Interrupted", "add_id_flag", "build_parser", "handle_stop_signals", "main"]
 
@@ -161,6 +162,17 @@ def _exit(code: int) -> None:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
+    # Answers, ids and reasons reach the console: their control and bidi characters (screen
+    # clears, OSC window titles and clipboard writes, U+202E) are shown as escapes.
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(stdout), PrintableStream(stderr)  # type: ignore[assignment]
+    try:
+        return _escaped_main(argv)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _escaped_main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # The console is an exit like any other: log lines, tracebacks and error messages are

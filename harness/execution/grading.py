@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -323,8 +324,30 @@ async def _one(
         log.debug("grader %s raised:\n%s", grader.id, traceback_text(exc))
         return grader.result(None, f"grader raised {describe_agent_error(exc)}", True)
     if isinstance(result, GradeResult) and len(result.reason or "") > MAX_ERROR_CHARS:
-        return result.model_copy(update={"reason": bounded(result.reason)})
+        result = result.model_copy(update={"reason": bounded(result.reason)})
+    problem = _unusable(result)
+    if problem is not None:
+        return grader.result(None, problem, True)
     return result
+
+
+def _unusable(result: Any) -> str | None:
+    """Why a grader's own answer cannot be a score, or None when it can: a NaN, an infinity or
+    a number outside the scale it declares is that grader's error on that question, never a
+    score (one such number would lift or sink a whole mean)."""
+    if not isinstance(result, GradeResult):
+        return f"grader returned {type(result).__name__}, not a GradeResult"
+    low, high = result.min_score, result.max_score
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        return f"grader declared the scale {low:g}-{high:g} (needs finite bounds, min below max)"
+    score = result.score
+    if score is None:
+        return None
+    if not math.isfinite(score):
+        return f"grader returned score {score!r}: not a finite number"
+    if not low <= score <= high:
+        return f"grader returned score {score:g}, outside its declared scale {low:g}-{high:g}"
+    return None
 
 
 async def agrade_question(

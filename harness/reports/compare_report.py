@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import fmt
+from .escaping import md_code, md_text
 
 __all__ = [
     "COMPARISON_FORMAT",
@@ -131,40 +132,36 @@ def render_comparison_console(c: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_comparison_markdown(c: Any) -> str:
     """A Markdown section for a CI job page."""
     reasons = c.regressions
     lines = [
         f"## tracegrade compare: {'regressed (exit 2)' if reasons else 'no regression'}",
         "",
-        f"Baseline `{c.base}` → candidate `{c.cand}`",
+        f"Baseline {md_code(c.base)} → candidate {md_code(c.cand)}",
         "",
     ]
-    lines += [f"> {_cell(n)}" for n in c.notes]
-    lines += [f"- {_cell(r)}" for r in reasons]
+    lines += [f"> {md_text(n)}" for n in c.notes]
+    lines += [f"- {md_text(r)}" for r in reasons]
     lines += ["", *[f"{s}  " for s in comparison_statistics(c)], ""]
     changed = [q for q in c.questions if q.changed]
     if changed:
         lines += ["| question | status | composite | tool calls |", "|---|---|---|---|"]
         for q in changed:
-            calls = "<br>".join(_cell(tool_change_lines(t)) for t in q.tool_changes) or "-"
+            calls = "<br>".join(md_text(tool_change_lines(t)) for t in q.tool_changes) or "-"
             status = q.status.replace("_", " ")
             if q.must_pass_newly_failing:
-                status += f" (must-pass: {', '.join(q.must_pass_newly_failing)})"
+                status += f" (must-pass: {md_text(', '.join(q.must_pass_newly_failing))})"
             lines.append(
-                f"| `{q.question_id}` | {status} | {fmt(q.base_composite)} → "
+                f"| {md_code(q.question_id)} | {status} | {fmt(q.base_composite)} → "
                 f"{fmt(q.cand_composite)} | {calls} |"
             )
     if c.drifted:
         lines += ["", "Drifted, not compared:", ""]
-        lines += [f"- `{d.question_id}`: {_cell('; '.join(d.reasons))}" for d in c.drifted]
+        lines += [f"- {md_code(d.question_id)}: {md_text('; '.join(d.reasons))}" for d in c.drifted]
     for title, names in (("Only in baseline", c.only_base), ("Only in candidate", c.only_cand)):
         if names:
-            lines += ["", f"{title}: " + ", ".join(f"`{n}`" for n in names)]
+            lines += ["", f"{title}: " + ", ".join(md_code(n) for n in names)]
     return "\n".join(lines) + "\n"
 
 

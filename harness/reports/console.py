@@ -12,6 +12,7 @@ from .common import (
     rubric_findings,
     worst_questions,
 )
+from .escaping import one_line
 
 __all__ = ["render_console"]
 
@@ -92,7 +93,7 @@ def render_console(outcome, *, worst: int = 5) -> str:
             verdict = "FAILED (exit 2)"
         lines.append(f"  gate: {verdict}")
         for reason in v.reasons:
-            lines.append(f"    - {reason}")
+            lines.append(f"    - {one_line(reason)}")
         findings = rubric_findings(t.questions)
         if findings:
             lines.append("  rubric checks to look at:")
@@ -107,9 +108,11 @@ def render_console(outcome, *, worst: int = 5) -> str:
             lines.append("  worst questions:")
             for q in flagged:
                 trace = f" trace {q.trace_id}" if q.trace_id else ""
-                lines.append(f"    {question_label(q)}: composite {fmt(q.composite)}{trace}")
+                lines.append(
+                    f"    {one_line(question_label(q))}: composite {fmt(q.composite)}{trace}"
+                )
                 for reason in question_reasons(q):
-                    lines.append(f"      {reason}")
+                    lines.append(f"      {one_line(reason)}")
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:
         from .compare_report import render_comparison_console

@@ -13,6 +13,7 @@ from .common import (
     rubric_findings,
     worst_questions,
 )
+from .escaping import md_code, md_text
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -23,22 +24,21 @@ _EXIT_WORDS = {
 }
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(outcome, *, worst: int = 5) -> str:
     """The summary (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     code = outcome.exit_code
-    lines = [f"## tracegrade run `{outcome.run_id}`: {_EXIT_WORDS.get(code, f'exit {code}')}", ""]
+    lines = [
+        f"## tracegrade run {md_code(outcome.run_id)}: {_EXIT_WORDS.get(code, f'exit {code}')}",
+        "",
+    ]
     for note in outcome.notes:
-        lines.append(f"> {note}")
+        lines.append(f"> {md_text(note)}")
     for t in outcome.targets:
         v = t.verdict
         state = "incomplete" if v.incomplete else "passed" if v.passed else "failed"
-        lines += ["", f"### {t.target} ({t.mode}): gate {state}", ""]
+        lines += ["", f"### {md_text(t.target)} ({t.mode}): gate {state}", ""]
         for advisory in t.advisories:
-            lines.append(f"> **{_cell(advisory)}**")
+            lines.append(f"> **{md_text(advisory)}**")
         if t.advisories:
             lines.append("")
         lines += [
@@ -48,7 +48,7 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         for g in t.graders:
             must = " (must pass)" if g.must_pass else ""
             lines.append(
-                f"| `{g.grader_id}`{must} | {fmt_score(g.mean, g.max_score)} | {_cell(g.pass_bar)} "
+                f"| {md_code(g.grader_id)}{must} | {fmt_score(g.mean, g.max_score)} | {g.pass_bar} "
                 f"| {g.scored} | {g.skipped} "
                 f"| {g.errored} | {g.passed}/{g.passed + g.failed} |"
             )
@@ -60,15 +60,15 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         ]
         if v.reasons:
             lines.append("")
-            lines += [f"- {_cell(r)}" for r in v.reasons]
+            lines += [f"- {md_text(r)}" for r in v.reasons]
         findings = rubric_findings(t.questions)
         if findings:
             lines += ["", "**Rubric checks to look at**", ""]
-            lines += [f"- {_cell(f)}" for f in findings]
+            lines += [f"- {md_text(f)}" for f in findings]
         labelled = annotation_lines(t.questions)
         if labelled:
             lines += ["", "**Labels (answered by people)**", ""]
-            lines += [f"- {_cell(line)}" for line in labelled]
+            lines += [f"- {md_text(line)}" for line in labelled]
         flagged = worst_questions(t.questions, worst)
         if flagged:
             lines += ["", "<details><summary>Worst questions</summary>", ""]
@@ -76,7 +76,8 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
             for q in flagged:
                 why = "; ".join(question_reasons(q))
                 lines.append(
-                    f"| `{question_label(q)}` | {fmt(q.composite)} | {_cell(why)} | `{q.trace_id or '-'}` |"
+                    f"| {md_code(question_label(q))} | {fmt(q.composite)} | {md_text(why)} "
+                    f"| {md_code(q.trace_id or '-')} |"
                 )
             lines += ["", "</details>"]
     comparison = getattr(outcome, "comparison", None)

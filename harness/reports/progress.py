@@ -55,8 +55,10 @@ class Progress:
         if not force and now - self._last_draw < self.interval_s:
             return
         self._last_draw = now
-        self.stream.write("\r\x1b[2K" + self.line())
-        self.stream.flush()
+        # the line holds only numbers: its own erase-line code goes to the terminal as is
+        stream = getattr(self.stream, "unescaped", self.stream)
+        stream.write("\r\x1b[2K" + self.line())
+        stream.flush()
 
     def close(self) -> None:
         if self.enabled and self.total:
