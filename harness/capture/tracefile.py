@@ -297,7 +297,8 @@ _TRACE_ID = re.compile(r'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 
 def _spans_of(path: Path, broken: dict[int, set[str]]) -> Iterator[tuple[int, dict]]:
     """Every span of the file. A line that is not OTLP JSON (half-written when a process was
-    killed, or damaged) is skipped; `broken[line] = trace ids still legible in it`."""
+    killed, or damaged, or JSON of another shape) is skipped; `broken[line] = trace ids still
+    legible in it`."""
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
@@ -306,14 +307,20 @@ def _spans_of(path: Path, broken: dict[int, set[str]]) -> Iterator[tuple[int, di
                 request = json.loads(line)
                 if not isinstance(request, dict):
                     raise ValueError("not a JSON object")
-            except ValueError as exc:
+                spans = [
+                    span
+                    for resource_spans in request.get("resourceSpans", [])
+                    for scope_spans in resource_spans.get("scopeSpans", [])
+                    for span in scope_spans.get("spans", [])
+                ]
+                if not all(isinstance(span, dict) for span in spans):
+                    raise ValueError("a span that is not a JSON object")
+            except (ValueError, TypeError, AttributeError) as exc:
                 log.warning("%s:%d: not an OTLP JSON line (%s); skipped", path, line_no, exc)
                 broken[line_no] = set(m.lower() for m in _TRACE_ID.findall(line))
                 continue
-            for resource_spans in request.get("resourceSpans", []):
-                for scope_spans in resource_spans.get("scopeSpans", []):
-                    for span in scope_spans.get("spans", []):
-                        yield line_no, span
+            for span in spans:
+                yield line_no, span
 
 
 def _tool_call(span: dict, attrs: dict) -> ToolCall:
@@ -405,6 +412,36 @@ def read_records(
     return {qid: record for (qid, trial), record in records.items() if not trial}
 
 
+def _read_span(
+    span: dict,
+    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...]]],
+    calls: dict[str, list[ToolCall]],
+    interrupts: dict[str, list[Interruption]],
+) -> None:
+    attrs = {kv["key"]: decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
+    trace_id = span.get("traceId", "")
+    if not isinstance(trace_id, str):
+        raise ValueError(f"traceId {trace_id!r} is not a string")
+    if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
+        key = QuestionRunKey(
+            str(attrs.get(sc.TG_RUN_ID) or ""),
+            str(attrs.get(sc.TG_TARGET) or ""),
+            str(attrs[sc.TG_QUESTION_ID]),
+            int(attrs.get(sc.TG_TRIAL) or 0),
+        )
+        start = int(span.get("startTimeUnixNano", 0))
+        previous = questions.get(key)
+        if previous is None or previous[0] <= start:
+            problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
+            complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
+            turns = tuple(int(t) for t in attrs.get(sc.TG_TURN_STARTS) or ())
+            questions[key] = (start, trace_id, complete, problems, turns)
+    elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
+        calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
+    elif span.get("name") == sc.SPAN_INTERRUPT:
+        interrupts.setdefault(trace_id, []).append(_interruption(span, attrs))
+
+
 def read_trial_records(
     path: Path | str,
     *,
@@ -458,27 +495,15 @@ def read_question_runs(
     calls: dict[str, list[ToolCall]] = {}
     interrupts: dict[str, list[Interruption]] = {}
     broken: dict[int, set[str]] = {}
-    for _line_no, span in _spans_of(path, broken):
-        attrs = {kv["key"]: decode_value(kv.get("value", {})) for kv in span.get("attributes", [])}
-        trace_id = span.get("traceId", "")
-        if span.get("name") == sc.SPAN_QUESTION and sc.TG_QUESTION_ID in attrs:
-            key = QuestionRunKey(
-                str(attrs.get(sc.TG_RUN_ID) or ""),
-                str(attrs.get(sc.TG_TARGET) or ""),
-                str(attrs[sc.TG_QUESTION_ID]),
-                int(attrs.get(sc.TG_TRIAL) or 0),
+    for line_no, span in _spans_of(path, broken):
+        try:
+            _read_span(span, questions, calls, interrupts)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a span of another shape
+            log.warning("%s:%d: not an OTLP span (%s); skipped", path, line_no, exc)
+            trace_id = span.get("traceId")
+            broken.setdefault(line_no, set()).update(
+                [trace_id.lower()] if isinstance(trace_id, str) else []
             )
-            start = int(span.get("startTimeUnixNano", 0))
-            previous = questions.get(key)
-            if previous is None or previous[0] <= start:
-                problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
-                complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
-                turns = tuple(int(t) for t in attrs.get(sc.TG_TURN_STARTS) or ())
-                questions[key] = (start, trace_id, complete, problems, turns)
-        elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
-            calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
-        elif span.get("name") == sc.SPAN_INTERRUPT:
-            interrupts.setdefault(trace_id, []).append(_interruption(span, attrs))
     damaged: dict[str, list[int]] = {}
     for line_no, trace_ids in sorted(broken.items()):
         for trace_id in trace_ids:

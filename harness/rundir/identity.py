@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError
-from .record import RunManifest
+from .record import MANIFEST_VERSION, RunManifest
 
 __all__ = [
     "IDENTITY_FILE",
@@ -186,6 +186,15 @@ def read_manifest(run_dir: Path) -> RunManifest:
     """The typed manifest of `run_dir`; a missing or malformed one is invalid input (exit 4)."""
     path = Path(run_dir) / IDENTITY_FILE
     data = read_json_file(path, "run manifest")
+    version = data.get("version", 1) if isinstance(data, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
+        raise InputError(
+            f"{path} has manifest version {version}: made by a newer tracegrade (this one "
+            f"reads version {MANIFEST_VERSION})",
+            file=str(path),
+            key="/version",
+            hint="upgrade tracegrade to read this run",
+        )
     try:
         return RunManifest.model_validate(data)
     except ValidationError as exc:

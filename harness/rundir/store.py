@@ -13,13 +13,14 @@ in memory, the file keeps only redacted copies.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
@@ -204,6 +205,32 @@ def _optional(redact: RedactionPolicy, text: str | None) -> str | None:
     return None if text is None else redact.text(text)
 
 
+_JSON_COLUMNS = {
+    "questions": ("tags", "row", "messages", "usage"),
+    "grades": ("samples", "checks", "details"),
+    "gradings": ("graders",),
+    "meta": ("value",),
+}
+"""Columns that hold JSON text: a row whose text is not JSON is a damaged store (exit 4),
+found when the store is opened rather than shown as a question that passed."""
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _reads(method: _Method) -> _Method:
+    """A read of the store: a damaged page, a dropped table or a row that is not what was
+    written is invalid input naming the file (exit 4), never a traceback."""
+
+    @functools.wraps(method)
+    def read(self: ResultStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            raise self.damaged(exc) from exc
+
+    return read  # type: ignore[return-value]
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -247,19 +274,40 @@ class ResultStore:
             if not readonly:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-            if not readonly and existed:  # truncated or overwritten: say so now, not later
+            if readonly or existed:  # truncated, overwritten, bit-flipped: say so now, not later
                 problems = [r[0] for r in self._db.execute("PRAGMA quick_check").fetchall()]
                 if problems != ["ok"]:
                     raise sqlite3.DatabaseError("; ".join(map(str, problems[:3])))
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+            if readonly or existed:
+                self._check_rows()
+        except (sqlite3.DatabaseError, ValueError) as exc:
             self._db.close()
-            raise InputError(
-                f"the results store is damaged: {exc}",
-                file=str(self.path),
-                hint="not a readable SQLite results file; the run cannot be resumed or "
-                "re-graded from it",
-            ) from exc
+            raise self.damaged(exc) from exc
+
+    def damaged(self, problem: BaseException | str) -> InputError:
+        """The error for a store that is not what tracegrade wrote (exit 4, naming it)."""
+        return InputError(
+            f"the results store is damaged: {problem}",
+            file=str(self.path),
+            hint="not a readable SQLite results file; the run cannot be resumed, re-graded "
+            "or shown from it",
+        )
+
+    def _check_rows(self) -> None:
+        """Every table present, every JSON column JSON (SQLite's `json_valid`, no row read
+        into Python)."""
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        missing = [
+            t for t in ("questions", "grades", "scores", "gradings", "meta") if t not in tables
+        ]
+        if missing:
+            raise ValueError(f"table {missing[0]!r} is missing")
+        for table, columns in _JSON_COLUMNS.items():
+            test = " OR ".join(f"json_valid({c}) = 0" for c in columns)
+            bad = self._db.execute(f"SELECT rowid FROM {table} WHERE {test} LIMIT 1").fetchone()
+            if bad is not None:
+                raise ValueError(f"a row of table {table!r} holds text that is not JSON")
 
     @classmethod
     def in_run_dir(
@@ -336,6 +384,7 @@ class ResultStore:
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
         )
 
+    @_reads
     def meta(self, key: str, default: Any = None) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
@@ -348,6 +397,7 @@ class ResultStore:
         )
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
+    @_reads
     def gradings(self) -> list[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT grading_id, created, mode, graders FROM gradings ORDER BY grading_id"
@@ -357,6 +407,7 @@ class ResultStore:
             for r in rows
         ]
 
+    @_reads
     def latest_grading_id(self) -> int | None:
         row = self._db.execute("SELECT MAX(grading_id) FROM gradings").fetchone()
         return row[0]
@@ -470,6 +521,7 @@ class ResultStore:
         """Question ids of `target` with at least one committed trial."""
         return {qid for qid, _trial in self.finished_trials(target)}
 
+    @_reads
     def finished_trials(self, target: str) -> set[tuple[str, int]]:
         """(question id, trial) pairs of `target` already committed."""
         rows = self._db.execute(
@@ -477,10 +529,12 @@ class ResultStore:
         )
         return {(r[0], r[1]) for r in rows}
 
+    @_reads
     def targets(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT target FROM questions ORDER BY target")
         return [r[0] for r in rows]
 
+    @_reads
     def load_runs(self, target: str | None = None) -> list[QuestionRun]:
         """The stored question runs (in selection order, trials in order)."""
         sql = f"SELECT {', '.join(_QUESTION_COLUMNS)} FROM questions"
@@ -500,6 +554,7 @@ class ResultStore:
             out.append(QuestionRun(**r))
         return out
 
+    @_reads
     def load_scores(
         self, *, grading_id: int | None = None, target: str | None = None
     ) -> list[QuestionScore]:
@@ -640,6 +695,7 @@ class ResultStore:
             note=note,
         )
 
+    @_reads
     def load_annotations(self, *, target: str | None = None) -> list[Annotation]:
         """Every annotation of the run (of `target`), oldest first, each flagged stale when the
         stored answer it was about has changed since."""
