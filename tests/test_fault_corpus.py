@@ -132,6 +132,137 @@ def _markdown_escaped(root: Path, out: str) -> None:
     assert row.startswith("| `<script>alert(1)</script> ## pwned <img"), row
 
 
+# -- compare and baselines ------------------------------------------------------------------
+def _last_run(root: Path) -> str:
+    return str(_run_dirs(root)[-1])
+
+
+def _compare_limited(root: Path) -> list[str]:
+    write_project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
+    assert _run(root) == 2  # rome fails its must-pass grader
+    base = _last_run(root)
+    assert _run(root, "--id", "paris") == 0  # the candidate leaves the failing question out
+    return ["compare", base, _last_run(root)]
+
+
+def _compare_unfinished(root: Path) -> list[str]:
+    write_project(
+        root,
+        questions=["paris", "rome", "die"],
+        target={"graders": ["tool_usage_grader"], "concurrency": 1},
+    )
+    assert _run(root, "--id", "paris", "--id", "rome") == 0
+    base = _last_run(root)
+    killed = subprocess.run(  # the agent of "die" kills the process: a run that never ended
+        [sys.executable, "-m", "tracegrade", "run", "--quiet"],
+        cwd=root,
+        env=_child_env(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert killed.returncode == -9, killed.stderr
+    return ["compare", base, _last_run(root), "--json", "comparison.json"]
+
+
+def _compare_degraded(root: Path) -> list[str]:
+    write_project(root, target={"graders": ["tool_usage_grader"]})
+    assert _run(root) == 0
+    base = _last_run(root)
+    (root / "data" / "graders.py").write_text(RAISES, encoding="utf-8")
+    assert _run(root) == 3  # every question degraded: its own run is incomplete
+    return ["compare", base, _last_run(root)]
+
+
+def _comparison_incomplete(root: Path, _out: str) -> None:
+    data = json.loads((root / "comparison.json").read_text(encoding="utf-8"))
+    assert data["exit_code"] == 3 and data["incomplete"], data
+
+
+def _baseline_of_other_dataset(root: Path) -> list[str]:
+    other = root / "other"
+    write_project(other, questions=[], extra_questions=[dict(QUESTIONS["paris"], id="elsewhere")])
+    assert _run(other) in (0, 2)
+    write_project(root, target={"graders": MUST_PASS_TOOLS})
+    return ["run", "--baseline", _last_run(other)]
+
+
+def _nothing_ran(root: Path, _out: str) -> None:
+    assert not (root / "runs").exists() or not _run_dirs(root)
+
+
+def _gate_beside_incomplete_baseline(root: Path) -> list[str]:
+    write_project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
+    assert _run(root) == 2
+    base = _last_run(root)
+    return ["run", "--id", "rome", "--baseline", base]
+
+
+# -- damaged run directories ----------------------------------------------------------------
+def _damaged(
+    command: str, damage: Callable[[Path], None], *more: str
+) -> Callable[[Path], list[str]]:
+    """A finished run, damaged by `damage(run_dir)`, then `tracegrade COMMAND RUN`."""
+
+    def setup(root: Path) -> list[str]:
+        write_project(root)
+        assert _run(root) == 0
+        run_dir = _run_dirs(root)[-1]
+        damage(run_dir)
+        if command == "compare":
+            return ["compare", str(run_dir), str(run_dir), *more]
+        return [command, str(run_dir), *more]
+
+    return setup
+
+
+def _sql(statement: str) -> Callable[[Path], None]:
+    def damage(run_dir: Path) -> None:
+        import sqlite3
+
+        db = sqlite3.connect(run_dir / "results.sqlite", isolation_level=None)
+        db.execute("PRAGMA journal_mode=DELETE")
+        db.execute(statement)
+        db.close()
+
+    return damage
+
+
+def _flip_page(run_dir: Path) -> None:
+    """Bit-flip the header of the store's second page, as a failing disk does."""
+    _sql("VACUUM")(run_dir)
+    path = run_dir / "results.sqlite"
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    for offset in range(page, page + 12):
+        data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _newer_identity(run_dir: Path) -> None:
+    path = run_dir / "identity.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**data, "version": 99}), encoding="utf-8")
+
+
+def _garbage_trace(run_dir: Path) -> None:
+    trace = next(run_dir.glob("**/*.jsonl"))
+    with trace.open("a", encoding="utf-8") as out:
+        out.write("{half a line\n\x00\x01 not json at all\n")
+        out.write('{"resourceSpans": 5}\n{"resourceSpans": [{"scopeSpans": [{"spans": ["x"]}]}]}\n')
+        span = {"name": "question", "traceId": 7, "attributes": [{"key": 1, "value": "v"}]}
+        out.write(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n")
+
+
+RAISES = """
+from tracegrade.graders.code import grader
+
+
+@grader(name="broken")
+def broken(output):
+    raise RuntimeError("the grader's service is down")
+"""
+
+
 CASES = [
     # -- false greens: a grader's own number --------------------------------------------------
     Case(
@@ -157,6 +288,77 @@ CASES = [
         real=True,
     ),
     Case("grader-flat-scale", _grading_module(FLAT_SCALE), 4, ("graders.py", "flat", "max_score")),
+    # -- false greens: compare of an incomplete candidate, baselines -------------------------
+    Case(
+        "compare-candidate-limited", _compare_limited, 3, ("missing from the candidate", "t/rome")
+    ),
+    Case(
+        "compare-candidate-unfinished",
+        _compare_unfinished,
+        3,
+        ("unfinished", "2 of 3"),
+        check=_comparison_incomplete,
+    ),
+    Case("compare-candidate-degraded", _compare_degraded, 3, ("degraded", "t/paris", "t/rome")),
+    Case(
+        "baseline-of-another-dataset",
+        _baseline_of_other_dataset,
+        4,
+        ("--baseline", "shares no question"),
+        check=_nothing_ran,
+    ),
+    Case(
+        "failed-gate-beside-baseline-problem",
+        _gate_beside_incomplete_baseline,
+        2,
+        ("must-pass failure", "missing from the candidate"),
+    ),
+    # -- false greens and internal errors: damaged run directories ----------------------------
+    Case(
+        "identity-newer-version",
+        _damaged("show", _newer_identity),
+        4,
+        ("identity.json", "made by a newer tracegrade"),
+        real=True,
+    ),
+    Case(
+        "store-rows-not-json-show",
+        _damaged("show", _sql("UPDATE questions SET row = '{not json'")),
+        4,
+        ("results.sqlite", "not JSON"),
+    ),
+    Case(
+        "store-rows-not-json-grade",
+        _damaged("grade", _sql("UPDATE grades SET checks = 'nope['")),
+        4,
+        ("results.sqlite", "not JSON"),
+    ),
+    Case("sqlite-bit-flip-show", _damaged("show", _flip_page), 4, ("results.sqlite", "damaged")),
+    Case(
+        "sqlite-bit-flip-compare",
+        _damaged("compare", _flip_page),
+        4,
+        ("results.sqlite", "damaged"),
+        real=True,
+    ),
+    Case(
+        "scores-table-dropped-show",
+        _damaged("show", _sql("DROP TABLE scores")),
+        4,
+        ("results.sqlite", "'scores' is missing"),
+    ),
+    Case(
+        "scores-table-dropped-grade",
+        _damaged("grade", _sql("DROP TABLE scores")),
+        4,
+        ("results.sqlite", "'scores' is missing"),
+    ),
+    Case(
+        "trace-file-garbage-grade",  # lines no question owns: each named and skipped
+        _damaged("grade", _garbage_trace),
+        0,
+        ("t.jsonl:3: not an OTLP JSON line; skipped", "t.jsonl:7:"),
+    ),
     # -- hostile text in reports ----------------------------------------------------------------
     Case(
         "console-control-characters",
@@ -168,6 +370,14 @@ CASES = [
     ),
     Case("markdown-html-and-headings", _hostile_ids, 2, "must-pass", check=_markdown_escaped),
 ]
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of a real `tracegrade` command: this checkout importable first."""
+    return {
+        "PYTHONPATH": os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
 
 
 def _prepare(case: Case, root: Path) -> list[str]:
@@ -205,7 +415,7 @@ def test_fault_real_command(case: Case, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        env=_child_env(),
     )
     _expect(case, tmp_path, proc.returncode, proc.stdout + proc.stderr)
 

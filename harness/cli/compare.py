@@ -28,6 +28,9 @@ Exit 2 when the candidate regresses (--fail-on, repeatable; default must-pass an
   must-pass    a question newly fails a must-pass grader
   significant  the composite interval lies wholly below zero
   any          any question newly failing, or either of the above
+Exit 3 (incomplete) when the candidate leaves baseline questions out (a --limit, another
+selection), never finished (interrupted, never resumed) or has degraded questions (their
+evaluation failed): each is named; --allow-missing lists them and decides on the rest.
 exit 0 otherwise; 4 on drift or bad input; 5 when no question is in both runs.
 """
 
@@ -57,6 +60,12 @@ def add_compare_flags(parser: argparse.ArgumentParser) -> None:
         "--allow-drift",
         action="store_true",
         help="compare despite questions that differ between the runs (listed apart)",
+    )
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="decide on the questions both runs have although the candidate is incomplete "
+        "(baseline questions left out, unfinished, degraded): listed, not exit 3",
     )
     parser.add_argument(
         "--fail-on",
@@ -103,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         base,
         cand,
         allow_drift=args.allow_drift,
+        allow_missing=args.allow_missing,
         fail_on=fail_on_of(args),
         resamples=args.resamples,
         seed=args.seed,

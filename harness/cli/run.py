@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
         baseline = load_comparable(args.baseline, config_path=args.config)
     progress = Progress(quiet=args.quiet)
+    if baseline is not None and not args.resume:
+        _check_baseline_overlap(args, config, baseline)
 
     started: list[Path] = []
 
@@ -169,6 +171,21 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any) -> None:
+    """A baseline sharing no question with the selection (another dataset) can decide
+    nothing: refused (exit 4) before the agents run, not found out after them."""
+    from ..errors import InputError
+    from ..execution.lifecycle import selected_ids
+
+    asked = selected_ids(config, _selection(args))
+    if asked and not any(q.id in asked for q in baseline.questions):
+        raise InputError(
+            f"the baseline {args.baseline} shares no question with this run's selection "
+            f"({len(asked)} question(s)): it is a run of another dataset",
+            key="--baseline",
+        )
+
+
 def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:
     """Attach the comparison to the outcome; a refused one (drift) is a note and exit 4, the
     run's own reports still written."""
@@ -186,6 +203,7 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
             resamples=args.resamples,
             seed=args.seed,
             label=args.label,
+            allow_missing=args.allow_missing,
         )
     except TracegradeError as exc:
         print(f"tracegrade: error: baseline comparison: {exc}", file=sys.stderr)
@@ -195,8 +213,6 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
     from ..execution.lifecycle import resume_run, start_run
-    from ..execution.shards import parse_shard
-    from ..rundir.outcome import Selection
 
     if args.resume:
         return resume_run(
@@ -208,7 +224,22 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
             workers=args.workers,
             executor=args.executor,
         )
-    selection = Selection(
+    return start_run(
+        config,
+        _selection(args),
+        use_cache=not args.no_cache,
+        on_start=on_start,
+        on_done=progress.advance,
+        workers=args.workers,
+        executor=args.executor,
+    )
+
+
+def _selection(args: argparse.Namespace) -> Any:
+    from ..execution.shards import parse_shard
+    from ..rundir.outcome import Selection
+
+    return Selection(
         targets=tuple(args.target),
         split=args.split,
         bundles=tuple(args.bundle),
@@ -218,13 +249,4 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
         repeats=args.repeats,
         shard=parse_shard(args.shard) if args.shard else None,
         goal=args.goal,
-    )
-    return start_run(
-        config,
-        selection,
-        use_cache=not args.no_cache,
-        on_start=on_start,
-        on_done=progress.advance,
-        workers=args.workers,
-        executor=args.executor,
     )

@@ -146,6 +146,8 @@ class QuestionChange:
     """The baseline agent's error, if any trial errored."""
     cand_error: str | None = None
     """The candidate agent's error, if any trial errored."""
+    cand_degraded: bool = False
+    """A candidate trial's evaluation failed (a grader error, not the agent's)."""
 
     @property
     def status(self) -> str:
@@ -213,6 +215,12 @@ class Comparison:
     """The regression rules applied."""
     notes: list[str] = field(default_factory=list)
     """What could not be checked (e.g. a results file without content fingerprints)."""
+    incomplete: list[str] = field(default_factory=list)
+    """Why the comparison does not cover what the baseline asked: questions only in the
+    baseline, a candidate that did not finish its selection, candidate questions whose
+    evaluation failed (degraded). Exit 3 unless `allow_missing`."""
+    allow_missing: bool = False
+    """`--allow-missing`: an incomplete comparison is listed, not exit 3."""
 
     def with_status(self, status: str) -> list[QuestionChange]:
         return [q for q in self.questions if q.status == status]
@@ -244,6 +252,8 @@ class Comparison:
 
     @property
     def exit_code(self) -> int:
+        if self.incomplete and not self.allow_missing:
+            return int(ExitCode.INCOMPLETE)
         return int(ExitCode.GATE_FAILED if self.regressions else ExitCode.OK)
 
 
@@ -323,6 +333,7 @@ def _question_change(
         tool_changes=tool_changes,
         base_error=next((t.error for t in base if t.error), None),
         cand_error=next((t.error for t in cand if t.error), None),
+        cand_degraded=any(t.degraded and t.error is None for t in cand),
     )
 
 
@@ -388,18 +399,53 @@ def _pair_targets(
     return []
 
 
+def _names(items: Sequence[str], limit: int = 10) -> str:
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def _incomplete(
+    cand: StoredRun, only_base: Sequence[str], changes: Sequence[QuestionChange]
+) -> list[str]:
+    """What the candidate leaves uncompared: a question it never asked, a selection it never
+    finished, a question whose evaluation failed. None of these is "no regression"."""
+    out = []
+    if only_base:
+        out.append(
+            f"{len(only_base)} baseline question(s) missing from the candidate: {_names(only_base)}"
+        )
+    for target, t in (cand.manifest.get("targets") or {}).items():
+        selected = t.get("selected") if isinstance(t, dict) else None
+        have = sum(1 for q in cand.questions if q.target == target)
+        if isinstance(selected, int) and have < selected:
+            out.append(
+                f"the candidate is unfinished: target {target} has results for {have} of "
+                f"{selected} selected question run(s) (interrupted, never resumed)"
+            )
+    degraded = [f"{q.target}/{q.question_id}" for q in changes if q.cand_degraded]
+    if degraded:
+        out.append(
+            f"{len(degraded)} candidate question(s) degraded (their evaluation failed, no "
+            f"verdict to compare): {_names(degraded)}"
+        )
+    return out
+
+
 def compare_runs(
     base: StoredRun,
     cand: StoredRun,
     *,
     allow_drift: bool = False,
+    allow_missing: bool = False,
     fail_on: Sequence[str] = ("must-pass", "significant"),
     resamples: int = 10_000,
     seed: int = 0,
     label: str | None = None,
 ) -> Comparison:
     """Compare `cand` against `base`. Raises `InputError` (exit 4) on drift unless
-    `allow_drift`, and `NothingToRunError` (exit 5) when no question is in both runs. With
+    `allow_drift`, and `NothingToRunError` (exit 5) when no question is in both runs. A
+    candidate that leaves baseline questions out, did not finish or degraded makes the
+    comparison incomplete (exit 3) unless `allow_missing`. With
     `label`, a person's answer to that checklist item is each question's pass/fail (a
     must-pass signal `label:<id>`; unlabelled or stale: undecided)."""
     if label is not None:
@@ -464,4 +510,6 @@ def compare_runs(
         bootstrap=paired_bootstrap(deltas, resamples=resamples, seed=seed),
         fail_on=tuple(fail_on),
         notes=notes,
+        incomplete=_incomplete(cand, only_base, changes),
+        allow_missing=allow_missing,
     )

@@ -117,6 +117,13 @@ def _select_share(
     return dataset, shard_questions(target.name, questions, selection.shard), ordinals
 
 
+def selected_ids(config: Config, selection: Selection) -> set[str]:
+    """The ids of the questions `selection` asks of the config's targets (datasets read, no
+    agent built): what `run --baseline` checks the baseline against before anything runs."""
+    targets = config.select_targets(selection.targets)
+    return {str(q.id) for t in targets for q in _select_share(t, selection)[1]}
+
+
 def _module_note(target: TargetConfig, attached: Sequence[AttachedGrader]) -> list[str]:
     """Say which graders came from the automatic grading module (graders.py beside the
     dataset): they attach even when the target's `graders:` names none of them."""

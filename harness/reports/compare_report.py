@@ -123,26 +123,35 @@ def render_comparison_console(c: Any) -> str:
         if names:
             lines.append(f"  {title}: {', '.join(names)}")
     lines += ["  " + s for s in comparison_statistics(c)]
-    reasons = c.regressions
-    lines.append(
-        f"  verdict: {'REGRESSED (exit 2)' if reasons else 'no regression'}"
-        f" [fail on: {', '.join(c.fail_on)}]"
-    )
-    lines += [f"    - {r}" for r in reasons]
+    words = verdict_words(c)
+    if not words.startswith("no regression"):  # a verdict that fails CI stands out
+        words = words.split(";")[0].upper() + words[len(words.split(";")[0]) :]
+    lines.append(f"  verdict: {words} [fail on: {', '.join(c.fail_on)}]")
+    lines += [f"    - {r}" for r in [*c.incomplete, *c.regressions]]
     return "\n".join(lines) + "\n"
+
+
+def verdict_words(c: Any) -> str:
+    """"incomplete (exit 3)", "regressed (exit 2)" or "no regression" ("incomplete, allowed"
+    with `--allow-missing`): a comparison that left baseline questions uncompared never reads
+    as no regression alone."""
+    if c.incomplete and not c.allow_missing:
+        return "incomplete (exit 3)"
+    words = "regressed (exit 2)" if c.regressions else "no regression"
+    return f"{words}; incomplete, allowed by --allow-missing" if c.incomplete else words
 
 
 def render_comparison_markdown(c: Any) -> str:
     """A Markdown section for a CI job page."""
     reasons = c.regressions
     lines = [
-        f"## tracegrade compare: {'regressed (exit 2)' if reasons else 'no regression'}",
+        f"## tracegrade compare: {verdict_words(c)}",
         "",
         f"Baseline {md_code(c.base)} → candidate {md_code(c.cand)}",
         "",
     ]
     lines += [f"> {md_text(n)}" for n in c.notes]
-    lines += [f"- {md_text(r)}" for r in reasons]
+    lines += [f"- {md_text(r)}" for r in [*c.incomplete, *reasons]]
     lines += ["", *[f"{s}  " for s in comparison_statistics(c)], ""]
     changed = [q for q in c.questions if q.changed]
     if changed:
@@ -177,6 +186,8 @@ def comparison_to_dict(c: Any) -> dict[str, Any]:
         "targets": [list(p) for p in c.targets],
         "exit_code": c.exit_code,
         "regressed": bool(c.regressions),
+        "incomplete": list(c.incomplete),
+        "allow_missing": c.allow_missing,
         "reasons": c.regressions,
         "fail_on": list(c.fail_on),
         "mcnemar": {

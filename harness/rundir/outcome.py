@@ -100,12 +100,18 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        codes = [t.verdict.exit_code for t in self.targets] + list(self.extra_exit_codes)
-        if self.comparison is not None:
-            codes.append(self.comparison.exit_code)
+        """The run's own verdict first: a failed gate or an incomplete run is never hidden
+        behind a problem of the baseline comparison (a regression, a refusal)."""
+        codes = [t.verdict.exit_code for t in self.targets]
         if self.lost_spans:
             codes.append(int(ExitCode.INCOMPLETE))
-        return combine_exit_codes(codes)
+        own = combine_exit_codes(codes)
+        if own != ExitCode.OK:
+            return own
+        baseline = list(self.extra_exit_codes)
+        if self.comparison is not None:
+            baseline.append(self.comparison.exit_code)
+        return combine_exit_codes(baseline)
 
 
 def new_run_id() -> str:
