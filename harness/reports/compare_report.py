@@ -132,7 +132,7 @@ def render_comparison_console(c: Any) -> str:
 
 
 def verdict_words(c: Any) -> str:
-    """"incomplete (exit 3)", "regressed (exit 2)" or "no regression" ("incomplete, allowed"
+    """The verdict in words: incomplete (exit 3), regressed (exit 2) or no regression ("incomplete, allowed"
     with `--allow-missing`): a comparison that left baseline questions uncompared never reads
     as no regression alone."""
     if c.incomplete and not c.allow_missing:
