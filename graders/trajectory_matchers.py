@@ -17,12 +17,11 @@ emitted, and `{type: ...}` or `{regex: ...}` says what to accept).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..inputs.trajectory import is_matcher
-from ..redaction import REDACTED, is_secret_name
+from ..redaction import REDACTED, compile_pattern, is_secret_name
 
 __all__ = [
     "ArgsMatcher",
@@ -148,7 +147,8 @@ class Regex(Matcher):
     __slots__ = ("pattern",)
 
     def __init__(self, pattern: str) -> None:
-        self.pattern = re.compile(pattern)
+        # RE2: linear in the argument's length, so `(a+)+b` against a long value cannot stall
+        self.pattern = compile_pattern(pattern)
 
     def test(self, present: bool, value: Any) -> bool:
         return present and isinstance(value, str) and self.pattern.fullmatch(value) is not None

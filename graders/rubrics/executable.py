@@ -7,12 +7,12 @@ names what was found, so a failure can be acted on without rerunning anything.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import jsonschema
 
+from ...redaction import compile_pattern
 from .model import Check
 
 __all__ = ["EXECUTORS", "CheckVerdict", "run_check"]
@@ -61,8 +61,8 @@ def _must_not_contain(check: Check, response: str) -> CheckVerdict:
 
 def _regex(check: Check, response: str) -> CheckVerdict:
     p = check.typed_params
-    flags = 0 if p.case_sensitive else re.IGNORECASE
-    match = re.search(p.pattern, response, flags)
+    # RE2 (linear time): a dataset's pattern cannot stall grading by backtracking
+    match = compile_pattern(p.pattern if p.case_sensitive else f"(?i){p.pattern}").search(response)
     if p.must_match:
         if match:
             return CheckVerdict(1.0, f"matches /{p.pattern}/ at {match.start()}")

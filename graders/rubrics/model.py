@@ -8,7 +8,6 @@ Structural rules live in `schema/rubric.schema.json` too; the rules JSON Schema 
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 import jsonschema
@@ -22,6 +21,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from ...redaction import compile_pattern
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -138,7 +139,8 @@ class _ValuesParams(_Strict):
 
 class _RegexParams(_Strict):
     pattern: str
-    """A Python regular expression searched for in the response."""
+    """A regular expression (RE2 syntax: no look-around or back-references, linear time)
+    searched for in the response."""
     must_match: bool = True
     """True: the response must match; False: it must not."""
     case_sensitive: bool = True
@@ -147,8 +149,8 @@ class _RegexParams(_Strict):
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
+            compile_pattern(value)
+        except ValueError as exc:
             raise ValueError(f"pattern does not compile: {exc}") from None
         return value
 

@@ -302,7 +302,7 @@ def target_policy(target: Any) -> str | None:
     path = Path(path)
     try:
         return _read_policy(path, path.stat().st_mtime_ns)
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"cannot read the target's policy file: {exc}",
             file=str(getattr(target, "config_file", "")) or None,

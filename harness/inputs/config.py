@@ -22,6 +22,7 @@ from ..loading import is_file_reference, load_object
 from ..otlp import exporting_from_env, resolve_protocol
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern
+from .files import not_a_file
 from .sourcefile import (
     Document,
     Problem,
@@ -316,9 +317,9 @@ def _semantic_problems(doc: Document) -> list[Problem]:
             if (
                 isinstance(ref, str)
                 and (file := _ref_file(ref))
-                and not _resolve(base, file).is_file()
+                and (problem := not_a_file(_resolve(base, file)))
             ):
-                at(["targets", name, key], f"file not found: {_resolve(base, file)}")
+                at(["targets", name, key], f"{problem}: {_resolve(base, file)}")
         for key in ("dataset", "grading_module", "policy"):
             value = target.get(key)
             if key == "dataset" and isinstance(value, str):
@@ -327,8 +328,18 @@ def _semantic_problems(doc: Document) -> list[Problem]:
                 scheme, value = split_reference(value)
                 if scheme != "file":  # another source checks its own reference when read
                     continue
-            if isinstance(value, str) and not _resolve(base, value).is_file():
-                at(["targets", name, key], f"file not found: {_resolve(base, value)}")
+            if isinstance(value, str) and (problem := not_a_file(_resolve(base, value))):
+                at(["targets", name, key], f"{problem}: {_resolve(base, value)}")
+            elif key == "policy" and isinstance(value, str):
+                try:  # read at grading as text: said now, by `validate` too, not mid-run
+                    _resolve(base, value).read_text(encoding="utf-8")
+                except UnicodeDecodeError as exc:
+                    at(
+                        ["targets", name, key],
+                        f"not UTF-8 text (byte {exc.start}): {_resolve(base, value)}",
+                    )
+                except OSError as exc:
+                    at(["targets", name, key], f"cannot read: {exc.strerror or exc}")
         # No graders at all is no error here: the goal judge scores such a target against
         # each question's goal, and the run's pre-flight rejects questions without one.
         graders = target.get("graders") or []

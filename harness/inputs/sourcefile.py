@@ -14,7 +14,7 @@ ignored by other validators so the schemas stay portable:
   checks JSON Schema cannot express (ratios summing to 1.0, unique question ids). Other
   validators skip them; `tracegrade validate` and the loaders enforce them. The trajectory
   block adds four: `x-ordered` ([low, high] keys: low not above high), `x-disjoint` (pairs of
-  keys: no name of a mapping's keys in the list), `x-regex` (compiles with Python's `re`) and
+  keys: no name of a mapping's keys in the list), `x-regex` (compiles on RE2, the linear-time engine) and
   `x-jsonSchema` (a valid Draft 2020-12 schema).
 
 `conforms` is the quick yes/no a loader asks first: the same schema compiled to Python by

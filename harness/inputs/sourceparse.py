@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import yaml
 
 from ..errors import DatasetError, InputError
+from .files import not_a_file
 from .yamlbuild import (
     ALIAS_EXPANSION_MIN,
     ALIAS_EXPANSION_RATIO,
@@ -346,6 +347,9 @@ def load_document(path: str | Path, *, error_cls: type[InputError] = DatasetErro
             f"unsupported file type {suffix or '(none)'!r}: use .yaml, .yml, .json or .jsonl",
             None,
         )
+    problem = not_a_file(path)
+    if problem is not None:  # a FIFO would block the read, /dev/zero would never end it
+        _parse_error(path, error_cls, problem, None)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

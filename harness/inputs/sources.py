@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import DatasetError, PluginError
 from ..plugins import DATASETS_GROUP, load_plugins
+from .files import not_a_file
 
 __all__ = [
     "GROUP",
@@ -61,8 +62,8 @@ class FileSource:
 
         path = Path(reference).expanduser()
         path = path if path.is_absolute() else base_dir / path
-        if not path.is_file():
-            raise DatasetError("dataset file not found", file=str(path))
+        if problem := not_a_file(path):
+            raise DatasetError(f"dataset {problem}", file=str(path))
         problems, _ = check_dataset(path)
         raise_problems(problems, DatasetError)
         return path

@@ -15,9 +15,10 @@ matcher may sit at any depth.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from ..redaction import compile_pattern
 
 __all__ = [
     "ARGS_POLICIES",
@@ -133,10 +134,11 @@ def _token(key: Any) -> str:
 
 
 def regex_problem(pattern: str) -> str | None:
-    """Why `pattern` does not compile with Python's `re`, or None when it does."""
+    """Why `pattern` does not compile on RE2 (the linear-time engine every user-written pattern
+    runs on: no catastrophic backtracking), or None when it does."""
     try:
-        re.compile(pattern)
-    except re.error as exc:
+        compile_pattern(pattern)
+    except ValueError as exc:
         return f"{BAD_REGEX}: {exc}"
     return None
 
