@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
 from tracegrade.reports.escaping import md_code, md_text, printable
+from tracegrade.reports.json_report import to_json_text
 
 REPO = Path(__file__).resolve().parents[1]
 MUST_PASS_TOOLS = [{"id": "tool_usage_grader", "must_pass": True, "threshold": 5}]
@@ -45,6 +46,13 @@ class Case:
     hung before its fix)."""
 
 
+def _project(root: Path, **options) -> Path:
+    """`write_project` with a per-question timeout no loaded machine reaches (the corpus is
+    about faults, not timing)."""
+    options["target"] = {"timeout_s": 120, **(options.get("target") or {})}
+    return write_project(root, **options)
+
+
 def _run(root: Path, *argv: str) -> int:
     try:
         return main(["run", "--config", str(root / "tracegrade.yaml"), "--quiet", *argv])
@@ -60,7 +68,7 @@ def _run_dirs(root: Path) -> list[Path]:
 def _grading_module(text: str, **project) -> Callable[[Path], list[str]]:
     def setup(root: Path) -> list[str]:
         graders = [{"id": "contains", "match_on": ["expected", "keyword"]}]  # passes both
-        write_project(root, **{"target": {"graders": graders}, **project})
+        _project(root, **{"target": {"graders": graders}, **project})
         (root / "data" / "graders.py").write_text(text, encoding="utf-8")
         return ["run", "--json", "report.json"]
 
@@ -108,7 +116,7 @@ HTML_ID = "<script>alert(1)</script>\n## pwned <img src=x onerror=alert(1)>"
 
 
 def _hostile_ids(root: Path) -> list[str]:
-    write_project(
+    _project(
         root,
         questions=[],
         target={"graders": MUST_PASS_TOOLS},
@@ -141,7 +149,7 @@ def _last_run(root: Path) -> str:
 
 
 def _compare_limited(root: Path) -> list[str]:
-    write_project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
+    _project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
     assert _run(root) == 2  # rome fails its must-pass grader
     base = _last_run(root)
     assert _run(root, "--id", "paris") == 0  # the candidate leaves the failing question out
@@ -149,7 +157,7 @@ def _compare_limited(root: Path) -> list[str]:
 
 
 def _compare_unfinished(root: Path) -> list[str]:
-    write_project(
+    _project(
         root,
         questions=["paris", "rome", "die"],
         target={"graders": ["tool_usage_grader"], "concurrency": 1},
@@ -168,7 +176,7 @@ def _compare_unfinished(root: Path) -> list[str]:
 
 
 def _compare_degraded(root: Path) -> list[str]:
-    write_project(root, target={"graders": ["tool_usage_grader"]})
+    _project(root, target={"graders": ["tool_usage_grader"]})
     assert _run(root) == 0
     base = _last_run(root)
     (root / "data" / "graders.py").write_text(RAISES, encoding="utf-8")
@@ -183,9 +191,9 @@ def _comparison_incomplete(root: Path, _out: str) -> None:
 
 def _baseline_of_other_dataset(root: Path) -> list[str]:
     other = root / "other"
-    write_project(other, questions=[], extra_questions=[dict(QUESTIONS["paris"], id="elsewhere")])
+    _project(other, questions=[], extra_questions=[dict(QUESTIONS["paris"], id="elsewhere")])
     assert _run(other) in (0, 2)
-    write_project(root, target={"graders": MUST_PASS_TOOLS})
+    _project(root, target={"graders": MUST_PASS_TOOLS})
     return ["run", "--baseline", _last_run(other)]
 
 
@@ -194,7 +202,7 @@ def _nothing_ran(root: Path, _out: str) -> None:
 
 
 def _gate_beside_incomplete_baseline(root: Path) -> list[str]:
-    write_project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
+    _project(root, questions=["paris", "rome"], target={"graders": MUST_PASS_TOOLS})
     assert _run(root) == 2
     base = _last_run(root)
     return ["run", "--id", "rome", "--baseline", base]
@@ -207,7 +215,7 @@ def _damaged(
     """A finished run, damaged by `damage(run_dir)`, then `tracegrade COMMAND RUN`."""
 
     def setup(root: Path) -> list[str]:
-        write_project(root)
+        _project(root)
         assert _run(root) == 0
         run_dir = _run_dirs(root)[-1]
         damage(run_dir)
@@ -258,7 +266,7 @@ def _garbage_trace(run_dir: Path) -> None:
 
 # -- files that are not what they seem --------------------------------------------------------
 def _fifo_dataset(root: Path) -> list[str]:
-    write_project(root)
+    _project(root)
     dataset = root / "data" / "questions.yaml"
     dataset.unlink()
     os.mkfifo(dataset)  # a read would block forever
@@ -269,9 +277,9 @@ def _policy(policy: str | bytes, command: str) -> Callable[[Path], list[str]]:
     def setup(root: Path) -> list[str]:
         if isinstance(policy, bytes):
             (root / "policy.md").write_bytes(policy)
-            write_project(root, target={"policy": "policy.md"})
+            _project(root, target={"policy": "policy.md"})
         else:
-            write_project(root, target={"policy": policy})
+            _project(root, target={"policy": policy})
         return [command]
 
     return setup
@@ -290,7 +298,7 @@ def _trajectory_regex(pattern: str) -> Callable[[Path], list[str]]:
             "input": "long city",
             "trajectory": {"calls": [{"tool": "lookup", "args": {"city": {"regex": pattern}}}]},
         }
-        write_project(
+        _project(
             root,
             questions=[],
             extra_questions=[question],
@@ -318,7 +326,7 @@ def _rubric_regex(root: Path) -> list[str]:
         ],
     }
     (root / "rubrics" / "shape.yaml").write_text(json.dumps(rubric), encoding="utf-8")
-    write_project(
+    _project(
         root,
         questions=[],
         extra_questions=[dict(QUESTIONS["paris"], rubric_ref="rubric/shape@1.0.0")],
@@ -326,6 +334,52 @@ def _rubric_regex(root: Path) -> list[str]:
         target={"graders": ["rubric_checks"]},
     )
     return ["run"]
+
+
+# -- deep and huge answers --------------------------------------------------------------------
+DEEP_AND_HUGE = """
+
+def _nest(depth):
+    value = "bottom"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+SCRIPT["deep args"] = [call(("lookup", {"city": "Paris", "extra": _nest(260)})), say("sunny")]
+SCRIPT["huge answer"] = [say("sunny\\n" + "a plain line of text, nothing in it\\n" * 280_000)]
+"""
+REPORTS = ["--json", "report.json", "--markdown", "summary.md", "--html", "page.html"]
+
+
+def _agent_says(input: str) -> Callable[[Path], list[str]]:
+    def setup(root: Path) -> list[str]:
+        question = {"id": "q", "input": input, "expected": {"keyword": "sunny"}}
+        _project(
+            root,
+            questions=[],
+            extra_questions=[question],
+            target={
+                "graders": [{"id": "contains", "match_on": ["expected", "keyword"]}],
+                "timeout_s": 120,
+            },
+        )
+        with (root / "agent.py").open("a", encoding="utf-8") as agent:
+            agent.write(DEEP_AND_HUGE)
+        return ["run", *REPORTS, "--junit", "junit.xml"]
+
+    return setup
+
+
+def _reports_whole(root: Path, out: str) -> None:
+    _strict_json(root, out)
+    for name in ("summary.md", "page.html", "junit.xml"):
+        assert (root / name).stat().st_size > 0, name
+
+
+def _deep_cut(root: Path, out: str) -> None:
+    _reports_whole(root, out)
+    assert "nested deeper than 64 levels" in (root / "report.json").read_text(encoding="utf-8")
 
 
 RAISES = """
@@ -471,6 +525,9 @@ CASES = [
         ("questions.yaml", "regex does not compile", "RE2"),
     ),
     Case("rubric-regex-re2-refuses", _rubric_regex, 4, ("shape.yaml", "not a valid RE2 pattern")),
+    # -- internal errors: deep and huge answers ------------------------------------------------
+    Case("arguments-260-levels-deep", _agent_says("deep args"), 0, "exit code 0", check=_deep_cut),
+    Case("answer-10-mb", _agent_says("huge answer"), 0, "exit code 0", check=_reports_whole),
     # -- hostile text in reports ----------------------------------------------------------------
     Case(
         "console-control-characters",
@@ -557,3 +614,12 @@ def test_markdown_text_and_code_stay_on_one_line_without_markup(text: str) -> No
     fence = code[: len(code) - len(code.lstrip("`"))]
     inner = code[len(fence) : len(code) - len(fence)]
     assert code.endswith(fence) and fence not in inner  # nothing inside ends the span
+
+
+def test_json_text_is_standard_json_whatever_the_numbers() -> None:
+    text = to_json_text({"mean": float("nan"), "scores": [float("inf"), 1.5, -float("inf")]})
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"bare {name}")
+
+    assert json.loads(text, parse_constant=refuse) == {"mean": None, "scores": [None, 1.5, None]}

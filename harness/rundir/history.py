@@ -218,11 +218,30 @@ def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[Tool
 
     return {
         key: [
-            ToolCallResult(name=c.name, args=dict(c.arguments), outcome=str(c.outcome.value))
+            ToolCallResult(
+                name=c.name, args=shallow(dict(c.arguments)), outcome=str(c.outcome.value)
+            )
             for c in record
         ]
         for key, record in read_trial_records(trace_file).items()
     }
+
+
+REPORT_DEPTH = 64
+"""How deep a tool argument is shown in reports and comparisons: an agent's argument nested
+260 levels deep must not break a serializer (pydantic stops at 255); the trace file keeps it
+whole."""
+
+
+def shallow(value: Any, depth: int = REPORT_DEPTH) -> Any:
+    """`value` with whatever nests below `depth` levels replaced by a note saying so."""
+    if isinstance(value, dict | list):
+        if depth <= 0:
+            return f"[nested deeper than {REPORT_DEPTH} levels: cut here; whole in the trace file]"
+        if isinstance(value, dict):
+            return {k: shallow(v, depth - 1) for k, v in value.items()}
+        return [shallow(v, depth - 1) for v in value]
+    return value
 
 
 def _results(run_dir: Path, scores: Sequence[QuestionScore]) -> list[QuestionResult]:
