@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -382,6 +383,78 @@ def _deep_cut(root: Path, out: str) -> None:
     assert "nested deeper than 64 levels" in (root / "report.json").read_text(encoding="utf-8")
 
 
+# -- resume and re-grade against changed inputs ----------------------------------------------
+def _killed_run(root: Path) -> str:
+    """A run killed (as by `kill -9`) after its first questions: the agent of "die" kills the
+    process that runs it. Returns the run id."""
+    _project(
+        root,
+        questions=["paris", "rome", "die"],
+        target={"graders": MUST_PASS_TOOLS, "concurrency": 1},
+    )
+    killed = subprocess.run(
+        [sys.executable, "-m", "tracegrade", "run", "--quiet"],
+        cwd=root,
+        env=_child_env(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert killed.returncode == -9, killed.stderr
+    return _run_dirs(root)[-1].name
+
+
+def _resume_after_dataset_edit(root: Path) -> list[str]:
+    run_id = _killed_run(root)
+    dataset = root / "data" / "questions.yaml"  # rome's failing expectation edited away
+    data = yaml.safe_load(dataset.read_text(encoding="utf-8"))
+    for row in data["questions"]:
+        if row["id"] == "rome":
+            row["expected_tools"] = [{"tool": "lookup", "should_run": False}]
+    dataset.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return ["run", "--resume", run_id]
+
+
+def _resume_other_config(root: Path) -> list[str]:
+    run_id = _killed_run(root)
+    (root / "other.yaml").write_text((root / "tracegrade.yaml").read_text())
+    return ["run", "--config", "other.yaml", "--resume", run_id]
+
+
+def _resume_with_limit(root: Path) -> list[str]:
+    return ["run", "--resume", _killed_run(root), "--limit", "4"]
+
+
+RUBRIC = {
+    "id": "claims",
+    "version": "1.0.0",
+    "checks": [
+        {
+            "id": "names-refund",
+            "kind": "must_contain",
+            "severity": "critical",
+            "params": {"values": ["refund"]},
+        }
+    ],
+}
+
+
+def _grade_after_rubric_edit(root: Path) -> list[str]:
+    (root / "rubrics").mkdir(parents=True)
+    rubric = root / "rubrics" / "claims.yaml"
+    rubric.write_text(json.dumps(RUBRIC), encoding="utf-8")
+    _project(
+        root,
+        questions=[],
+        extra_questions=[dict(QUESTIONS["paris"], rubric_ref="rubric/claims@1.0.0")],
+        config={"rubrics": "rubrics"},
+        target={"graders": ["rubric_checks"]},
+    )
+    assert _run(root) == 2  # the critical check fails
+    edited = {**RUBRIC, "checks": [{**RUBRIC["checks"][0], "params": {"values": ["sunny"]}}]}
+    rubric.write_text(json.dumps(edited), encoding="utf-8")  # same version, edited in place
+    return ["grade", str(_run_dirs(root)[-1])]
+
+
 RAISES = """
 from tracegrade.graders.code import grader
 
@@ -528,6 +601,37 @@ CASES = [
     # -- internal errors: deep and huge answers ------------------------------------------------
     Case("arguments-260-levels-deep", _agent_says("deep args"), 0, "exit code 0", check=_deep_cut),
     Case("answer-10-mb", _agent_says("huge answer"), 0, "exit code 0", check=_reports_whole),
+    # -- false greens: resume and re-grade against changed inputs ------------------------------
+    Case(
+        "resume-after-dataset-edit",
+        _resume_after_dataset_edit,
+        4,
+        ("questions.yaml", "/targets/t/dataset", "changed since the run started"),
+        real=True,
+        in_process=False,
+    ),
+    Case(
+        "resume-other-config",
+        _resume_other_config,
+        4,
+        ("--config", "tracegrade.yaml"),
+        real=True,
+        in_process=False,
+    ),
+    Case(
+        "resume-with-limit",
+        _resume_with_limit,
+        4,
+        ("--limit", "--resume"),
+        real=True,
+        in_process=False,
+    ),
+    Case(
+        "grade-after-rubric-edit",
+        _grade_after_rubric_edit,
+        4,
+        ("claims.yaml", "rubric file changed since the run started"),
+    ),
     # -- hostile text in reports ----------------------------------------------------------------
     Case(
         "console-control-characters",

@@ -137,13 +137,26 @@ def run(args: argparse.Namespace) -> int:
             print("tracegrade: note: " + ANSWERS_VERBATIM_NOTE, file=sys.stderr)
         progress.start(run_dir, total)
 
-    if args.resume and args.ids:
+    if args.resume:  # a resume asks what the run selected: a selection flag is never ignored
         from ..errors import InputError
 
-        raise InputError(
-            "--id cannot be combined with --resume: a resume asks what the run selected",
-            key="--id",
-        )
+        given = {
+            "--id": args.ids,
+            "--limit": args.limit,
+            "--split": args.split,
+            "--bundle": args.bundle,
+            "--tag": args.tag,
+            "--target": args.target,
+            "--repeats": args.repeats,
+            "--shard": args.shard,
+        }
+        for flag, value in given.items():
+            if value:
+                raise InputError(
+                    f"{flag} cannot be combined with --resume: a resume asks what the run "
+                    "selected when it started",
+                    key=flag,
+                )
     if args.goal is not None and (args.resume or not args.goal.strip()):
         from ..errors import InputError
 

@@ -51,6 +51,7 @@ from ..verdicts.scoring import (
     evaluate_gate,
     summarise_graders,
 )
+from .changed import HINT, refuse_changed_rubrics, rubric_files
 from .grading import AttachedGrader, attach_from_specs, attach_graders, build_services
 from .loops import run_without_loop
 from .preflight import (
@@ -480,6 +481,11 @@ def prepare_run(
         if copy is not None and target.grading_module is not None:
             _copy_judge_files(attached, target.grading_module.parent, (run_dir / copy).parent)
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+        # each rubric file by hash: an edit in place under the same version is refused later
+        refs = [q.row().get("rubric_ref") for q in questions]
+        identity["targets"][target.name]["rubrics"] = rubric_files(
+            services.rubrics, (str(ref) for ref in refs if ref)
+        )
         # how many questions the selection held: fewer rows later means an interrupted run
         identity["targets"][target.name]["selected"] = len(questions)
         if selection.shard is not None:  # what `merge` checks and counts the whole run by
@@ -608,6 +614,16 @@ async def aresume_run(
     the graders the run stored, then score the whole run (`workers`, `executor`: as for
     `astart_run`)."""
     run_dir, identity = open_run(config, run)
+    stored_config = identity.get("config_path")
+    if stored_config and Path(stored_config) != config.path.resolve():
+        raise InputError(
+            f"run {identity['run_id']} was started with the config {stored_config}: a resume "
+            "reads the config the run started with",
+            file=str(config.path),
+            key="--config",
+            hint=f"pass --config {stored_config}",
+        )
+    refuse_changed_rubrics(identity)
     _connect_executor(config, executor, workers)
     selection = Selection.from_dict(identity.get("selection") or {})
     targets = [config.select_targets([name])[0] for name in identity["targets"]]
@@ -626,7 +642,14 @@ async def aresume_run(
             dataset, questions, ordinals = _select_share(target, selection)
             stored_sha = identity["targets"][target.name]["dataset"]["sha256"]
             if dataset.sha256 != stored_sha:
-                notes.append(f"{target.name}: the dataset changed since the run started")
+                raise InputError(
+                    f"the dataset changed since the run started (sha256 {stored_sha[:12]} -> "
+                    f"{dataset.sha256[:12]}): resuming would grade the rest against other "
+                    "questions",
+                    file=str(target.dataset),
+                    key=f"/targets/{target.name}/dataset",
+                    hint=HINT,
+                )
             # Per trial: the repeats the run started with (its manifest), each trial missing.
             repeats = int(identity["targets"][target.name].get("repeats") or 1)
             done = store.finished_trials(target.name)

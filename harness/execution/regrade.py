@@ -21,6 +21,7 @@ from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .conversation import agrade_conversation
+from .changed import refuse_changed_rubrics
 from .grading import (
     AttachedGrader,
     attach_graders,
@@ -252,6 +253,7 @@ async def aregrade_run(
     if goal is not None and not goal.strip():
         raise InputError("--goal must not be blank", key="--goal")
     run_dir, identity = open_run(config, run)
+    refuse_changed_rubrics(identity)  # an edit in place under the same version
     services = run_services(config, run_dir, use_cache)
     names = list(identity["targets"])
     targets: list[TargetConfig] = []

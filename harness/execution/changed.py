@@ -1,0 +1,54 @@
+"""Inputs that changed since a run started: a resume or a re-grade against them would grade
+with expectations the run never had (an edited dataset turning a failing question into a
+passing one, a rubric edited in place under the same version dropping a critical check).
+Each is refused (exit 4) naming the file whose hash changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..inputs.files import not_a_file
+from ..rundir.identity import sha256_file
+
+__all__ = ["changed_file_error", "refuse_changed_rubrics", "rubric_files"]
+
+HINT = "start a new run to grade the changed inputs; this run keeps what it started with"
+
+
+def rubric_files(rubrics: Any, refs: Iterable[str]) -> dict[str, dict[str, str]]:
+    """`rubric_ref -> {"path", "sha256"}` of each rubric file the questions name (recorded in
+    the run's identity, so a later re-grade can tell an edit in place)."""
+    out: dict[str, dict[str, str]] = {}
+    if rubrics is None:
+        return out
+    for ref in sorted(set(refs)):
+        try:
+            path = rubrics.file_of(rubrics.resolve(ref))
+        except Exception:  # an unresolved ref is refused elsewhere, with its location
+            continue
+        out[ref] = {"path": str(path), "sha256": sha256_file(path)}
+    return out
+
+
+def changed_file_error(path: str | Path, before: str, *, key: str, what: str) -> InputError | None:
+    """The refusal when the file at `path` no longer has the hash `before`; None when it does."""
+    problem = not_a_file(path)
+    now = None if problem else sha256_file(path)
+    if now == before:
+        return None
+    change = problem or f"sha256 {before[:12]} -> {now[:12] if now else '?'}"
+    return InputError(
+        f"the {what} changed since the run started ({change})", file=str(path), key=key, hint=HINT
+    )
+
+
+def refuse_changed_rubrics(identity: Mapping[str, Any]) -> None:
+    """Raise for the first rubric file of the run whose content changed since it started."""
+    for target in (identity.get("targets") or {}).values():
+        for ref, entry in ((target or {}).get("rubrics") or {}).items():
+            error = changed_file_error(entry["path"], entry["sha256"], key=ref, what="rubric file")
+            if error is not None:
+                raise error
