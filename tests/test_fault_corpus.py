@@ -455,6 +455,28 @@ def _grade_after_rubric_edit(root: Path) -> list[str]:
     return ["grade", str(_run_dirs(root)[-1])]
 
 
+# -- questions no grader scored ---------------------------------------------------------------
+def _unscored(root: Path) -> list[str]:
+    _project(
+        root,
+        extra_questions=[
+            {"id": "chat-a", "input": "weather in Paris?"},  # no expectation any grader reads
+            {"id": "chat-b", "input": "weather in Paris?"},
+        ],
+    )
+    return ["run", *REPORTS, "--junit", "junit.xml"]
+
+
+def _unscored_named_everywhere(root: Path, out: str) -> None:
+    summary = (root / "summary.md").read_text(encoding="utf-8")
+    assert "2 question(s) no grader scored" in summary and "`chat-b`" in summary
+    report = json.loads((root / "report.json").read_text(encoding="utf-8"))
+    assert report["gate"]["targets"]["t"]["unscored"] == ["chat-a", "chat-b"]
+    assert [q["passed"] for q in report["questions"] if q["id"].startswith("chat")] == [None, None]
+    assert (root / "junit.xml").read_text(encoding="utf-8").count("<skipped") == 2
+    assert "over 2 question(s)" in out  # the composite names what it averaged
+
+
 RAISES = """
 from tracegrade.graders.code import grader
 
@@ -631,6 +653,14 @@ CASES = [
         _grade_after_rubric_edit,
         4,
         ("claims.yaml", "rubric file changed since the run started"),
+    ),
+    # -- false greens: questions no grader scored ----------------------------------------------
+    Case(
+        "questions-no-grader-scored",
+        _unscored,
+        0,
+        ("2 question(s) no grader scored", "chat-a, chat-b"),
+        check=_unscored_named_everywhere,
     ),
     # -- hostile text in reports ----------------------------------------------------------------
     Case(

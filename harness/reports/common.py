@@ -16,6 +16,7 @@ __all__ = [
     "question_label",
     "question_reasons",
     "rubric_findings",
+    "unscored_line",
     "worst_questions",
 ]
 
@@ -124,6 +125,17 @@ def outcome_line(question: QuestionScore) -> str:
 def question_label(question: QuestionScore) -> str:
     """The question id, with its trial when the target repeats questions (`rome#2`)."""
     return f"{question.question_id}#{question.trial}" if question.trial else question.question_id
+
+
+def unscored_line(ids: Sequence[str], show: Any = str) -> str:
+    """The questions no grader scored, named (each through `show`, the report's escaping)."""
+    names = ", ".join(show(i) for i in ids[:10]) + (
+        f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+    )
+    return (
+        f"{len(ids)} question(s) no grader scored (every grader skipped; out of the composite, "
+        f"not counted as passed): {names}"
+    )
 
 
 def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:

@@ -10,6 +10,7 @@ from .common import (
     question_label,
     question_reasons,
     rubric_findings,
+    unscored_line,
     worst_questions,
 )
 from .escaping import one_line
@@ -75,12 +76,14 @@ def render_console(outcome, *, worst: int = 5) -> str:
             )
         lines.extend(_table(rows))
         # errored questions count as 0; questions with a grader error are left out
-        counted = v.questions - (v.degraded - v.errored)
+        counted = v.questions - (v.degraded - v.errored) - len(v.unscored)
         lines.append(
             f"  composite {fmt_score(v.mean_composite, 5)} over {counted} question(s)"
             f" (errored as 0);"
             f" objective {fmt(v.mean_objective)}"
         )
+        if v.unscored:
+            lines.append(f"  {unscored_line(v.unscored, one_line)}")
         lines.append(
             f"  errored {v.errored}, degraded {v.degraded} of {v.questions} "
             f"(error budget {v.max_errored}); critical failures {v.critical_failures}"

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.scoring import QuestionScore, is_unscored
 from .common import check_label, check_problems, fmt, fmt_score, outcome_line, question_label
 
 __all__ = ["render_junit", "write_junit"]
@@ -78,6 +78,10 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
             )
             fail.text = g.reason
             failures += 1
+    if is_unscored(q):  # shown as skipped: a CI page never counts it as passed
+        ET.SubElement(
+            case, "skipped", message="no grader scored this question (every grader skipped)"
+        )
     for what, check in check_problems(q):
         if not what.endswith("failed"):
             continue

@@ -11,6 +11,7 @@ from .common import (
     question_label,
     question_reasons,
     rubric_findings,
+    unscored_line,
     worst_questions,
 )
 from .escaping import md_code, md_text
@@ -58,6 +59,8 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
             f" · **Errored/degraded** {v.degraded} of {v.questions} (budget {v.max_errored})"
             f" · **Critical failures** {v.critical_failures}",
         ]
+        if v.unscored:
+            lines += ["", f"> {unscored_line(v.unscored, md_code)}"]
         if v.reasons:
             lines.append("")
             lines += [f"- {md_text(r)}" for r in v.reasons]

@@ -41,6 +41,7 @@ __all__ = [
     "all_passed",
     "combine_exit_codes",
     "evaluate_gate",
+    "is_unscored",
     "pass_bar",
     "pass_rate",
     "passes",
@@ -394,10 +395,22 @@ def question_passed(question: QuestionScore) -> bool | None:
         return False
     if any(g.error for g in question.graders):
         return None
+    if is_unscored(question):  # no grader decided anything: never counted as passed
+        return None
     return (
         not question.unmet
         and not question.required_check_failures
         and not question.critical_failures
+    )
+
+
+def is_unscored(question: QuestionScore) -> bool:
+    """The agent answered and no grader scored it: every grader skipped, no rubric check was
+    decided. Such a question is named in every report and never counts as passed."""
+    return (
+        not question.errored
+        and not any(g.error or g.score is not None for g in question.graders)
+        and not any(c.get("status") in ("pass", "fail") for c in question.checks())
     )
 
 
@@ -470,6 +483,8 @@ class GateVerdict:
     max_errored: int
     pass_rate: float | None = None
     """Share of questions whose trials all passed (`pass_rate`); None when none is decided."""
+    unscored: list[str] = field(default_factory=list)
+    """Questions no grader scored (every grader skipped): out of the mean, never passed."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -589,6 +604,11 @@ def evaluate_gate(
         reviews=len(reviews),
         max_errored=gate.max_errored,
         pass_rate=rate,
+        unscored=[
+            f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+            for q in questions
+            if is_unscored(q)
+        ],
     )
 
 
