@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -42,6 +44,9 @@ class Case:
     """Further assertions on the project directory and the command's output."""
     real: bool = False
     """Also run as the real command in a child process."""
+    fsize: int | None = None
+    """A file size limit (bytes) on the real command: every write past it fails, as on a full
+    disk (deterministic, no tmpfs needed)."""
     in_process: bool = True
     """Run in this process too (False: only as a child, which a timeout can end: a case that
     hung before its fix)."""
@@ -477,6 +482,25 @@ def _unscored_named_everywhere(root: Path, out: str) -> None:
     assert "over 2 question(s)" in out  # the composite names what it averaged
 
 
+# -- a full disk ------------------------------------------------------------------------------
+def _many_questions(root: Path) -> list[str]:
+    questions = [dict(QUESTIONS["paris"], id=f"p{i:02d}") for i in range(30)]
+    _project(root, questions=[], extra_questions=questions, target={"concurrency": 1})
+    return ["run", "--quiet"]
+
+
+def _resumes_once_space_is_back(root: Path, out: str) -> None:
+    (run_dir,) = _run_dirs(root)
+    import sqlite3
+
+    with sqlite3.connect(f"file:{run_dir / 'results.sqlite'}?mode=ro", uri=True) as db:
+        kept = db.execute("SELECT count(*) FROM questions").fetchone()[0]
+    assert f"--resume {run_dir.name}" in out
+    assert _run(root, "--resume", run_dir.name) == 0
+    with sqlite3.connect(f"file:{run_dir / 'results.sqlite'}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT count(*) FROM questions").fetchone()[0] == 30 >= kept
+
+
 RAISES = """
 from tracegrade.graders.code import grader
 
@@ -662,6 +686,27 @@ CASES = [
         ("2 question(s) no grader scored", "chat-a, chat-b"),
         check=_unscored_named_everywhere,
     ),
+    # -- internal errors: a full disk, at start and mid-run -----------------------------------
+    Case(
+        "disk-full-at-start",
+        _many_questions,
+        3,
+        ("results.sqlite", "could not write"),
+        check=_resumes_once_space_is_back,
+        real=True,
+        in_process=False,
+        fsize=60_000,
+    ),
+    Case(
+        "disk-full-mid-run",
+        _many_questions,
+        3,
+        ("results.sqlite", "could not write"),
+        check=_resumes_once_space_is_back,
+        real=True,
+        in_process=False,
+        fsize=200_000,
+    ),
     # -- hostile text in reports ----------------------------------------------------------------
     Case(
         "console-control-characters",
@@ -712,8 +757,15 @@ def test_fault(case: Case, tmp_path: Path, monkeypatch, capsys) -> None:
 @pytest.mark.parametrize("case", [c for c in CASES if c.real], ids=lambda c: c.name)
 def test_fault_real_command(case: Case, tmp_path: Path) -> None:
     argv = _prepare(case, tmp_path)
+
+    def limit_file_size() -> None:
+        if case.fsize is not None:  # past the limit a write fails (EFBIG), as on a full disk
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
+
     proc = subprocess.run(
         [sys.executable, "-m", "tracegrade", *argv],
+        preexec_fn=limit_file_size,
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -757,3 +809,45 @@ def test_json_text_is_standard_json_whatever_the_numbers() -> None:
         raise AssertionError(f"bare {name}")
 
     assert json.loads(text, parse_constant=refuse) == {"mean": None, "scores": [None, 1.5, None]}
+
+
+def test_trace_file_on_a_full_disk_is_counted_and_the_run_incomplete(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The trace file's writes and its close fail with ENOSPC (its buffer still full at
+    shutdown): counted, exit 3, never a traceback."""
+    import errno
+
+    from tracegrade.capture import tracefile
+
+    class FullDisk:
+        def __init__(self, file) -> None:
+            self.file, self.closed = file, False
+
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        flush = write
+
+        def close(self) -> None:
+            self.closed = True
+            self.file.close()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def tell(self) -> int:
+            return self.file.tell()
+
+    opened = tracefile.TraceFileExporter.__init__
+
+    def full(self, *args, **kwargs) -> None:
+        opened(self, *args, **kwargs)
+        self._file = FullDisk(self._file)
+
+    monkeypatch.setattr(tracefile.TraceFileExporter, "__init__", full)
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path)
+    code = _run(tmp_path)
+    out, err = capsys.readouterr()
+    assert code == 3, out + err
+    assert "could not be written to the trace file" in out + err and "No space left" in out + err
+    assert "Traceback" not in err

@@ -228,16 +228,19 @@ class TraceFileExporter(SpanExporter):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._file = self.path.open("a", encoding="utf-8")
-        if self._file.tell() and not _ends_with_newline(self.path):
-            # a process killed mid-write left half a line: end it, so the resumed run's first
-            # line is not glued onto it (the reader skips the broken line alone)
-            self._file.write("\n")
-            self._file.flush()
         self.written = 0
         """Spans written so far."""
         self.failed = 0
         """Spans that could not be written (counted in the run's notes and exit status)."""
         self.first_failure: str | None = None
+        if self._file.tell() and not _ends_with_newline(self.path):
+            # a process killed mid-write left half a line: end it, so the resumed run's first
+            # line is not glued onto it (the reader skips the broken line alone)
+            try:
+                self._file.write("\n")
+                self._file.flush()
+            except OSError as exc:  # a full disk: the spans that follow fail and are counted
+                self.first_failure = f"{type(exc).__name__}: {exc}"
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
@@ -263,7 +266,13 @@ class TraceFileExporter(SpanExporter):
 
     def shutdown(self) -> None:
         with self._lock:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:  # a full disk: what it held was counted failed when written
+                log.warning("closing %s failed: %s", self.path, exc)
+                self.failed = max(self.failed, 1)
+                if self.first_failure is None:
+                    self.first_failure = f"{type(exc).__name__}: {exc}"
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True

@@ -636,7 +636,12 @@ async def aresume_run(
         run_lock(run_dir, read_holder=lambda: store.meta("holder")),
     ):
         store.set_meta("holder", holder_text())
-        grading_id = min(g["grading_id"] for g in store.gradings())
+        gradings = store.gradings()
+        if gradings:
+            grading_id = min(g["grading_id"] for g in gradings)
+        else:  # the disk filled before the run's first grading was written
+            store.set_meta("run_id", identity["run_id"])
+            grading_id = store.new_grading(mode="run", graders=_grader_specs(identity))
         plans = []
         for target in targets:
             dataset, questions, ordinals = _select_share(target, selection)

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import InputError
+from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .annotations import Annotation, answer_fingerprint, apply_annotations
@@ -231,6 +231,33 @@ def _reads(method: _Method) -> _Method:
     return read  # type: ignore[return-value]
 
 
+def _writes(method: _Method) -> _Method:
+    """A write to the store: a full disk (or a file size limit, an I/O error) ends the run as
+    incomplete (exit 3) naming the file; every question committed before it is kept, and the
+    run resumes once there is room."""
+
+    @functools.wraps(method)
+    def write(self: ResultStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.OperationalError, OSError) as exc:
+            raise EvaluationError(
+                f"could not write the results store: {exc}",
+                file=str(self.path),
+                hint="disk full? every question committed so far is kept: free space, then "
+                f"`tracegrade run --resume {self.path.parent.name}`",
+            ) from exc
+
+    return write  # type: ignore[return-value]
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """Undo the open transaction; SQLite may have rolled it back itself (a full disk): the
+    error that caused it is the one to report."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -366,7 +393,7 @@ class ResultStore:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
     def close(self) -> None:
@@ -379,6 +406,7 @@ class ResultStore:
         self.close()
 
     # -- meta and gradings ----------------------------------------------------------------
+    @_writes
     def set_meta(self, key: str, value: Any) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
@@ -389,6 +417,7 @@ class ResultStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
 
+    @_writes
     def new_grading(self, *, mode: str, graders: Sequence[dict[str, Any]] = ()) -> int:
         """Open a grading (the run's own, or a re-grade) and return its id."""
         cur = self._db.execute(
@@ -413,6 +442,7 @@ class ResultStore:
         return row[0]
 
     # -- writing ---------------------------------------------------------------------------
+    @_writes
     def commit_question(self, run: QuestionRun, score: QuestionScore, *, grading_id: int) -> None:
         """Write one finished question (run row, grade rows, score row) in one transaction."""
         db = self._db
@@ -456,9 +486,10 @@ class ResultStore:
             self._write_score(run.target, score, grading_id)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
+    @_writes
     def commit_score(self, target: str, score: QuestionScore, *, grading_id: int) -> None:
         """Write a re-grade of an already stored question (grade and score rows only)."""
         self._db.execute("BEGIN IMMEDIATE")
@@ -466,7 +497,7 @@ class ResultStore:
             self._write_score(target, score, grading_id)
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            _rollback(self._db)
             raise
 
     def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
@@ -643,6 +674,7 @@ class ResultStore:
         return out
 
     # -- annotations (grading by hand) ------------------------------------------------------
+    @_writes
     def add_annotation(
         self,
         *,
