@@ -851,3 +851,87 @@ def test_trace_file_on_a_full_disk_is_counted_and_the_run_incomplete(
     assert code == 3, out + err
     assert "could not be written to the trace file" in out + err and "No space left" in out + err
     assert "Traceback" not in err
+
+
+SLOW_GRADER = """
+import time
+from pathlib import Path
+
+from tracegrade.graders.code import grader
+
+
+@grader(name="patient")
+def patient(output):
+    if Path("SLOW").exists():  # only the re-grade is slow: a CI cancel lands mid-way
+        time.sleep(0.5)
+    return "sunny" in output
+"""
+
+
+def test_grade_cancelled_mid_way_is_not_the_runs_latest(tmp_path: Path) -> None:
+    """A `grade` SIGTERMed half-way (a CI cancel) ends as `run` does (143, the command to
+    finish), and its partial grading never becomes what `show` reports."""
+    questions = [dict(QUESTIONS["rome"], id=f"r{i:02d}") for i in range(12)]
+    _project(tmp_path, questions=[], extra_questions=questions, target={"graders": MUST_PASS_TOOLS})
+    (tmp_path / "data" / "graders.py").write_text(SLOW_GRADER, encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, "-m", "tracegrade", "run", "--quiet"],
+        cwd=tmp_path,
+        env=_child_env(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert ran.returncode == 2, ran.stderr  # every rome fails its must-pass grader
+    (run_dir,) = _run_dirs(tmp_path)
+    (tmp_path / "SLOW").touch()
+    grade = subprocess.Popen(
+        [sys.executable, "-m", "tracegrade", "grade", str(run_dir)],
+        cwd=tmp_path,
+        env=_child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:  # until the re-grade has committed a first question
+        with sqlite3.connect(f"file:{run_dir / 'results.sqlite'}?mode=ro", uri=True) as db:
+            if db.execute("SELECT count(*) FROM scores WHERE grading_id = 2").fetchone()[0]:
+                break
+        time.sleep(0.1)
+    grade.send_signal(signal.SIGTERM)
+    _, err = grade.communicate(timeout=120)
+    assert grade.returncode == 143, err
+    assert f"tracegrade grade {run_dir}" in err and "Traceback" not in err
+    shown = subprocess.run(
+        [sys.executable, "-m", "tracegrade", "show", str(run_dir)],
+        cwd=tmp_path,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert shown.returncode == 2, shown.stdout  # the run's own verdict, not a partial one
+    assert "(grading 1)" in shown.stdout and "grading 2 was interrupted" in shown.stdout
+
+
+def test_merge_killed_half_way_leaves_no_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A `merge --out` stopped half-way leaves nothing that `show` reads as a run."""
+    from tracegrade.execution import shards
+
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path)
+    for shard in ("1/2", "2/2"):
+        assert _run(tmp_path, "--shard", shard) in (0, 3)
+    parts = [str(d) for d in _run_dirs(tmp_path)]
+
+    def killed(*args, **kwargs) -> None:
+        raise KeyboardInterrupt  # as a kill half-way through copying the trace files
+
+    monkeypatch.setattr(shards, "_concat_traces", killed)
+    assert main(["merge", *parts, "--out", str(tmp_path / "merged")]) == 130
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "merged")]) == 4
+    assert not any(p.name.startswith(".") for p in (tmp_path / "runs").iterdir())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,26 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..execution.regrade import regrade_run
     from ..inputs.config import load_config
+    from . import handle_stop_signals
 
     config = load_config(args.config)
-    outcome = regrade_run(
-        config,
-        args.run_dir,
-        current=args.current,
-        use_cache=not args.no_cache,
-        ids=tuple(args.ids),
-        goal=args.goal,
-    )
+    try:
+        with handle_stop_signals():  # a CI cancel (SIGTERM) ends it as Ctrl-C does
+            outcome = regrade_run(
+                config,
+                args.run_dir,
+                current=args.current,
+                use_cache=not args.no_cache,
+                ids=tuple(args.ids),
+                goal=args.goal,
+            )
+    except KeyboardInterrupt:
+        # the unfinished grading never becomes the run's latest: say how to grade it whole
+        print(
+            f"\ntracegrade: interrupted; the partial grading is not the run's latest: grade it "
+            f"again with `tracegrade grade {args.run_dir}`",
+            file=sys.stderr,
+        )
+        raise
     write_reports(args, outcome, config=config)
     return outcome.exit_code

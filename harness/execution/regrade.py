@@ -309,7 +309,8 @@ async def aregrade_run(
             }
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         mode = "goal" if goal is not None else "current" if current else "stored"
-        grading_id = store.new_grading(mode=mode, graders=specs)
+        # the latest only once every question is graded (`end_grading`)
+        grading_id = store.new_grading(mode=mode, graders=specs, unfinished=True)
         notes = await aregrade(
             store=store,
             run_dir=run_dir,
@@ -321,6 +322,7 @@ async def aregrade_run(
             on_done=on_done,
             ids=ids,
         )
+        store.end_grading(grading_id)
         results = stored_results(store, grading_id, targets, identity, attached)
     notes = redaction_notes(config) + notes
     return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)

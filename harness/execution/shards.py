@@ -14,6 +14,7 @@ manifest; `show`, `grade`, `compare` and every report read it as they read any r
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -194,9 +195,25 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
 
 
 def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    """Written beside `out` and renamed into place once whole: a merge killed half-way leaves
+    no directory that reads as a run (its identity is written last, inside the staging one)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.merging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        _write_into(shards, staging, out.name, ref)
+        if out.exists():
+            out.rmdir()  # checked empty before
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _write_into(shards: list, out: Path, run_id: str, ref: dict) -> None:
+    out.mkdir(parents=True)
     identity = {k: v for k, v in ref.items()}
-    identity["run_id"] = out.name
+    identity["run_id"] = run_id
     identity["created"] = min(s[1].get("created") or "" for s in shards) or datetime.now(
         UTC
     ).isoformat(timespec="seconds")
@@ -218,16 +235,16 @@ def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> No
         identity["targets"][name] = merged
     if (shards[0][0] / "graders").is_dir():  # the grading modules (equal by sha256)
         shutil.copytree(shards[0][0] / "graders", out / "graders")
-    write_identity(out, identity)
     (out / "traces").mkdir(exist_ok=True)
     with ResultStore.in_run_dir(out, redaction=_Verbatim()) as store:  # type: ignore[arg-type]
-        store.set_meta("run_id", out.name)
+        store.set_meta("run_id", run_id)
         graders = [{"target": n, **s} for n, t in ref["targets"].items() for s in t["graders"]]
         grading_id = store.new_grading(mode="run", graders=graders)
         for run_dir, _identity, _index, _n in sorted(shards, key=lambda s: s[2]):
             _copy_rows(run_dir, store, grading_id)
     for name in ref["targets"]:
         _concat_traces([s[0] / "traces" / f"{name}.jsonl" for s in shards], out, name)
+    write_identity(out, identity)  # last: only a whole directory is a run
 
 
 def _copy_rows(run_dir: Path, store: ResultStore, grading_id: int) -> None:

@@ -130,13 +130,30 @@ def _stored_targets(manifest: RunManifest) -> list[TargetConfig]:
 def _grading_id(store: ResultStore, grading: int | None, run_dir: Path) -> int | None:
     ids = [g["grading_id"] for g in store.gradings()]
     if grading is None:
-        return max(ids) if ids else None
+        return store.latest_grading_id()
     if grading not in ids:
         have = ", ".join(map(str, ids)) or "none"
         raise InputError(
             f"run {run_dir.name} has no grading {grading} (gradings: {have})", key="--grading"
         )
     return grading
+
+
+def interrupted_notes(run_dir: Path, shown: int | None) -> list[str]:
+    """What a reader of the run must know was cut short: re-gradings started and never
+    finished (not shown), and the grading shown, when it is one of them."""
+    with ResultStore.open_readonly(run_dir) as store:
+        unfinished = store.unfinished_gradings()
+    notes = []
+    for grading_id in unfinished:
+        if grading_id == shown:
+            notes.append(f"grading {grading_id} was interrupted: it holds only some questions")
+        else:
+            notes.append(
+                f"grading {grading_id} was interrupted before it finished (a partial re-grade): "
+                f"not shown; `tracegrade grade {run_dir.name}` grades the run again"
+            )
+    return notes
 
 
 def load_outcome(run_dir: Path, *, grading: int | None = None) -> RunOutcome:
@@ -163,6 +180,7 @@ def load_outcome(run_dir: Path, *, grading: int | None = None) -> RunOutcome:
                 )
             )
     notes = [] if grading_id is not None else ["nothing was graded in this run yet"]
+    notes += interrupted_notes(run_dir, grading_id)
     return RunOutcome(manifest.run_id, run_dir, results, identity, grading_id or 0, notes)
 
 

@@ -418,13 +418,30 @@ class ResultStore:
         return json.loads(row[0]) if row else default
 
     @_writes
-    def new_grading(self, *, mode: str, graders: Sequence[dict[str, Any]] = ()) -> int:
-        """Open a grading (the run's own, or a re-grade) and return its id."""
-        cur = self._db.execute(
-            "INSERT INTO gradings (created, mode, graders) VALUES (?, ?, ?)",
-            (_now(), mode, json.dumps(list(graders), default=str)),
-        )
-        return int(cur.lastrowid)  # type: ignore[arg-type]
+    def new_grading(
+        self, *, mode: str, graders: Sequence[dict[str, Any]] = (), unfinished: bool = False
+    ) -> int:
+        """Open a grading (the run's own, or a re-grade) and return its id. `unfinished`: a
+        re-grade, never the latest until `end_grading` (marked in the same transaction, so a
+        kill between the two cannot leave an empty grading as the latest)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute(
+                "INSERT INTO gradings (created, mode, graders) VALUES (?, ?, ?)",
+                (_now(), mode, json.dumps(list(graders), default=str)),
+            )
+            grading_id = int(cur.lastrowid)  # type: ignore[arg-type]
+            if unfinished:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, 'true')",
+                    (f"unfinished_grading:{grading_id}",),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            _rollback(db)
+            raise
+        return grading_id
 
     @_reads
     def gradings(self) -> list[dict[str, Any]]:
@@ -438,8 +455,23 @@ class ResultStore:
 
     @_reads
     def latest_grading_id(self) -> int | None:
-        row = self._db.execute("SELECT MAX(grading_id) FROM gradings").fetchone()
-        return row[0]
+        """The latest grading that finished (a `grade` killed half-way left a grading of some
+        rows: never the run's latest); the run's own grading counts however the run ended."""
+        ids = [g["grading_id"] for g in self.gradings()]
+        unfinished = set(self.unfinished_gradings())
+        done = [i for i in ids if i not in unfinished or i == min(ids)]
+        return max(done) if done else None
+
+    @_reads
+    def unfinished_gradings(self) -> list[int]:
+        """Re-gradings started and never finished (`new_grading(unfinished=True)` without
+        `end_grading`)."""
+        rows = self._db.execute("SELECT key FROM meta WHERE key LIKE 'unfinished_grading:%'")
+        return sorted(int(r[0].split(":", 1)[1]) for r in rows)
+
+    @_writes
+    def end_grading(self, grading_id: int) -> None:
+        self._db.execute("DELETE FROM meta WHERE key = ?", (f"unfinished_grading:{grading_id}",))
 
     # -- writing ---------------------------------------------------------------------------
     @_writes
