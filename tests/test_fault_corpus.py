@@ -68,7 +68,9 @@ def _run(root: Path, *argv: str) -> int:
 
 def _run_dirs(root: Path) -> list[Path]:
     runs = root / "runs"
-    return sorted(p for p in runs.iterdir() if (p / "identity.json").is_file())
+    # oldest first: two runs started in one second have ids that do not sort by time
+    found = [p for p in runs.iterdir() if (p / "identity.json").is_file()]
+    return sorted(found, key=lambda p: (p / "identity.json").stat().st_mtime_ns)
 
 
 def _grading_module(text: str, **project) -> Callable[[Path], list[str]]:
