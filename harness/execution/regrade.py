@@ -20,8 +20,8 @@ from ..records import RunRecord, ToolRecord
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
-from .conversation import agrade_conversation
 from .changed import refuse_changed_rubrics
+from .conversation import agrade_conversation
 from .grading import (
     AttachedGrader,
     attach_graders,
