@@ -9,6 +9,9 @@
 #      from the dataset, a two-turn conversation)  -> passes (expected exit 0); the same agent
 #      refunding without asking                    -> its gate fails (expected exit 2)
 #
+# The reports are written to files in runs/demo/ (printed once, by the runs themselves), and
+# the last lines say what to run next. Bold headings only on a terminal, never with NO_COLOR.
+#
 # No key, no network, no GPU: the agents run on a scripted chat model. The first run creates
 # .venv in the checkout if it is missing (that step alone needs the package index, or a local
 # wheelhouse through PIP_FIND_LINKS / PIP_NO_INDEX). Set TRACEGRADE_BIN to use another install.
@@ -32,7 +35,13 @@ if [ -z "${TRACEGRADE_BIN:-}" ]; then
 fi
 mkdir -p "$OUT"
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: no escape codes in a CI log or a file, none with NO_COLOR set.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  BOLD=$'\033[1m' RESET=$'\033[0m'
+else
+  BOLD='' RESET=''
+fi
+step() { printf '\n%s==> %s%s\n' "$BOLD" "$*" "$RESET"; }
 
 step "validating the example datasets"
 "$TRACEGRADE_BIN" validate examples/datasets/support_desk.yaml examples/datasets/content_agent.yaml \
@@ -64,13 +73,6 @@ asking=$?
 run_target refund_desk_regressed
 not_asking=$?
 
-for target in support_desk support_desk_regressed refund_desk_regressed; do
-  if [ -f "$OUT/$target.md" ]; then
-    step "Markdown report of $target ($OUT/$target.md)"
-    cat "$OUT/$target.md"
-  fi
-done
-
 meaning() {
   case "$1" in
     0) echo "ran, every gate passed" ;;
@@ -92,14 +94,29 @@ printf '  compare                 exited %s (%s), expected 2\n' "$compared" "$([
 printf '  refund_desk             exited %s (%s), expected 0\n' "$asking" "$(meaning "$asking")"
 printf '  refund_desk_regressed   exited %s (%s), expected 2\n' "$not_asking" "$(meaning "$not_asking")"
 echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json; an HTML page per"
-echo "           target to open in a browser: $OUT/support_desk_regressed.html)"
+echo "           target), written to files, not printed again here"
+
+run_id() {  # run_id REPORT.json -> the run id it reports
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run_id"])' "$1" 2>/dev/null || echo "RUN_ID"
+}
+regressed_run="$(run_id "$OUT/support_desk_regressed.json")"
+tg="$TRACEGRADE_BIN"
+[ "$tg" = .venv/bin/tracegrade ] || tg=tracegrade
 
 if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ] \
   && [ "$asking" -eq 0 ] && [ "$not_asking" -eq 2 ]; then
   echo
   echo "demo: as expected. The regressed agent's mistakes were caught from what it did, not what it said."
-  exit 0
+  status=0
+else
+  echo
+  echo "demo: unexpected exit codes (see above)" >&2
+  status=1
 fi
-echo
-echo "demo: unexpected exit codes (see above)" >&2
-exit 1
+step "what to run next"
+echo "  $OUT/support_desk_regressed.html   # open in a browser: each mistake on its question's tool-call timeline"
+echo "  $tg show --config $CONFIG $regressed_run   # the regressed run's report again"
+echo "  $tg run --config $CONFIG --target support_desk   # a run of your own"
+echo "  $tg targets --config $CONFIG                 # each target's graders, pass bars and gate"
+echo "  the console's terms (composite, objective, degraded, grading N): docs/running.md#reading-the-console"
+exit "$status"

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
-__all__ = ["Attachment", "Grader", "GraderServices"]
+__all__ = ["Attachment", "Grader", "GraderServices", "gates_by_default", "with_safe_defaults"]
 
 
 @dataclass(slots=True)
@@ -213,3 +213,24 @@ class Attachment:
 
     def __hash__(self) -> int:
         return hash((id(self.grader), self.spec))
+
+
+def gates_by_default(grader: Grader | type[Grader]) -> bool:
+    """The safe default: a grader whose verdict rests on what the agent did (it declares
+    `observes_actions`) and that is no LLM judge is must-pass at its full score unless the
+    target says otherwise. A wrong action must fail a gate nobody tuned."""
+    return bool(getattr(grader, "observes_actions", False)) and not getattr(grader, "llm", False)
+
+
+def with_safe_defaults(grader: Grader | type[Grader], spec: GraderSpec) -> GraderSpec:
+    """`spec` with what it leaves unsaid taken from the safe defaults: for a grader that
+    `gates_by_default`, `must_pass` (unless written) is true and `threshold` (unless written)
+    its full score, so `must_pass: false` or a `threshold` relaxes it; any other grader keeps
+    seed 003's defaults (not must-pass, threshold 0). What was written always stands."""
+    if not gates_by_default(grader):
+        return spec
+    written = spec.model_fields_set
+    values = spec.model_dump(include=set(written))
+    values.setdefault("must_pass", True)
+    values.setdefault("threshold", float(grader.max_score))
+    return GraderSpec(**values)

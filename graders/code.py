@@ -17,7 +17,7 @@ import yaml
 
 from ..errors import JudgeError
 from ..records import GradeResult, GraderSpec, RunRecord
-from .base import Attachment, Grader, GraderServices
+from .base import Attachment, Grader, GraderServices, with_safe_defaults
 from .context import RESERVED_KEYS
 
 __all__ = [
@@ -94,7 +94,8 @@ class CodeGrader(Grader):
 
 def attachment_of(item: Grader) -> Attachment:
     """An `Attachment` carrying the spec a code grader was built with (defaults otherwise)."""
-    return Attachment(item, spec=getattr(item, "spec", None) or GraderSpec())
+    spec = getattr(item, "spec", None) or GraderSpec()
+    return Attachment(item, spec=with_safe_defaults(item, spec))
 
 
 def _stringify(value: Any) -> str:

@@ -13,7 +13,9 @@ Which calls count (from the record's outcome, never from text; as tool_usage_gra
   may already have had side effects).
 
 Order is the order calls were requested: start order, except that the calls one model message
-requested together (parallel calls) keep the order the model listed them in.
+requested together (parallel calls) have no order among themselves: in `strict` and
+`subsequence` they match the expected calls in any order (the order a model lists parallel calls
+in carries no meaning), while the order between messages still counts.
 
 Score 0–1: the share of constraints met (each expected call in every mode but `subset`; "no
 other calls" in `strict`, `unordered` and `subset`; each forbidden tool; each count bound;
@@ -36,7 +38,7 @@ from ..records import GradeResult, Interruption, Outcome, ToolCall, ToolRecord
 from .base import Grader, GraderServices
 from .tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
 from .trajectory_matchers import ArgsMatcher, compile_args, shown
-from .trajectory_matching import align_in_order, max_matching
+from .trajectory_matching import align_in_groups, max_matching
 
 __all__ = [
     "GRADERS",
@@ -162,6 +164,19 @@ def request_order(record: Sequence[ToolCall]) -> list[ToolCall]:
     return sorted(record, key=key)
 
 
+def _messages(calls: Sequence[ToolCall]) -> list[int]:
+    """Ordinals of the model messages that requested `calls` (in request order, so a message's
+    calls are adjacent); a call with no known model turn is a message of its own."""
+    out: list[int] = []
+    previous: tuple[str, int, int] | None = None
+    for call in calls:
+        key = None if call.model_turn is None else (call.agent, call.depth, call.model_turn)
+        same = key is not None and key == previous
+        out.append(out[-1] if same else (out[-1] + 1 if out else 0))
+        previous = key
+    return out
+
+
 def _times(n: int) -> str:
     return f"{n} time" if n == 1 else f"{n} times"
 
@@ -199,7 +214,7 @@ class _Calls:
     """The record in request order, numbered (`#1`...), with the executed calls by name. When
     the trajectory has interrupt steps, `steps` interleaves the interruptions with the calls."""
 
-    __slots__ = ("executed", "index", "number", "ordered", "started", "steps")
+    __slots__ = ("executed", "index", "message_of", "number", "ordered", "started", "steps")
 
     def __init__(self, record: ToolRecord, *, interruptions: bool = False) -> None:
         self.ordered = request_order(record)
@@ -212,6 +227,9 @@ class _Calls:
             numbered = self.steps + extra
         self.number = {id(c): n for n, c in enumerate(numbered, 1)}
         self.index = _NameIndex(self.steps)
+        self.message_of = _messages(self.steps)
+        """For each step, the ordinal of the model message that requested it (calls of one
+        message, parallel calls, share it: no order among them)."""
 
     def tag(self, call: ToolCall) -> str:
         if call.name == INTERRUPT_STEP:
@@ -309,7 +327,10 @@ class TrajectoryGrader(Grader):
         executed = calls.steps
         index = calls.index
         edges = [[j for j in index.named(e.tool) if e.accepts(executed[j])] for e in spec.calls]
-        assign = (align_in_order if spec.mode in _ORDERED else max_matching)(edges, len(executed))
+        if spec.mode in _ORDERED:
+            assign = align_in_groups(edges, calls.message_of)
+        else:
+            assign = max_matching(edges, len(executed))
         taken = {j: i for i, j in enumerate(assign) if j is not None}
 
         checks: list[tuple[str, bool, str]] = []  # (constraint, met, why)

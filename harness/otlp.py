@@ -11,6 +11,7 @@ from .errors import ConfigError
 __all__ = [
     "ENDPOINT_VARS",
     "PROTOCOLS",
+    "endpoint_problem",
     "env_endpoint",
     "exporting_from_env",
     "resolve_protocol",
@@ -41,6 +42,18 @@ def resolve_protocol(explicit: str | None = None, *, key: str = "/telemetry/prot
             hint="use http/protobuf (the default) or http/json",
         )
     return value
+
+
+def endpoint_problem(url: str) -> str | None:
+    """Why `url` cannot be an HTTP endpoint (no `http://` or `https://` scheme, no host), or
+    None. `localhost:4318` would otherwise fail at the first export, after the run: exit 3 for
+    what is a typo in the input."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} is not an http(s) URL: it has no http:// or https:// scheme"
+    if not parts.netloc:
+        return f"{url!r} names no host"
+    return None
 
 
 def exporting_from_env() -> bool:

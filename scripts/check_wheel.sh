@@ -67,9 +67,10 @@ expect 2 support_desk_regressed
 expect 0 refund_desk
 expect 2 refund_desk_regressed
 
-# The pytest plugin ships with the wheel (entry point pytest11): the passing target's questions
-# pass as test items, from the same other directory.
-"${PIP[@]}" install --quiet pytest
+# The pytest plugin ships with the wheel (entry point pytest11) and its extra brings pytest into
+# the same environment (`pip install 'tracegrade[pytest]'`, as docs/api.md says): the passing
+# target's questions pass as test items, from the same other directory.
+"${PIP[@]}" install --quiet "$WHEEL[pytest]"
 got=0
 "$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q --tracegrade "$P/tracegrade.yaml" \
   --tracegrade-target support_desk >"$WORK/pytest.out" 2>&1 || got=$?

@@ -15,6 +15,7 @@ from tests.runs_support import write_project
 from tracegrade.cli import main
 from tracegrade.comparison.compare import compare_runs, diff_tool_calls
 from tracegrade.errors import InputError
+from tracegrade.reports.compare_report import render_comparison_console
 from tracegrade.rundir.history import StoredRun
 from tracegrade.rundir.record import GraderResult, QuestionResult, ToolCallResult
 
@@ -186,20 +187,49 @@ def test_tool_call_difference_names_changed_arguments():
     assert diff_tool_calls(base, base) == []
 
 
-def test_fail_on_any_counts_a_newly_failing_non_must_pass_grader():
+def test_a_question_newly_failing_is_a_regression_by_default():
     base = _stored(_result("a"), _result("b"))
     cand = _stored(_result("a", passed=False, composite=4.0), _result("b"))
+    compared = compare_runs(base, cand)
+    assert compared.exit_code == 2
+    assert compared.regressions == ["1 question(s) newly fail the gate's pass rule: a"]
+    text = render_comparison_console(compared)
+    assert "newly failing (1)" in text and "REGRESSED (exit 2)" in text
+    # --fail-on significant alone (noisy repeated runs): the statistics decide, and the verdict
+    # says why the newly failing question does not count.
+    noisy = compare_runs(base, cand, fail_on=["significant"])
+    assert noisy.exit_code == 0
+    text = render_comparison_console(noisy)
+    assert "newly failing (1)" in text and "no regression" in text
+    assert (
+        "1 question(s) newly failing (a) are not counted under --fail-on significant: the "
+        "composite interval does not lie wholly below zero" in text
+    )
+
+
+def test_fail_on_any_counts_a_grader_newly_below_its_bar_on_a_passing_question():
+    def result(passed: bool) -> QuestionResult:
+        graders = [
+            GraderResult(id="g", score=1.0, passed=True, binary=True),
+            GraderResult(id="h", score=2.0 if passed else 1.0, passed=passed),
+        ]
+        return QuestionResult(target="t", id="a", passed=True, composite=4.0, graders=graders)
+
+    base, cand = _stored(result(True)), _stored(result(False))
     assert compare_runs(base, cand).exit_code == 0
-    assert compare_runs(base, cand, fail_on=["any"]).exit_code == 2
+    compared = compare_runs(base, cand, fail_on=["any"])
+    assert compared.exit_code == 2
+    assert compared.regressions == ["1 grader verdict(s) newly below their bar: a (h)"]
 
 
 def test_run_with_a_baseline_joins_the_gate_and_every_report(tmp_path, capsys):
-    # No must-pass grader and no bar: the run's own gate passes whatever the agent does.
+    # No must-pass grader and no pass-rate bar: the run's own gate passes whatever it does.
     graders = [
         {"id": "contains", "match_on": ["expected", "keyword"]},
-        {"id": "tool_usage_grader", "threshold": 5},
+        {"id": "tool_usage_grader", "threshold": 5, "must_pass": False},
     ]
-    config = write_project(tmp_path, target={"graders": graders, "gate": {"max_errored": 0}})
+    gate = {"max_errored": 0, "min_pass_rate": 0}
+    config = write_project(tmp_path, target={"graders": graders, "gate": gate})
     base = _run(config)
     _stop_looking_up(config)
     out = tmp_path / "out"
@@ -207,22 +237,24 @@ def test_run_with_a_baseline_joins_the_gate_and_every_report(tmp_path, capsys):
     argv = ["run", "--config", str(config), "--quiet", "--baseline", base]
     reports = ["--json", str(out / "r.json"), "--junit", str(out / "r.xml")]
     reports += ["--markdown", str(out / "r.md")]
-    code = main([*argv, "--fail-on", "any", *reports])
+    code = main([*argv, *reports])
     console = capsys.readouterr().out
     assert "against the baseline:" in console
-    assert "1 question(s) newly failing: paris" in console
+    assert "1 question(s) newly fail the gate's pass rule: paris" in console
     assert code == 2
     report = json.loads((out / "r.json").read_text())
     assert report["gate"]["exit_code"] == 2
     assert report["gate"]["targets"]["t"]["passed"] is True  # the run alone passed
     assert report["comparison"]["format"] == "tracegrade.comparison"
-    assert report["comparison"]["reasons"] == ["1 question(s) newly failing: paris"]
+    assert report["comparison"]["reasons"] == [
+        "1 question(s) newly fail the gate's pass rule: paris"
+    ]
     assert "## tracegrade compare: regressed (exit 2)" in (out / "r.md").read_text()
     root = ET.parse(out / "r.xml").getroot()
     (suite,) = [s for s in root.iter("testsuite") if s.get("name") == "baseline comparison"]
     assert suite.get("failures") == "1"
-    # Under the default rules (must-pass, significant) the same change is no regression.
-    assert main([*argv]) == 0
+    # Under --fail-on significant (one question of two: no significant drop) it is none.
+    assert main([*argv, "--fail-on", "significant"]) == 0
 
 
 def test_a_bad_baseline_is_exit_4_before_anything_runs(tmp_path, capsys):

@@ -316,6 +316,58 @@ def test_the_demo_writes_an_html_page_beside_the_other_reports(demo, checkout):
     assert f"{'reports'}/support_desk_regressed.html" in demo.stdout
 
 
+def test_the_demo_speaks_to_a_first_time_user(demo, checkout):
+    out = demo.stdout
+    assert "\x1b" not in out + demo.stderr  # not a terminal: no raw colour codes
+    # The Markdown reports are files; the console report was printed once, by the runs.
+    assert "## tracegrade run" not in out and (checkout / "reports" / "support_desk.md").is_file()
+    regressed = json.loads((checkout / "reports" / "support_desk_regressed.json").read_text())
+    tail = out.rstrip().splitlines()[-6:]
+    assert tail[0] == "==> what to run next"
+    text = "\n".join(tail)
+    assert "/support_desk_regressed.html" in text
+    assert f"show --config examples/tracegrade.yaml {regressed['run_id']}" in text
+    assert "run --config examples/tracegrade.yaml --target support_desk" in text
+    assert "docs/running.md#reading-the-console" in text
+
+
+@pytest.mark.parametrize(("no_color", "escapes"), [(None, True), ("1", False)])
+def test_the_demo_colours_a_terminal_unless_no_color(no_color, escapes):
+    import pty
+
+    # The demo's heading helper, run on a real terminal (a pseudo-terminal).
+    script = (EXAMPLES / "demo.sh").read_text()
+    start, end = script.index("if [ -t 1 ]"), script.index("step() {")
+    helper = script[start : script.index("\n", end)] + "\nstep hello\n"
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    if no_color is not None:
+        env["NO_COLOR"] = no_color
+    leader, follower = pty.openpty()
+    done = subprocess.run(["bash", "-c", helper], stdout=follower, env=env, timeout=30)
+    os.close(follower)
+    printed = os.read(leader, 4096).decode()
+    os.close(leader)
+    assert done.returncode == 0 and "==> hello" in printed
+    assert ("\x1b[1m" in printed) is escapes
+
+
+def test_the_console_terms_are_explained(tmp_path):
+    # Every term the console report uses is in the glossary of docs/running.md, and the
+    # run command's --help explains the ones a first run shows.
+    docs = (ROOT / "docs" / "running.md").read_text()
+    glossary = docs[docs.index("### Reading the console") :]
+    glossary = glossary[: glossary.index("\n- **Console** (always)")]
+    for term in ("grading N", "pass bar", "must pass", "scored / skipped / errors / passed",
+                 "composite", "objective", "errored", "degraded", "error budget",
+                 "critical failures", "rule:", "worst questions", "trace", "notice:"):  # fmt: skip
+        assert term in glossary, term
+    done = subprocess.run(
+        [str(TRACEGRADE), "run", "--help"], capture_output=True, text=True, timeout=60
+    )
+    for term in ("grading N", "composite", "objective", "degraded", "errored", "pass bar"):
+        assert term in done.stdout, term
+
+
 def test_the_content_agent_targets_catch_sub_agent_and_claim_mistakes(checkout, tmp_path):
     config = checkout / "examples" / "tracegrade.yaml"
 

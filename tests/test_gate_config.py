@@ -1,6 +1,7 @@
 """Gates that can never fail are invalid input: `run` and `validate` exit 4 naming file, line
-and key (a scalar must-pass grader without a threshold; a non-finite or out-of-scale gate
-value). Each grader's pass bar is shown by `targets` and the reports."""
+and key (a scalar must-pass grader without a threshold, unless it observes actions: then its
+bar is its full score; a non-finite or out-of-scale gate value). Each grader's pass bar is shown
+by `targets` and the reports."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from tests.runs_support import write_project
 from tracegrade.cli import main
 
-MUST_PASS_NO_THRESHOLD = [{"id": "tool_usage_grader", "must_pass": True}, "contains"]
+MUST_PASS_NO_THRESHOLD = [{"id": "format_grader", "must_pass": True}, "contains"]
 
 
 def _line_of(path, needle):
@@ -27,11 +28,19 @@ def test_must_pass_on_a_scalar_grader_without_threshold_is_exit_4(tmp_path, caps
     argv = ["validate", str(path)] if command == "validate" else [command, "--config", str(path)]
     assert main(argv) == 4
     err = capsys.readouterr().err
-    line = _line_of(path, "- id: tool_usage_grader")
+    line = _line_of(path, "- id: format_grader")
     assert f"{path}:{line}" in err
     assert "/targets/t/graders/0/must_pass" in err
-    assert "threshold: 5" in err and "every expectation met" in err
+    assert "threshold: 5" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_must_pass_on_a_grader_that_observes_actions_bars_at_its_full_score(tmp_path, capsys):
+    graders = [{"id": "tool_usage_grader", "must_pass": True}]
+    path = write_project(tmp_path, target={"graders": graders})
+    assert main(["targets", "--config", str(path)]) == 0
+    assert "[must pass, pass bar >= 5]" in capsys.readouterr().out
+    assert main(["run", "--config", str(path), "--quiet"]) == 2  # rome calls no tool: 0 of 5
 
 
 def test_must_pass_with_a_threshold_at_the_bottom_of_the_scale_is_exit_4(tmp_path, capsys):
@@ -74,7 +83,10 @@ def test_non_finite_or_out_of_scale_gate_values_are_exit_4(tmp_path, capsys, gat
 
 
 def test_targets_and_reports_show_each_graders_pass_bar(tmp_path, capsys):
-    graders = [{"id": "tool_usage_grader", "must_pass": True, "threshold": 5}, "contains"]
+    graders = [
+        {"id": "tool_usage_grader", "must_pass": True, "threshold": 5},
+        {"id": "contains", "match_on": ["expected", "keyword"]},
+    ]
     path = write_project(tmp_path, questions=["paris"], target={"graders": graders})
     assert main(["targets", "--config", str(path)]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("TRACEGRADE_CHROMIUM", "/usr/bin/chromium"))  # scripts/test.sh
 ROOT = Path(__file__).resolve().parents[1]
 TRACEGRADE = Path(sys.executable).with_name("tracegrade")
 TARGET = "support_desk_regressed"
@@ -52,7 +52,7 @@ def browser():
     if not CHROMIUM.exists():
         pytest.fail(
             "the HTML report is tested in Debian's chromium: apt-get install -y chromium "
-            "(.ci/run installs it)"
+            "(./scripts/test.sh installs it)"
         )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)

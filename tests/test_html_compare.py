@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-CHROMIUM = Path("/usr/bin/chromium")
+from tests.test_html_browser import CHROMIUM
+
 ROOT = Path(__file__).resolve().parents[1]
 TRACEGRADE = Path(sys.executable).with_name("tracegrade")
 
@@ -45,7 +46,9 @@ def page_file(tmp_path_factory) -> Path:
 
 def test_the_comparison_section_names_the_regressed_questions_and_their_calls(page_file):
     if not CHROMIUM.exists():
-        pytest.fail("the HTML report is tested in Debian's chromium (.ci/run installs it)")
+        pytest.fail(
+            "the HTML report is tested in Debian's chromium (./scripts/test.sh installs it)"
+        )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         context = browser.new_context()
@@ -75,7 +78,7 @@ def test_the_comparison_section_names_the_regressed_questions_and_their_calls(pa
             '"2026-12-03" -> "2026-12-04"'
         )
         expect(section).to_contain_text("exact McNemar p = 0.125")
-        expect(section.locator("ul.reasons li").first).to_contain_text("must-pass")
+        expect(section.locator("ul.reasons li").first).to_contain_text("newly fail the gate")
         assert [u for u in requests if not u.startswith("file:")] == []
         context.close()
         browser.close()

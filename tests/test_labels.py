@@ -301,8 +301,9 @@ def test_store_schema_1_migrates_to_2_keeping_its_rows(tmp_path, capsys):
 def test_labels_and_the_person_who_decided_show_on_the_html_page(tmp_path, capsys):
     from playwright.sync_api import expect, sync_playwright
 
-    chromium = Path("/usr/bin/chromium")
-    assert chromium.exists(), "apt-get install -y chromium (.ci/run installs it)"
+    from tests.test_html_browser import CHROMIUM as chromium
+
+    assert chromium.exists(), "apt-get install -y chromium (./scripts/test.sh installs it)"
     config = project(tmp_path)
     run_id = run(config, capsys)
     rows = [

@@ -188,3 +188,17 @@ def test_with_repeats_every_trial_of_a_question_must_pass(project):
     [run_dir] = run_dirs(project)
     with sqlite3.connect(run_dir / "results.sqlite") as db:
         assert db.execute("SELECT count(*) FROM questions").fetchone() == (4,)  # 2 x 2 trials
+
+
+def test_the_pytest_extra_brings_pytest_into_the_same_environment():
+    # `pip install 'tracegrade[pytest]'` (docs/api.md): a pytest from elsewhere cannot see the
+    # plugin and answers "unrecognized arguments: --tracegrade".
+    from importlib.metadata import metadata
+
+    meta = metadata("tracegrade")
+    assert "pytest" in (meta.get_all("Provides-Extra") or [])
+    wanted = [r for r in meta.get_all("Requires-Dist") or [] if 'extra == "pytest"' in r]
+    assert any(r.startswith("pytest>=") for r in wanted), wanted
+    assert any(r.startswith("pytest-xdist") for r in wanted), wanted
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    assert "pip install 'tracegrade[pytest]'" in docs and "python -m pytest --tracegrade" in docs

@@ -171,7 +171,7 @@ def test_records_hold_parallel_sub_agent_and_errored_calls(booking, errored, del
     ]
 
 
-def test_parallel_calls_keep_the_order_the_model_listed_them(booking):
+def test_request_order_lists_parallel_calls_as_the_model_did(booking):
     slots = [c.arguments["slot"] for c in request_order(booking) if c.name == "check_availability"]
     assert slots == ["10:00", "11:00"]
 
@@ -185,14 +185,16 @@ BOOK = {"tool": "book_appointment", "args": {"slot": "11:00"}}
 MODES = [
     # strict: the same calls in the same order, nothing else
     ("strict", [LOOKUP, CHECK_10, CHECK_11, BOOK], 1.0, None),
+    # the two checks were requested in one message (parallel calls): no order between them
+    ("strict", [LOOKUP, CHECK_11, CHECK_10, BOOK], 1.0, None),
     (
         "strict",
-        [LOOKUP, CHECK_11, CHECK_10, BOOK],
+        [CHECK_10, LOOKUP, CHECK_11, BOOK],
         0.6,
         "3 of 5 trajectory constraints met (strict; from the agent tool-call record); broken: "
-        "calls[2] `check_availability`: expected in this order; the call that fits, "
-        "#2 `check_availability`, ran out of order; "
-        "no other calls (strict): #2 `check_availability` is not in the expected sequence",
+        "calls[1] `lookup_customer`: expected in this order; the call that fits, "
+        "#1 `lookup_customer`, ran out of order; "
+        "no other calls (strict): #1 `lookup_customer` is not in the expected sequence",
     ),
     (
         "strict",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from .. import semconv as sc
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = [
+    "ExportBudget",
     "OtlpJsonExporter",
     "ReplayReport",
     "describe_response",
@@ -110,17 +112,30 @@ def post_line(
 ) -> tuple[bool, str | None]:
     """POST one request; (accepted, failure in words). Never raises: a dead backend is a
     failure to report, not a crash."""
+    ok, failure, _ = _post(client, endpoint, line, protocol, None)
+    return ok, failure
+
+
+def _post(
+    client: httpx.Client, endpoint: str, line: str, protocol: str, timeout: float | None
+) -> tuple[bool, str | None, bool]:
+    """`post_line` with a timeout for this request (None: the client's own), and whether it
+    went unanswered (timed out, or could not connect): what the breaker counts."""
     if protocol == "http/json":
         body, content_type = line.encode("utf-8"), "application/json"
     else:
         body, content_type = json_to_protobuf(line), "application/x-protobuf"
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     try:
-        response = client.post(endpoint, content=body, headers={"Content-Type": content_type})
+        response = client.post(
+            endpoint, content=body, headers={"Content-Type": content_type}, **options
+        )
     except httpx.HTTPError as exc:  # isolation point: reported by the caller, never raised
-        return False, f"{type(exc).__name__}: {exc} ({endpoint})"
+        unanswered = isinstance(exc, httpx.TimeoutException | httpx.ConnectError)
+        return False, f"{type(exc).__name__}: {exc or 'no answer'} ({endpoint})", unanswered
     if 200 <= response.status_code < 300:
-        return True, None
-    return False, describe_response(response, endpoint)
+        return True, None, False
+    return False, describe_response(response, endpoint), False
 
 
 def _redact_line(line: str, *, project: str | None, policy: RedactionPolicy) -> tuple[str, int]:
@@ -168,6 +183,39 @@ def _redact_key_values(key_values: Sequence[dict], redact: Any) -> None:
                     item["stringValue"] = redact({"": item["stringValue"]})[""]
 
 
+class ExportBudget:
+    """What one export may spend, across every trace file it sends: one deadline for the whole
+    export, and a circuit breaker that gives up after `breaker` consecutive requests that timed
+    out or could not connect (as the judges' breaker does), so a backend that accepts
+    connections and never answers costs seconds, not a timeout per trace-file line."""
+
+    def __init__(self, *, deadline_s: float = 60.0, timeout_s: float = 10.0, breaker: int = 2):
+        self.deadline_s = deadline_s
+        self.timeout_s = timeout_s
+        self.breaker = breaker
+        self._ends = time.monotonic() + deadline_s
+        self._in_a_row = 0
+        self.stopped: str | None = None
+        """Why no more requests are sent (the breaker opened, the deadline passed); None."""
+
+    def request_timeout(self) -> float | None:
+        """Seconds the next request may take; None when the export must stop (see `stopped`)."""
+        if self.stopped is None and time.monotonic() >= self._ends:
+            self.stopped = f"the export's deadline of {self.deadline_s:g} s passed"
+        if self.stopped is not None:
+            return None
+        return max(0.001, min(self.timeout_s, self._ends - time.monotonic()))
+
+    def record(self, *, unanswered: bool) -> None:
+        """Count a request: `unanswered` when it timed out or could not connect."""
+        self._in_a_row = self._in_a_row + 1 if unanswered else 0
+        if unanswered and self._in_a_row >= self.breaker and self.stopped is None:
+            self.stopped = (
+                f"gave up after {self._in_a_row} consecutive requests went unanswered "
+                f"({self.timeout_s:g} s each)"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayReport:
     """What a replay of a trace file delivered."""
@@ -182,6 +230,14 @@ class ReplayReport:
     """Spans in requests the backend refused or never answered."""
     first_failure: str | None = None
     """The first failure in words (`HTTP 415 Unsupported Media Type from ...`)."""
+    not_sent: int = 0
+    """Spans never sent: the export stopped first (its deadline, or its breaker)."""
+    stopped: str | None = None
+    """Why the export stopped before the end of the file; None when it sent every line."""
+    lines: int = 0
+    """Requests (trace-file lines) in the file."""
+    delivered_lines: int = 0
+    """Requests the backend accepted."""
 
 
 def replay_trace_file(
@@ -191,29 +247,47 @@ def replay_trace_file(
     protocol: str = "http/protobuf",
     headers: Mapping[str, str] | None = None,
     project: str | None = None,
-    timeout: float = 10.0,
     redaction: RedactionPolicy = DEFAULT_POLICY,
+    budget: ExportBudget | None = None,
 ) -> ReplayReport:
     """Post every request stored in a run's trace file to an OTLP/HTTP endpoint, redacted again
-    on the way out. Unreadable lines count as failed; nothing raises for a dead backend."""
-    exported = failed = 0
+    on the way out, within `budget` (one deadline and a breaker, shared by every file of one
+    export; default a fresh one): once it stops, the rest is counted as not sent. Unreadable
+    lines count as failed; nothing raises for a dead backend."""
+    budget = budget if budget is not None else ExportBudget()
+    exported = failed = not_sent = lines = delivered = 0
     first: str | None = None
-    with httpx.Client(timeout=timeout, headers=dict(headers or {})) as client:
+    with httpx.Client(headers=dict(headers or {})) as client:
         for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
             if not raw.strip():
                 continue
+            lines += 1
             try:
                 line, count = _redact_line(raw, project=project, policy=redaction)
             except (ValueError, KeyError, TypeError) as exc:
                 failed += 1
                 first = first or f"{path}:{number}: unreadable trace-file line ({exc})"
                 continue
-            ok, failure = post_line(client, endpoint, line, protocol)
+            timeout = budget.request_timeout()
+            if timeout is None:
+                not_sent += count
+                continue
+            ok, failure, unanswered = _post(client, endpoint, line, protocol, timeout)
+            budget.record(unanswered=unanswered)
             if ok:
                 exported += count
+                delivered += 1
             else:
                 failed += count
                 first = first or failure
     return ReplayReport(
-        endpoint=endpoint, protocol=protocol, exported=exported, failed=failed, first_failure=first
+        endpoint=endpoint,
+        protocol=protocol,
+        exported=exported,
+        failed=failed,
+        first_failure=first,
+        not_sent=not_sent,
+        stopped=budget.stopped if not_sent else None,
+        lines=lines,
+        delivered_lines=delivered,
     )

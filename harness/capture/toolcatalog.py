@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,28 @@ class ToolCatalog:
     """False when the graph's tools could not be seen (no ToolNode): check nothing."""
     notes: tuple[str, ...] = field(default=())
     """Why the catalog is incomplete, for the operator."""
+    arguments: Mapping[str, Mapping[str, str | None] | None] = field(default_factory=dict)
+    """By tool name and by qualified id: the arguments a model may pass it (name -> JSON type,
+    None when the schema gives none), from the tool's call schema; None when the tool takes
+    any argument (`**kwargs`) or its schema cannot be read."""
+
+    def argument_problem(self, tool: str, argument: str) -> tuple[str, str | None] | None:
+        """None when `tool` takes `argument` (or the catalog cannot tell); else (message,
+        did-you-mean hint naming its arguments)."""
+        if not self.complete or not isinstance(argument, str):
+            return None
+        accepted = self.arguments.get(tool)
+        if accepted is None or argument in accepted:
+            return None
+        close = difflib.get_close_matches(argument, sorted(accepted), n=1, cutoff=0.6)
+        listed = ", ".join(sorted(accepted)) or "none"
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"tool {tool!r} has no argument {argument!r}", f"{hint}(its arguments: {listed})"
+
+    def argument_type(self, tool: str, argument: str) -> str | None:
+        """The JSON type the tool's schema gives `argument` (`string`, `integer`...), or None."""
+        accepted = self.arguments.get(tool)
+        return accepted.get(argument) if accepted else None
 
     def problem(self, name: str) -> tuple[str, str | None] | None:
         """None when `name` (a function name, or a qualified id with a colon) names a tool of
@@ -87,6 +109,7 @@ class _Walker:
     def __init__(self) -> None:
         self.tools: set[str] = set()
         self.qualified: set[str] = set()
+        self.arguments: dict[str, dict[str, str | None] | None] = {}
         self.agents: set[str] = set()
         self.tool_nodes = 0
         self._seen: set[tuple[int, str]] = set()
@@ -124,10 +147,47 @@ class _Walker:
             return
         self.tools.add(name)
         self.qualified.add(f"{agent}:{name}")
+        accepted = _arguments(tool)
+        for key in (name, f"{agent}:{name}"):  # one name, several tools: any of them fits
+            if key in self.arguments and (accepted is None or self.arguments[key] is None):
+                self.arguments[key] = None
+            elif key in self.arguments:
+                self.arguments[key] = {**(accepted or {}), **(self.arguments[key] or {})}
+            else:
+                self.arguments[key] = accepted
         for func in (getattr(tool, "func", None), getattr(tool, "coroutine", None)):
             for obj in _referenced(func) if func is not None else ():
                 if _is_graph(obj):  # a sub-agent run from inside the tool
                     self.graph(obj, str(getattr(obj, "name", None) or name))
+
+
+def _arguments(tool: Any) -> dict[str, str | None] | None:
+    """The arguments a model may pass `tool` (name -> JSON type), from its call schema (what the
+    model sees: injected arguments such as a `RunnableConfig` left out); None when it takes any
+    (a function with `**kwargs`) or its schema cannot be read."""
+    for func in (getattr(tool, "func", None), getattr(tool, "coroutine", None)):
+        try:
+            parameters = inspect.signature(func).parameters.values() if func else ()
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return None
+    try:
+        schema = tool.tool_call_schema
+        shape = schema.model_json_schema() if hasattr(schema, "model_json_schema") else schema
+    except Exception:  # a tool's own schema code failing: nothing to check against
+        return None
+    properties = shape.get("properties") if isinstance(shape, dict) else None
+    if not isinstance(properties, dict) or shape.get("additionalProperties") not in (None, False):
+        return None
+    return {
+        str(name): (
+            spec.get("type")
+            if isinstance(spec, dict) and isinstance(spec.get("type"), str)
+            else None
+        )
+        for name, spec in properties.items()
+    }
 
 
 def tool_catalog(graph: Any, *, agent_name: str | None = None) -> ToolCatalog:
@@ -147,4 +207,5 @@ def tool_catalog(graph: Any, *, agent_name: str | None = None) -> ToolCatalog:
         tools=frozenset(walker.tools),
         qualified=frozenset(walker.qualified),
         agents=frozenset(walker.agents),
+        arguments=walker.arguments,
     )

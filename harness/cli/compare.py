@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..comparison.rules import DEFAULT_FAIL_ON, FAIL_ON
 from . import EPILOG
 
 __all__ = ["register", "run"]
@@ -24,10 +25,15 @@ score deltas and the tool-call difference (calls that appeared, disappeared or c
 arguments). Over all: the exact McNemar test on pass/fail and a seeded paired bootstrap
 interval on the mean composite delta.
 
-Exit 2 when the candidate regresses (--fail-on, repeatable; default must-pass and significant):
+Exit 2 when the candidate regresses (--fail-on, repeatable; default gate):
+  gate         a question passed the gate's pass rule in the baseline and fails it in the
+               candidate (compare follows the gate: every must-pass grader met its bar, no
+               required or critical rubric check failed, the agent did not error)
   must-pass    a question newly fails a must-pass grader
-  significant  the composite interval lies wholly below zero
-  any          any question newly failing, or either of the above
+  significant  the composite interval lies wholly below zero; alone, the opt-in for noisy
+               repeated runs, where one question flipping is not yet a regression
+  any          any of the above, or any grader newly below its bar
+The statistics (McNemar, bootstrap) are reported whatever the rule.
 Exit 3 (incomplete) when the candidate leaves baseline questions out (a --limit, another
 selection), never finished (interrupted, never resumed) or has degraded questions (their
 evaluation failed): each is named; --allow-missing lists them and decides on the rest.
@@ -70,9 +76,9 @@ def add_compare_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         action="append",
-        choices=("must-pass", "significant", "any"),
+        choices=FAIL_ON,
         default=None,
-        help="what counts as a regression (repeatable; default must-pass and significant)",
+        help="what counts as a regression (repeatable; default gate: a question newly failing)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)"
@@ -94,7 +100,7 @@ def add_compare_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def fail_on_of(args: argparse.Namespace) -> tuple[str, ...]:
-    return tuple(args.fail_on or ("must-pass", "significant"))
+    return tuple(args.fail_on or DEFAULT_FAIL_ON)
 
 
 def run(args: argparse.Namespace) -> int:

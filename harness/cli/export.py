@@ -16,8 +16,13 @@ Send the spans a run stored in its local trace file (runs/<id>/traces/<target>.j
 OTLP/HTTP endpoint: Phoenix, Jaeger, Tempo, an OpenTelemetry Collector. Secrets are redacted
 again on the way out and long values cut, as for live export. The file itself is OTLP/JSON;
 backends that accept only protobuf (Phoenix answers 415 to JSON) get it converted.
-Exit 0 when every span was accepted, 3 when the backend refused or missed any, 4 for a run,
-target or protocol that does not exist.
+The whole export is bounded: each request may take --timeout seconds, the export as a whole
+--deadline seconds, and it gives up after --breaker consecutive requests went unanswered (timed
+out or could not connect), so a backend that accepts connections and never answers costs
+seconds, not a timeout per trace-file line. What was and was not delivered is printed per
+target.
+Exit 0 when every span was accepted, 3 when the backend refused or missed any (or the export
+stopped before the end), 4 for a run, target, endpoint or protocol that is not valid.
 """
 
 
@@ -53,7 +58,35 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--header", action="append", default=[], metavar="K=V", help="request header (repeatable)"
     )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds one request may take (default 10)",
+    )
+    parser.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=60.0,
+        metavar="S",
+        help="seconds the whole export may take (default 60); what is left is not sent",
+    )
+    parser.add_argument(
+        "--breaker",
+        type=int,
+        default=2,
+        metavar="N",
+        help="give up after N consecutive requests went unanswered (default 2)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
 
 
 def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
@@ -83,13 +116,21 @@ def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capture.otlp_http import replay_trace_file
+    from ..capture.otlp_http import ExportBudget, replay_trace_file
     from ..errors import InputError
-    from ..otlp import env_endpoint, exporting_from_env, resolve_protocol, traces_url
+    from ..otlp import (
+        endpoint_problem,
+        env_endpoint,
+        exporting_from_env,
+        resolve_protocol,
+        traces_url,
+    )
     from ..redaction import DEFAULT_POLICY
 
     protocol = resolve_protocol(args.protocol, key="--protocol")
     if args.endpoint:
+        if why := endpoint_problem(args.endpoint):
+            raise InputError(why, key="--endpoint", hint="e.g. --endpoint http://localhost:4318")
         endpoint = traces_url(args.endpoint)
     elif exporting_from_env():
         endpoint = traces_url(env_endpoint())
@@ -113,7 +154,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not files:
         raise InputError(f"run {run_dir.name} has no trace files in {run_dir / 'traces'}")
-    failed = 0
+    budget = ExportBudget(
+        deadline_s=args.deadline, timeout_s=args.timeout, breaker=max(1, args.breaker)
+    )
+    missed = 0
     for target in args.target or list(files):
         report = replay_trace_file(
             files[target],
@@ -122,10 +166,18 @@ def run(args: argparse.Namespace) -> int:
             headers=headers,
             project=args.project,
             redaction=redaction,
+            budget=budget,
         )
-        line = f"{target}: {report.exported} span(s) exported to {endpoint} ({protocol})"
+        line = (
+            f"{target}: {report.exported} span(s) exported to {endpoint} ({protocol}), "
+            f"{report.delivered_lines} of {report.lines} request(s) delivered"
+        )
         if report.failed:
-            line += f"; {report.failed} not exported: {report.first_failure}"
+            line += f"; {report.failed} span(s) not delivered: {report.first_failure}"
+        if report.not_sent:
+            line += f"; {report.not_sent} span(s) not sent"
         sys.stdout.write(line + "\n")
-        failed += report.failed
-    return 3 if failed else 0
+        missed += report.failed + report.not_sent
+    if budget.stopped:
+        sys.stdout.write(f"export stopped: {budget.stopped}\n")
+    return 3 if missed else 0

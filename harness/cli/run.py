@@ -18,6 +18,16 @@ Run each selected target's agent over its dataset (bounded concurrency, a per-qu
 record every tool call as an OpenTelemetry span, grade each answer, commit each finished
 question to runs/<run id>/results.sqlite, print the report and exit per the gate.
 An interrupted run keeps every finished question: `--resume RUN_ID` asks only what is missing.
+
+The report's terms (docs/running.md, "Reading the console"):
+  grading N   which scoring of the run this is: 1 for the run, 2+ for each `tracegrade grade`
+  pass bar    what meets a grader's bar on one question (= 1: its max; >= 5: its threshold)
+  composite   a question's 0-5 score, the mean of its graders' scores mapped onto 0-5
+  objective   a question's 0-1 score, the graders' weighted mean; 0 when a must-pass one failed
+  errored     the agent failed on the question (raised, timed out, no answer): scores 0, fails
+  degraded    the evaluation failed on it (a grader or judge error): left out of the means;
+              errored and degraded questions beyond the error budget (max_errored) are exit 3
+  rule        the gate in force, defaults included
 """
 
 
@@ -181,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if baseline is not None:
         _compare_with_baseline(args, outcome, baseline)
     write_reports(args, outcome, config=config)
+    _print_changed_defaults(config, outcome)
     return outcome.exit_code
 
 
@@ -197,6 +208,17 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
             f"({len(asked)} question(s)): it is a run of another dataset",
             key="--baseline",
         )
+
+
+def _print_changed_defaults(config: Any, outcome: Any) -> None:
+    """A one-line notice per target whose verdict the safe defaults decided (stderr, last)."""
+    from ..execution.grading import changed_defaults_notice
+
+    for result in outcome.targets:
+        target = config.targets.get(result.target)
+        notice = changed_defaults_notice(target, result) if target is not None else None
+        if notice:
+            print(notice, file=sys.stderr)
 
 
 def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:

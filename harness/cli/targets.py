@@ -25,6 +25,7 @@ def describe_targets(config: Any) -> str:
     from ..execution.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
     from ..records import scale_label
+    from ..verdicts.scoring import describe_gate
 
     services = build_services(
         judge=None,
@@ -77,6 +78,7 @@ def describe_targets(config: Any) -> str:
             lines.append(
                 f"  - {s['id']}: {shown}{' (' + ', '.join(flags) + ')' if flags else ''}{extra}"
             )
+        lines.append(f"  gate: {describe_gate(target.gate)}")
         for note in notes:
             lines.append(f"  ! {note}")
     return "\n".join(lines) + "\n"

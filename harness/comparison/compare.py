@@ -22,9 +22,11 @@ from ..errors import ExitCode, InputError, NothingToRunError
 from ..rundir.history import StoredRun
 from ..rundir.record import QuestionResult, ToolCallResult
 from ..verdicts.scoring import all_passed
+from .rules import DEFAULT_FAIL_ON, FAIL_ON
 from .stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
 
 __all__ = [
+    "DEFAULT_FAIL_ON",
     "FAIL_ON",
     "Comparison",
     "DriftedQuestion",
@@ -34,11 +36,6 @@ __all__ = [
     "compare_runs",
     "diff_tool_calls",
 ]
-
-FAIL_ON = ("must-pass", "significant", "any")
-"""What makes a comparison a regression (exit 2): `must-pass`, a question newly failing a
-must-pass grader; `significant`, the composite interval wholly below zero; `any`, any question
-newly failing (or either of the above)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,12 +240,40 @@ class Comparison:
                 f"mean composite delta {b.mean:+.2f}: its {b.confidence:.0%} interval "
                 f"[{b.low:+.2f}, {b.high:+.2f}] lies wholly below zero"
             )
-        if "any" in rules:
+        if rules & {"gate", "any"}:
             newly = self.with_status("newly_failing")
             if newly:
                 names = ", ".join(q.question_id for q in newly)
-                reasons.append(f"{len(newly)} question(s) newly failing: {names}")
+                reasons.append(f"{len(newly)} question(s) newly fail the gate's pass rule: {names}")
+        if "any" in rules:
+            below = [
+                (q.question_id, g.grader_id)
+                for q in self.questions
+                for g in q.graders
+                if g.base_passed is True and g.cand_passed is False and not g.must_pass
+            ]
+            if below:
+                names = ", ".join(f"{qid} ({gid})" for qid, gid in below)
+                reasons.append(f"{len(below)} grader verdict(s) newly below their bar: {names}")
         return reasons
+
+    @property
+    def unflagged(self) -> str | None:
+        """Why newly failing questions are no regression under `fail_on` (None when there are
+        none, or when they are one): said beside "no regression", never left to be guessed."""
+        newly = self.with_status("newly_failing")
+        if not newly or self.regressions:
+            return None
+        names = ", ".join(q.question_id for q in newly)
+        why = (
+            "the composite interval does not lie wholly below zero"
+            if "significant" in self.fail_on
+            else "no rule of --fail-on counts them"
+        )
+        return (
+            f"{len(newly)} question(s) newly failing ({names}) are not counted under "
+            f"--fail-on {' '.join(self.fail_on)}: {why}; the default (--fail-on gate) counts them"
+        )
 
     @property
     def exit_code(self) -> int:
@@ -437,7 +462,7 @@ def compare_runs(
     *,
     allow_drift: bool = False,
     allow_missing: bool = False,
-    fail_on: Sequence[str] = ("must-pass", "significant"),
+    fail_on: Sequence[str] = DEFAULT_FAIL_ON,
     resamples: int = 10_000,
     seed: int = 0,
     label: str | None = None,

@@ -58,7 +58,9 @@ from .preflight import (
     check_goals,
     check_graders,
     check_rubric_refs,
+    check_run_graph,
     check_simulated_users,
+    check_state_environment,
     effective_graders,
 )
 from .runner import TargetPlan, arun_target, build_shared
@@ -446,6 +448,9 @@ def prepare_run(
             config_file=target.config_file,
         )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
+        raise_problems(
+            check_state_environment(target, target.dataset, questions, specs), ConfigError
+        )
         prepared.append((target, dataset, questions, attached))
     if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
         from ..inputs.dataset import check_id_patterns
@@ -461,6 +466,8 @@ def prepare_run(
     }
     for plan in plans.values():
         plan.ordinals = ordinals[plan.target.name]
+        if plan.target.mode == "agent":  # what validate checks on the built graph
+            raise_problems(check_run_graph(plan.target, plan.questions, plan.shared), ConfigError)
     run_dir.mkdir(parents=True, exist_ok=False)
     identity: dict[str, Any] = {
         "run_id": run_id,

@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import InputError, TracegradeError
 from ..inputs.config import Config, GraderEntry, TargetConfig
 from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
-from ..inputs.trajectory import tool_names
+from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, tool_names
 from ..records import GraderSpec
 
 __all__ = [
@@ -37,8 +37,11 @@ __all__ = [
     "check_expected_tools",
     "check_goals",
     "check_graders",
+    "check_graph",
     "check_rubric_refs",
+    "check_run_graph",
     "check_simulated_users",
+    "check_state_environment",
     "effective_graders",
     "preflight",
     "target_catalog",
@@ -307,34 +310,141 @@ def check_expected_tools(
 ) -> list[Problem]:
     """A problem for every `expected_tools` `tool` or `after`, and every tool a `trajectory`
     names (its calls, `forbid`, `only`, `count`), naming nothing the graph can call
-    (`catalog`: a `ToolCatalog`), at its line in the dataset, with a did-you-mean."""
+    (`catalog`: a `ToolCatalog`); for every argument an expectation names that its tool does
+    not take (`args: {quantity: 2}` for a tool taking `qty`); and for a trajectory argument
+    written as a mapping of unknown matcher keywords (`{regexp: ...}`) where the tool takes no
+    object. Each at its line in the dataset, with a did-you-mean."""
     lines = _DatasetLines(dataset_path)
     problems = []
     for question in questions:
         row = question.row() if hasattr(question, "row") else dict(question)
+        qid = str(row.get("id"))
         for j, expectation in enumerate(row.get("expected_tools") or []):
+            if not isinstance(expectation, dict):
+                continue
             for key in ("tool", "after"):
-                name = expectation.get(key) if isinstance(expectation, dict) else None
+                name = expectation.get(key)
                 found = catalog.problem(name) if isinstance(name, str) else None
                 if found is not None:
                     message, hint = found
-                    parts = ["expected_tools", j, key]
-                    problems.append(lines.problem(str(row.get("id")), parts, message, hint))
+                    problems.append(lines.problem(qid, ["expected_tools", j, key], message, hint))
+            problems += _argument_problems(
+                catalog, expectation, ["expected_tools", j], lines, qid, matchers=False
+            )
         # the same check for every tool a `trajectory` names: calls, forbid, only, count
-        for path, name in tool_names(row.get("trajectory")):
+        trajectory = row.get("trajectory")
+        for path, name in tool_names(trajectory):
             found = catalog.problem(name)
             if found is not None:
                 message, hint = found
                 parts = ["trajectory", *path]
-                problems.append(lines.problem(str(row.get("id")), parts, message, hint))
+                problems.append(lines.problem(qid, parts, message, hint))
+        if isinstance(trajectory, dict) and trajectory.get("args") != "ignore":
+            for i, call in enumerate(trajectory.get("calls") or []):
+                if isinstance(call, dict):
+                    at = ["trajectory", "calls", i]
+                    problems += _argument_problems(catalog, call, at, lines, qid, matchers=True)
     return problems
 
 
-def target_catalog(target: TargetConfig) -> Any:
+def _argument_problems(
+    catalog: Any,
+    expectation: dict[str, Any],
+    at: list[Any],
+    lines: _DatasetLines,
+    qid: str,
+    *,
+    matchers: bool,
+) -> list[Problem]:
+    """The arguments an expectation names that its tool does not take; with `matchers`, an
+    argument written as a mapping that is no matcher (unknown keywords) where the tool's schema
+    says the argument is not an object."""
+    import difflib
+
+    tool, args = expectation.get("tool"), expectation.get("args")
+    if not isinstance(tool, str) or not isinstance(args, dict) or catalog.problem(tool):
+        return []
+    out = []
+    for argument, value in args.items():
+        found = catalog.argument_problem(tool, argument)
+        if found is not None:
+            out.append(lines.problem(qid, [*at, "args", argument], *found))
+            continue
+        kind = catalog.argument_type(tool, argument)
+        if matchers and isinstance(value, dict) and value and not is_matcher(value):
+            if kind in (None, "object"):
+                continue  # a literal mapping may be what the argument holds
+            unknown = [k for k in value if k not in MATCHER_KEYWORDS]
+            close = difflib.get_close_matches(str(unknown[0]), MATCHER_KEYWORDS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append(
+                lines.problem(
+                    qid,
+                    [*at, "args", argument, unknown[0]],
+                    f"unknown matcher keyword {unknown[0]!r}: argument {argument!r} of "
+                    f"{tool!r} is a {kind}, so this mapping can never match it",
+                    f"{hint}(matchers: {', '.join(MATCHER_KEYWORDS)})",
+                )
+            )
+    return out
+
+
+def check_state_environment(
+    target: TargetConfig, dataset_path: Path, questions: Iterable[Any], specs: Sequence[Any]
+) -> list[Problem]:
+    """State assertions (`metadata.state`) graded by `state_grader` on a target without an
+    `environment:` factory: there is no state to check them against, so every such question
+    would error. One problem at the first such question, naming how many there are."""
+    if target.environment is not None or not any(s.id == "state_grader" for s in specs):
+        return []
+    rows = [q.row() if hasattr(q, "row") else dict(q) for q in questions]
+    stated = [r for r in rows if isinstance(r.get("metadata"), dict) and "state" in r["metadata"]]
+    if not stated:
+        return []
+    more = f" (and {len(stated) - 1} more question(s))" if len(stated) > 1 else ""
+    first = str(stated[0].get("id"))
+    return [
+        _DatasetLines(dataset_path).problem(
+            first,
+            ["metadata", "state"],
+            f"state assertions{more}, but target {target.name!r} declares no `environment:` "
+            "factory: state_grader has no state to check them against",
+            f"add `environment: path/to/agent.py:make_environment` to target {target.name!r} "
+            f"({target.config_file}), or remove state_grader",
+        )
+    ]
+
+
+def check_built_graph(target: TargetConfig, graph: Any) -> list[Problem]:
+    """The agent factory returned what a run can invoke: a compiled graph. An uncompiled
+    `StateGraph` (every question would fail with "no attribute 'ainvoke'") or any object
+    without `ainvoke`/`invoke` is invalid input at the `agent:` reference."""
+    from langgraph.graph import StateGraph
+
+    if isinstance(graph, StateGraph):
+        return [
+            target.problem(
+                ("agent",),
+                f"agent factory {target.factory!r} returned an uncompiled StateGraph",
+                'return the compiled graph: `return builder.compile(name="my_agent")`',
+            )
+        ]
+    if not (hasattr(graph, "ainvoke") or hasattr(graph, "invoke")):
+        return [
+            target.problem(
+                ("agent",),
+                f"agent factory {target.factory!r} returned {type(graph).__name__}, which "
+                "cannot be invoked",
+                "return a compiled LangGraph graph (`builder.compile(name=...)`)",
+            )
+        ]
+    return []
+
+
+def built_graph(target: TargetConfig) -> tuple[Any, Any]:
     """Build the target's graph once, as a run builds it (with a fresh environment from its
-    factory, closed afterwards), and return its `ToolCatalog`. Errors are `ConfigError`s
-    located at the factory reference."""
-    from ..capture.toolcatalog import tool_catalog
+    factory): (graph, environment or None); the caller closes the environment (`close_quietly`).
+    Errors are `ConfigError`s located at the factory reference."""
     from ..errors import ConfigError
 
     factory = target.load_factory()
@@ -343,22 +453,74 @@ def target_catalog(target: TargetConfig) -> Any:
     try:
         if make_environment is not None:
             environment = make_environment()
-            graph = factory(environment=environment)
-        else:
-            graph = factory()
-        return tool_catalog(graph)
+            return factory(environment=environment), environment
+        return factory(), None
     except TracegradeError:
+        close_quietly(environment)
         raise
     except Exception as exc:
+        close_quietly(environment)
         raise ConfigError(
             f"building the graph failed: {type(exc).__name__}: {exc}",
             hint="pass --no-build to skip the tool-name check for this graph",
             **target.where("agent"),
         ) from exc
+
+
+def close_quietly(environment: Any) -> None:
+    close = getattr(environment, "close", None)
+    if callable(close):
+        close()
+
+
+def target_catalog(target: TargetConfig) -> Any:
+    """The `ToolCatalog` of the target's graph, built once as a run builds it."""
+    from ..capture.toolcatalog import tool_catalog
+
+    graph, environment = built_graph(target)
+    try:
+        return tool_catalog(graph)
     finally:
-        close = getattr(environment, "close", None)
-        if callable(close):
-            close()
+        close_quietly(environment)
+
+
+def check_graph(
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Any], graph: Any
+) -> tuple[list[Problem], list[str]]:
+    """What only the built graph can tell, for `validate` and `run` alike: the factory returned
+    a compiled graph, and every tool, `after` and argument name the questions' expectations use
+    is one the graph has. (problems, notes on what could not be checked)."""
+    from ..capture.toolcatalog import tool_catalog
+
+    problems = check_built_graph(target, graph)
+    if problems or not any(_expects_tools(q) for q in questions):
+        return problems, []
+    catalog = tool_catalog(graph)
+    if not catalog.complete:
+        return [], [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
+    return check_expected_tools(dataset_path, questions, catalog), []
+
+
+def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any) -> list[Problem]:
+    """`check_graph` as `run` calls it (CI recipes call only `run`): on the graph every question
+    shares, or on one built for the check when each question builds its own. A factory that
+    raises here is left to the run, where it errors each question it is built for."""
+    if shared is not None:
+        graph, environment = shared, None
+    else:
+        try:
+            graph, environment = built_graph(target)
+        except TracegradeError:
+            return []
+    try:
+        return check_graph(target, target.dataset, questions, graph)[0]
+    finally:
+        close_quietly(environment)
+
+
+def _expects_tools(question: Any) -> bool:
+    row = question.row() if hasattr(question, "row") else dict(question)
+    return bool(row.get("expected_tools") or row.get("trajectory"))
 
 
 def _check_target(
@@ -392,22 +554,24 @@ def _check_target(
     result.problems += check_simulated_users(
         target, dataset.questions, judge_configured=services.judge_provider is not None
     )
+    specs, _ = effective_graders(target)
+    result.problems += check_state_environment(target, target.dataset, dataset.questions, specs)
     if target.mode != "agent" or not loaded:
         return
-    if not any(q.expected_tools or q.trajectory for q in dataset.questions):
-        return
     if not build:
-        result.notes.append(f"{target.name}: tool names not checked (--no-build)")
+        result.notes.append(f"{target.name}: graph not built, tool names not checked (--no-build)")
         return
     try:
-        catalog = target_catalog(target)
+        graph, environment = built_graph(target)
     except TracegradeError as exc:
         result.problems += _from_error(exc, target.problem(("agent",), exc.message))
         return
-    if not catalog.complete:
-        result.notes += [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
-        return
-    result.problems += check_expected_tools(target.dataset, dataset.questions, catalog)
+    try:
+        problems, notes = check_graph(target, target.dataset, dataset.questions, graph)
+    finally:
+        close_quietly(environment)
+    result.problems += problems
+    result.notes += notes
 
 
 def preflight(

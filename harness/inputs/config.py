@@ -19,7 +19,13 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..loading import is_file_reference, load_object
-from ..otlp import exporting_from_env, resolve_protocol
+from ..otlp import (
+    ENDPOINT_VARS,
+    endpoint_problem,
+    env_endpoint,
+    exporting_from_env,
+    resolve_protocol,
+)
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern
 from .files import not_a_file
@@ -35,6 +41,7 @@ from .sourcefile import (
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "DEFAULT_MIN_PASS_RATE",
     "Config",
     "GateConfig",
     "GraderEntry",
@@ -57,6 +64,8 @@ DEFAULTS: dict[str, Any] = {
     "timeout_s": 60.0,
     "repeats": 1,
 }
+DEFAULT_MIN_PASS_RATE = 1.0
+"""The safe default of `gate.min_pass_rate`: a gate nobody tuned fails on any failing question."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,9 +81,10 @@ class GateConfig:
     """Any failed critical rubric check fails the gate."""
     allow_review: bool = False
     """A required rubric check left in Review does not block the gate."""
-    min_pass_rate: float | None = None
+    min_pass_rate: float | None = DEFAULT_MIN_PASS_RATE
     """Minimum share of questions whose trials all passed (pass^k; with one trial the plain
-    pass rate); None: no bar."""
+    pass rate). Default 1.0 (the safe default): any failing question fails the gate; 0 (or
+    None in code) relaxes it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,7 +295,14 @@ def _semantic_problems(doc: Document) -> list[Problem]:
             compile_pattern(pattern)
         except ValueError as exc:
             at(["redaction", "patterns", i], f"pattern {pattern!r} does not compile: {exc}")
+    telemetry = data.get("telemetry")
+    endpoint = telemetry.get("otlp_endpoint") if isinstance(telemetry, dict) else None
+    if isinstance(endpoint, str) and (why := endpoint_problem(endpoint)):
+        at(["telemetry", "otlp_endpoint"], why, f"http://{endpoint.split('://')[-1]}")
     judge = data.get("judge")
+    base_url = judge.get("base_url") if isinstance(judge, dict) else None
+    if isinstance(base_url, str) and (why := endpoint_problem(base_url)):
+        at(["judge", "base_url"], why, f"http://{base_url.split('://')[-1]}")
     if isinstance(judge, dict):
         installed = _provider_names()
         if isinstance(judge.get("provider"), str) and judge["provider"] not in installed:
@@ -400,7 +417,7 @@ def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
         max_errored=int(raw.get("max_errored", 0)),
         zero_critical_failures=bool(raw.get("zero_critical_failures", True)),
         allow_review=bool(raw.get("allow_review", False)),
-        min_pass_rate=raw.get("min_pass_rate"),
+        min_pass_rate=raw.get("min_pass_rate", DEFAULT_MIN_PASS_RATE),
     )
 
 
@@ -409,6 +426,11 @@ def _protocol(telemetry: dict[str, Any], path: Path) -> str | None:
     invalid input now, before anything runs."""
     if not (telemetry.get("otlp_endpoint") or exporting_from_env()):
         return telemetry.get("protocol")
+    if not telemetry.get("otlp_endpoint") and (why := endpoint_problem(env_endpoint())):
+        var = next(v for v in ENDPOINT_VARS if os.environ.get(v))
+        raise ConfigError(
+            f"{var}: {why}", file=str(path), key=var, hint="e.g. http://localhost:4318"
+        )
     try:
         return resolve_protocol(telemetry.get("protocol"))
     except ConfigError as exc:

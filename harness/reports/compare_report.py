@@ -128,6 +128,8 @@ def render_comparison_console(c: Any) -> str:
         words = words.split(";")[0].upper() + words[len(words.split(";")[0]) :]
     lines.append(f"  verdict: {words} [fail on: {', '.join(c.fail_on)}]")
     lines += [f"    - {r}" for r in [*c.incomplete, *c.regressions]]
+    if c.unflagged:
+        lines.append(f"    - {c.unflagged}")
     return "\n".join(lines) + "\n"
 
 
@@ -152,6 +154,8 @@ def render_comparison_markdown(c: Any) -> str:
     ]
     lines += [f"> {md_text(n)}" for n in c.notes]
     lines += [f"- {md_text(r)}" for r in [*c.incomplete, *reasons]]
+    if c.unflagged:
+        lines.append(f"- {md_text(c.unflagged)}")
     lines += ["", *[f"{s}  " for s in comparison_statistics(c)], ""]
     changed = [q for q in c.questions if q.changed]
     if changed:
@@ -189,6 +193,7 @@ def comparison_to_dict(c: Any) -> dict[str, Any]:
         "incomplete": list(c.incomplete),
         "allow_missing": c.allow_missing,
         "reasons": c.regressions,
+        "not_counted": c.unflagged,
         "fail_on": list(c.fail_on),
         "mcnemar": {
             "pass_to_fail": c.mcnemar.pass_to_fail,

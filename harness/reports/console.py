@@ -95,6 +95,8 @@ def render_console(outcome, *, worst: int = 5) -> str:
         else:
             verdict = "FAILED (exit 2)"
         lines.append(f"  gate: {verdict}")
+        if v.rule:
+            lines.append(f"    rule: {v.rule}")
         for reason in v.reasons:
             lines.append(f"    - {one_line(reason)}")
         findings = rubric_findings(t.questions)

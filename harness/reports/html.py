@@ -235,6 +235,8 @@ def _target_section(t: Any, index: int) -> str:
         f'<span class="badge v-{state}">gate {_e(words)}</span></h2>',
         f'<p class="muted">dataset {_e(t.dataset)}</p>',
     ]
+    if v.rule:
+        out.append(f'<p class="gate-rule">gate: {_e(v.rule)}</p>')
     for advisory in t.advisories:
         out.append(f'<p class="advisory" role="note">{_e(advisory)}</p>')
     out.append(
@@ -250,13 +252,15 @@ def _target_section(t: Any, index: int) -> str:
     out.append(
         f'<table class="grid"><caption>Graders of {_e(t.target)} (means on each grader\'s own '
         'scale)</caption><thead><tr><th scope="col">grader</th><th scope="col">mean</th>'
-        '<th scope="col">scored</th><th scope="col">skipped</th><th scope="col">errored</th>'
-        '<th scope="col">passed</th></tr></thead><tbody>'
+        '<th scope="col">pass bar</th><th scope="col">scored</th><th scope="col">skipped</th>'
+        '<th scope="col">errored</th><th scope="col">passed</th></tr></thead><tbody>'
     )
     for g in t.graders:
+        must = " (must pass)" if g.must_pass else ""
         out.append(
-            f"<tr><td><code>{_e(g.grader_id)}</code></td>"
-            f"<td>{_e(fmt_score(g.mean, g.max_score))}</td><td>{g.scored}</td>"
+            f"<tr><td><code>{_e(g.grader_id)}</code>{must}</td>"
+            f"<td>{_e(fmt_score(g.mean, g.max_score))}</td><td>{_e(g.pass_bar)}</td>"
+            f"<td>{g.scored}</td>"
             f"<td>{g.skipped}</td><td>{g.errored}</td><td>{g.passed}/{g.passed + g.failed}</td>"
             "</tr>"
         )

@@ -30,7 +30,7 @@ color:#fff;vertical-align:middle}
 .v-passed{background:var(--pass)}.v-failed{background:var(--fail)}
 .v-errored{background:var(--err)}.v-degraded{background:var(--deg)}
 .v-review{background:var(--rev)}.v-incomplete{background:var(--deg)}
-.v-skipped{background:#6e7781}
+.v-skipped{background:#6e7781}.v-scored{background:#57606a}
 .reasons li{color:var(--fail)}
 .advisory{border-left:4px solid var(--deg);background:#fff8c5;padding:6px 10px;margin:6px 0}
 .kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:8px 0}
@@ -306,6 +306,8 @@ function traceBox(q) {
 function graderVerdict(g) {
   if (g.err) return "errored";
   if (g.score === null) return "skipped";
+  // green only for a bar that was met and could have been missed
+  if (g.can_fail === false) return "scored";
   return g.passed ? "passed" : "failed";
 }
 function checksTable(g) {
@@ -393,13 +395,14 @@ function renderQuestion(q) {
   q.tags.forEach(function (t) { tags.append(h("span", {text: t})); });
   var gTable = h("table", {cls: "grid", id: "graders"},
     h("caption", {text: "Each grader's verdict"}),
-    h("thead", null, h("tr", null, ["grader", "verdict", "score", "must pass", "reason"].map(
-      function (c) { return h("th", {scope: "col", text: c}); }))),
+    h("thead", null, h("tr", null, ["grader", "verdict", "score", "pass bar", "must pass",
+      "reason"].map(function (c) { return h("th", {scope: "col", text: c}); }))),
     h("tbody", null, q.graders.map(function (g) {
       var v = graderVerdict(g);
       return h("tr", {"data-grader": g.id}, h("td", null, h("code", {text: g.id})),
         h("td", null, h("span", {cls: "badge v-" + v, text: v})),
         h("td", {cls: "score"}, g.score === null ? "-" : fmt(g.score) + " / " + fmt(g.max)),
+        h("td", {cls: "bar-text", text: g.bar || "-"}),
         h("td", null, g.must ? "yes" : "no"), h("td", {cls: "reason"}, g.reason,
           g.judge ? h("div", {cls: "judge-id", text: g.judge}) : null));
     })));

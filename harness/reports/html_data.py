@@ -24,7 +24,7 @@ from ..graders.tool_usage import (
 )
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.scoring import QuestionScore, can_fail, pass_bar
 from .common import outcome_line
 
 __all__ = [
@@ -230,6 +230,12 @@ def _grader(g: Any, policy: RedactionPolicy) -> dict[str, Any]:
         "min": g.min_score,
         "max": g.max_score,
         "passed": g.passed,
+        "bar": pass_bar(
+            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
+        ),
+        "can_fail": can_fail(
+            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
+        ),
         "must": g.must_pass,
         "err": g.error,
         "reason": _text(g.reason, policy),

@@ -107,6 +107,7 @@ def _suite_properties(suite: ET.Element, verdict) -> None:
         ("reviews", verdict.reviews),
         ("degraded", verdict.degraded),
         ("mean_composite", fmt(verdict.mean_composite)),
+        ("gate_rule", verdict.rule or None),
     ):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=str(value))

@@ -38,6 +38,8 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         v = t.verdict
         state = "incomplete" if v.incomplete else "passed" if v.passed else "failed"
         lines += ["", f"### {md_text(t.target)} ({t.mode}): gate {state}", ""]
+        if v.rule:
+            lines += [f"Gate: {md_text(v.rule)}.", ""]
         for advisory in t.advisories:
             lines.append(f"> **{md_text(advisory)}**")
         if t.advisories:

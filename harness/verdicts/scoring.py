@@ -8,7 +8,11 @@ combine"):
 - objective (0–1): weighted mean (weight default 1) of the scored graders, each normalised to
   0–1 by its declared scale; a must-pass grader that fails makes the question's objective 0.
 - pass rule: a binary grader (declared `binary`, or a 0–1 code grader that returned a bool)
-  passes iff its score is its max; a scalar grader passes iff score >= threshold (default 0).
+  passes iff its score is its max; a scalar grader passes iff score >= threshold (default 0;
+  the full score for a grader that observes actions, which is also must-pass unless the target
+  relaxes it). A question passes when every scored grader met its bar and no required or
+  critical rubric check failed; the gate's `min_pass_rate` defaults to 1.0, so any failing
+  question fails it.
 - an agent error or timeout scores 0, counts in the mean, fails the gate and the target's
   must-pass graders (seed 003: an errored test fails every gate); a grader error marks the
   question degraded (out of the mean). Both count against the error budget (`max_errored`).
@@ -39,7 +43,9 @@ __all__ = [
     "QuestionScore",
     "aggregate_samples",
     "all_passed",
+    "can_fail",
     "combine_exit_codes",
+    "describe_gate",
     "evaluate_gate",
     "is_unscored",
     "pass_bar",
@@ -85,6 +91,14 @@ def passes(
     """The pass rule (`GraderSpec.passes`) for a bare threshold."""
     del min_score  # the scale bottom never decides a pass; kept for a uniform call shape
     return GraderSpec(threshold=threshold).passes(score, max_score=max_score, binary=binary)
+
+
+def can_fail(*, binary: bool, threshold: float, min_score: float, max_score: float) -> bool:
+    """Whether some score misses the bar: not for a scalar grader whose threshold is at the
+    bottom of its scale (seed 003's default 0). Reports show such a grader's verdict as
+    "scored", never a green "passed" it could not have missed."""
+    del max_score  # a uniform call shape with `pass_bar`
+    return binary or threshold > min_score
 
 
 def pass_bar(*, binary: bool, threshold: float, min_score: float, max_score: float) -> str:
@@ -387,10 +401,13 @@ def _check_name(check: dict[str, Any]) -> str:
     return f"{name}@{check['version']}" if check.get("version") else name
 
 
-def question_passed(question: QuestionScore) -> bool | None:
-    """One question run's pass/fail: every scored grader met its bar and no required or
-    critical rubric check failed; False for an errored agent; None when a grader errored (the
-    evaluation, not the agent, failed)."""
+def question_passed(question: QuestionScore, *, critical_fails: bool = True) -> bool | None:
+    """One question run's pass/fail, the gate's pass rule: every scored grader met its bar
+    (a must-pass grader's failure also fails the gate on its own) and no required or critical
+    rubric check failed; False for an errored agent; None when a grader errored (the
+    evaluation, not the agent, failed). `critical_fails=False` (a gate with
+    `zero_critical_failures: false`) lets a critical check that is not required fail without
+    failing the question."""
     if question.errored or question.ended_early:
         return False
     if any(g.error for g in question.graders):
@@ -400,7 +417,7 @@ def question_passed(question: QuestionScore) -> bool | None:
     return (
         not question.unmet
         and not question.required_check_failures
-        and not question.critical_failures
+        and not (critical_fails and question.critical_failures)
     )
 
 
@@ -423,12 +440,13 @@ def all_passed(verdicts: Sequence[bool | None]) -> bool | None:
     return True
 
 
-def pass_rate(questions: Sequence[QuestionScore]) -> float | None:
+def pass_rate(questions: Sequence[QuestionScore], *, critical_fails: bool = True) -> float | None:
     """Share of questions whose trials all passed (pass^k), over questions with a verdict; with
     one trial per question, the plain pass rate."""
     trials: dict[tuple[str, str], list[bool | None]] = {}
     for q in questions:
-        trials.setdefault((q.target, q.question_id), []).append(question_passed(q))
+        verdict = question_passed(q, critical_fails=critical_fails)
+        trials.setdefault((q.target, q.question_id), []).append(verdict)
     decided = [v for v in (all_passed(t) for t in trials.values()) if v is not None]
     return sum(decided) / len(decided) if decided else None
 
@@ -485,9 +503,36 @@ class GateVerdict:
     """Share of questions whose trials all passed (`pass_rate`); None when none is decided."""
     unscored: list[str] = field(default_factory=list)
     """Questions no grader scored (every grader skipped): out of the mean, never passed."""
+    rule: str = ""
+    """The effective gate in words (`describe_gate`): what this verdict held the run to."""
+    failed_questions: list[str] = field(default_factory=list)
+    """Questions that failed the pass rule (every trial counted: `q#1` for trial 1)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
+
+
+def describe_gate(gate: GateConfig) -> str:
+    """The effective gate in words, defaults included: "every question passes (min_pass_rate
+    1), mean composite >= 4, errored questions allowed 0, ..."."""
+    parts = []
+    if gate.min_pass_rate is None or gate.min_pass_rate <= 0:
+        parts.append("no pass-rate bar (min_pass_rate 0)")
+    elif gate.min_pass_rate >= 1:
+        parts.append("every question passes (min_pass_rate 1)")
+    else:
+        parts.append(f"pass rate >= {_fmt(gate.min_pass_rate)}")
+    if gate.min_mean_composite is not None:
+        parts.append(f"mean composite >= {_fmt(gate.min_mean_composite)}")
+    parts.append(f"errored questions allowed {gate.max_errored}")
+    parts.append(
+        "critical rubric failures fail it"
+        if gate.zero_critical_failures
+        else "critical rubric failures allowed"
+    )
+    if gate.allow_review:
+        parts.append("checks left in Review allowed")
+    return ", ".join(parts)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -556,12 +601,21 @@ def evaluate_gate(
             reasons.append(
                 f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
             )
-    rate = pass_rate(questions)
-    if gate.min_pass_rate is not None:
+    rate = pass_rate(questions, critical_fails=gate.zero_critical_failures)
+    failed = [
+        f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+        for q in questions
+        if question_passed(q, critical_fails=gate.zero_critical_failures) is False
+    ]
+    if gate.min_pass_rate is not None and gate.min_pass_rate > 0:
         if rate is None:
             reasons.append("no question has a pass/fail verdict to hold against min_pass_rate")
         elif rate < gate.min_pass_rate:
-            reasons.append(f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g}")
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            reasons.append(
+                f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g} "
+                f"(failed: {', '.join(failed[:5])}{more})"
+            )
     incomplete_reasons = []
     if selected is not None and len(questions) < selected:
         resume = f"tracegrade run --resume {run_id}" if run_id else "tracegrade run --resume"
@@ -609,6 +663,8 @@ def evaluate_gate(
             for q in questions
             if is_unscored(q)
         ],
+        rule=describe_gate(gate),
+        failed_questions=failed,
     )
 
 

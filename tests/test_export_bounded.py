@@ -1,0 +1,109 @@
+"""A hung OTLP backend cannot stall CI: `tracegrade export` to a backend that accepts connections
+and never answers stops after a few unanswered requests (its breaker) or at its deadline, exits 3
+and says what was and was not delivered. The backend is a real server on loopback that accepts
+every connection, reads each request and never answers; it counts the requests it got, so the
+bound is asserted by count, not by the clock."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.otlp_receiver import otlp_receiver  # noqa: F401 (a fixture)
+from tests.runs_support import QUESTIONS, write_project
+from tracegrade.cli import main
+
+
+class HungBackend:
+    """Accepts connections and reads requests; never writes a byte back."""
+
+    def __init__(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self.endpoint = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self._stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._open.append(conn)
+            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+
+    def _read(self, conn: socket.socket) -> None:
+        seen = b""
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen += chunk
+            while b"\r\n\r\n" in seen:  # one request's head: count it, answer nothing
+                head, _, seen = seen.partition(b"\r\n\r\n")
+                if head.startswith(b"POST "):
+                    with self._lock:
+                        self.requests += 1
+                seen = b""
+
+    def close(self) -> None:
+        self._stop.set()
+        self._server.close()
+        for conn in self._open:
+            conn.close()
+
+
+@pytest.fixture
+def hung():
+    backend = HungBackend()
+    yield backend
+    backend.close()
+
+
+def _stored_run(tmp_path: Path, capsys) -> Path:
+    questions = [{**QUESTIONS["paris"], "id": f"p{i}"} for i in range(6)]
+    path = write_project(tmp_path, questions=[], extra_questions=questions)
+    assert main(["run", "--config", str(path), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    lines = (run_dir / "traces" / "t.jsonl").read_text().splitlines()
+    assert len(lines) >= 4  # one request per question, or near it
+    capsys.readouterr()
+    return run_dir
+
+
+def test_a_hung_backend_trips_the_breaker_and_exits_3(tmp_path, hung, capsys):
+    run_dir = _stored_run(tmp_path, capsys)
+    lines = len((run_dir / "traces" / "t.jsonl").read_text().splitlines())
+    argv = ["export", str(run_dir), "--endpoint", hung.endpoint, "--timeout", "0.5"]
+    assert main(argv) == 3
+    out = capsys.readouterr().out
+    assert hung.requests == 2  # the breaker opened after two unanswered requests
+    assert f"0 of {lines} request(s) delivered" in out
+    assert "span(s) not delivered: ReadTimeout" in out and "span(s) not sent" in out
+    assert "export stopped: gave up after 2 consecutive requests went unanswered" in out
+
+
+def test_the_whole_export_has_one_deadline(tmp_path, hung, capsys):
+    run_dir = _stored_run(tmp_path, capsys)
+    argv = ["export", str(run_dir), "--endpoint", hung.endpoint]
+    assert main([*argv, "--timeout", "1", "--deadline", "1.5", "--breaker", "100"]) == 3
+    out = capsys.readouterr().out
+    assert 1 <= hung.requests <= 2  # 1 s, then what is left of 1.5 s; then nothing more
+    assert "export stopped: the export's deadline of 1.5 s passed" in out
+
+
+def test_a_backend_that_answers_gets_everything(tmp_path, otlp_receiver, capsys):  # noqa: F811
+    run_dir = _stored_run(tmp_path, capsys)
+    lines = len((run_dir / "traces" / "t.jsonl").read_text().splitlines())
+    assert main(["export", str(run_dir), "--endpoint", otlp_receiver.endpoint]) == 0
+    out = capsys.readouterr().out
+    assert f"{lines} of {lines} request(s) delivered" in out and "not sent" not in out
