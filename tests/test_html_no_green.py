@@ -7,6 +7,7 @@ user's broken shop agent (where a grader used to show a green "passed" at 0 of 5
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +21,8 @@ from tests.test_html_browser import (
     browser,  # noqa: F401 (a fixture)
 )
 from tests.test_safe_defaults import BROKEN_SHOP, project
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _green_beside_a_failure(page: Page, report: dict) -> list[str]:
@@ -60,16 +63,20 @@ def _run(argv: list[str], html: Path, results: Path) -> dict:
         capture_output=True,
         text=True,
         timeout=180,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=ROOT,
+        # the README layout's agent file imports the shop agent from this checkout's tests/
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
     )
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(results.read_text())
 
 
 def test_the_regressed_demo_run_shows_no_green_beside_a_failure(browser, tmp_path):  # noqa: F811
-    root = Path(__file__).resolve().parent.parent
     for name in ("examples", "agents"):
-        shutil.copytree(root / name, tmp_path / name, ignore=shutil.ignore_patterns("runs"))
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("runs"))
     html, results = tmp_path / "regressed.html", tmp_path / "regressed.json"
     config = tmp_path / "examples" / "tracegrade.yaml"
     report = _run(["--config", str(config), "--target", TARGET], html, results)
