@@ -195,7 +195,7 @@ def test_a_question_newly_failing_is_a_regression_by_default():
     assert compared.exit_code == 2
     assert compared.regressions == ["1 question(s) newly fail the gate's pass rule: a"]
     text = render_comparison_console(compared)
-    assert "newly failing (1)" in text and "REGRESSED (exit 2)" in text
+    assert "newly failing (1)" in text and "REGRESSED (EXIT 2)" in text
     # --fail-on significant alone (noisy repeated runs): the statistics decide, and the verdict
     # says why the newly failing question does not count.
     noisy = compare_runs(base, cand, fail_on=["significant"])
