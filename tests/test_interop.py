@@ -238,3 +238,39 @@ def test_export_of_an_unknown_target_or_protocol_is_invalid_input(tmp_path, caps
     assert "nope" in capsys.readouterr().err
     assert main(["export", str(run_dir), *endpoint, "--protocol", "grpc"]) == 4
     assert main(["export", str(tmp_path / "missing"), *endpoint, "--config", str(path)]) == 4
+
+
+def test_prompts_and_answers_on_chat_spans_are_opt_in_redacted_and_cut(tmp_path, otlp_receiver):  # noqa: F811
+    code, _, _ = _run(tmp_path / "off", otlp_receiver, questions=("paris",))
+    assert code == 0
+    chats = _by_kind(otlp_receiver.spans(), "chat")
+    assert chats and not any(sc.GEN_AI_INPUT_MESSAGES in c.attributes for c in chats)  # default
+    otlp_receiver.requests.clear()
+    otlp_receiver.json_requests.clear()
+    code, path, _ = _run(
+        tmp_path / "on",
+        otlp_receiver,
+        telemetry={"capture_messages": True, "message_chars": 2000},
+        questions=("paris",),
+        extra=[SECRET_Q],
+    )
+    assert code == 0
+    chats = _by_kind(otlp_receiver.spans(), "chat")
+    assert chats and all(sc.GEN_AI_INPUT_MESSAGES in c.attributes for c in chats)
+    everything = json.dumps([c.attributes for c in chats])
+    assert "weather in Paris?" in everything and "It is sunny in Paris." in everything
+    assert "ghp_abcdefghij" not in everything and "(redacted)" in everything
+    # the run's own trace file holds them too, redacted by the same policy
+    trace_text = "".join(p.read_text() for p in (path.parent / "runs").rglob("*.jsonl"))
+    assert "weather in Paris?" in trace_text and "ghp_abcdefghij" not in trace_text
+    otlp_receiver.requests.clear()
+    otlp_receiver.json_requests.clear()
+    code, _, _ = _run(
+        tmp_path / "cut",
+        otlp_receiver,
+        telemetry={"capture_messages": True, "message_chars": 20},
+        questions=("paris",),
+    )
+    for chat in _by_kind(otlp_receiver.spans(), "chat"):
+        prompt = chat.attributes[sc.GEN_AI_INPUT_MESSAGES]
+        assert len(prompt) == 20 and prompt.startswith('[{"role": "user"')

@@ -33,6 +33,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import semconv as sc
 from ..records import Outcome, ToolRecord, finalize_calls, finalize_interruptions
+from ..redaction import truncate
 from .reconcile import (
     genai_messages,
     messages_in,
@@ -102,6 +103,7 @@ class Recorder(BaseCallbackHandler):
         question_input: str | None = None,
         trial: int = 0,
         run_id: str = "",
+        message_chars: int | None = None,
     ) -> None:
         self.tracer = tracer
         self.question_input = question_input
@@ -112,6 +114,9 @@ class Recorder(BaseCallbackHandler):
         """Trial index of this question run (targets with `repeats`)."""
         self.run_id = run_id or f"adhoc-{uuid4().hex[:12]}"
         """The harness run (its directory's name); a recorder outside a run gets its own."""
+        self.message_chars = message_chars
+        """Opt-in: put each model call's messages and answer on its chat span, each cut to
+        this many characters (None: not recorded). Redacted on every export like arguments."""
         self.conversation_id = sc.conversation_id(
             run_id=self.run_id, target=target, question_id=question_id, trial=trial
         )
@@ -370,7 +375,8 @@ class Recorder(BaseCallbackHandler):
         **kwargs,
     ) -> None:
         try:
-            self._model_start(serialized, run_id, parent_run_id, metadata, kwargs)
+            prompt = messages[0] if messages and self.message_chars is not None else None
+            self._model_start(serialized, run_id, parent_run_id, metadata, kwargs, prompt)
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_chat_model_start", exc)
 
@@ -382,7 +388,13 @@ class Recorder(BaseCallbackHandler):
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_llm_start", exc)
 
-    def _model_start(self, serialized, run_id, parent_run_id, metadata, kwargs) -> None:
+    def _messages_text(self, messages: Any, *, output: bool = False) -> str:
+        text = json.dumps(genai_messages(messages, output=output), ensure_ascii=False)
+        return truncate(text, self.message_chars or 0)
+
+    def _model_start(
+        self, serialized, run_id, parent_run_id, metadata, kwargs, prompt=None
+    ) -> None:
         params = kwargs.get("invocation_params") or {}
         model = (
             (metadata or {}).get("ls_model_name")
@@ -406,6 +418,11 @@ class Recorder(BaseCallbackHandler):
             provider = (metadata or {}).get("ls_provider")
             if provider:
                 attributes[sc.GEN_AI_PROVIDER_NAME] = provider
+            if prompt is not None:  # opt-in (telemetry.capture_messages)
+                text = self._messages_text(prompt)
+                attributes[sc.GEN_AI_INPUT_MESSAGES] = text
+                attributes[sc.OI_INPUT_VALUE] = text
+                attributes[sc.OI_INPUT_MIME_TYPE] = sc.MIME_JSON
             if agent is not None:
                 attributes[sc.TG_AGENT] = agent.name
             run.span = self._start(
@@ -421,6 +438,11 @@ class Recorder(BaseCallbackHandler):
                     return
                 generations = response.generations[0] if response.generations else []
                 message = getattr(generations[0], "message", None) if generations else None
+                if message is not None and self.message_chars is not None:
+                    text = self._messages_text([message], output=True)
+                    run.span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, text)
+                    run.span.set_attribute(sc.OI_OUTPUT_VALUE, text)
+                    run.span.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_JSON)
                 if message is not None:
                     usage = getattr(message, "usage_metadata", None)
                     if usage:

@@ -77,6 +77,8 @@ class TargetPlan:
     (`target.repeats` of them)."""
     run_id: str = ""
     """The run's id (its directory's name): part of every question run's conversation id."""
+    message_chars: int | None = None
+    """`telemetry.capture_messages`: chat spans carry prompts and answers cut to this length."""
 
     def work(self) -> Iterator[tuple[Any, int]]:
         """(question, trial) pairs to run, trials of a question together."""
@@ -324,6 +326,7 @@ async def _run_one(
             question_input=question.flattened_input(),
             trial=trial,
             run_id=plan.run_id,
+            message_chars=plan.message_chars,
         )
         state: Any = None
         ending: Ending | None = None

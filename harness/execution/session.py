@@ -133,7 +133,10 @@ class RunSession:
             raise InputError(f"run {self.run_id} is closed")
         t = self._targets[target]
         plan = replace(
-            t.plan, questions=[t.questions[question_id]], run_id=Path(self.run_dir).name
+            t.plan,
+            questions=[t.questions[question_id]],
+            run_id=Path(self.run_dir).name,
+            message_chars=self.config.telemetry.message_chars(),
         )  # ordinals: the selection's
         scores: list[QuestionScore] = []
         await arun_target(

@@ -120,6 +120,14 @@ class TelemetryConfig:
     protocol: str | None = None
     """OTLP transport, `http/protobuf` or `http/json`; None: the OTEL_* variables, else
     protobuf."""
+    capture_messages: bool = False
+    """Opt-in: each chat span carries the messages the model saw and its answer."""
+    message_chars_limit: int = 4096
+    """...each cut to this many characters."""
+
+    def message_chars(self) -> int | None:
+        """The cut for captured messages, or None when messages are not captured."""
+        return self.message_chars_limit if self.capture_messages else None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -469,6 +477,8 @@ def config_from_document(doc: Document) -> Config:
             trace_file=bool(telemetry_raw.get("trace_file", True)),
             project=telemetry_raw.get("project") or base.name or None,
             protocol=_protocol(telemetry_raw, path),
+            capture_messages=bool(telemetry_raw.get("capture_messages", False)),
+            message_chars_limit=int(telemetry_raw.get("message_chars", 4096)),
         ),
         redaction=RedactionPolicy.from_config(data.get("redaction")),
         data=data,
