@@ -371,3 +371,124 @@ def test_a_trace_beyond_the_span_cap_is_dropped_and_reported(monkeypatch):
     result = archive.traces_of_spans(spans())
     assert result.traces == [] and result.too_large == ["f" * 32]
     assert any("dropped for holding more than 50 spans" in n for n in result.notes())
+
+
+def test_a_window_and_no_match_are_nothing_to_grade(tmp_path, capsys):
+    config = _project(tmp_path / "proj")
+    archive = tmp_path / "traces.jsonl"
+    archive.write_text(
+        json.dumps(_genai_request(_genai_trace("5" * 32, "nobody", calls=[], ran=[])))
+    )
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
+    # the trace started at the epoch: a window from 2020 on leaves nothing
+    assert main([*argv, "--since", "2020-01-01T00:00:00"]) == 5
+    assert "1 trace(s) outside --since/--until" in capsys.readouterr().err
+    assert main([*argv, "--since", "yesterday"]) == 4
+    assert "--since" in capsys.readouterr().err
+    # in the window, but its input ("hi") is no question's: nothing graded, no run left behind
+    assert main([*argv, "--until", "2020-01-01"]) == 5
+    assert "no trace matched a question of target 't'" in capsys.readouterr().err
+    runs = tmp_path / "proj" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+class PhoenixStandIn:
+    """A loopback stand-in speaking Phoenix's span REST API (`GET /v1/projects/{p}/spans`:
+    `start_time`, `end_time`, `limit`, `cursor`; answers `data` and `next_cursor`), serving
+    spans in Phoenix's own form. Not Phoenix: the same API, for the test to run offline."""
+
+    def __init__(self, project: str, spans: list[dict]):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlsplit
+
+        stand_in = self
+        self.requests: list[dict] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                url = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                stand_in.requests.append(query)
+                if url.path != f"/v1/projects/{project}/spans":
+                    return self._send(404, {"detail": "not found"})
+                chosen = [
+                    s
+                    for s in spans
+                    if s["start_time"] >= query.get("start_time", "")
+                    and ("end_time" not in query or s["start_time"] < query["end_time"])
+                ]
+                start = int(query.get("cursor", 0))
+                limit = min(int(query.get("limit", 100)), 7)  # small pages: pagination is used
+                page = chosen[start : start + limit]
+                more = start + limit < len(chosen)
+                self._send(200, {"data": page, "next_cursor": str(start + limit) if more else None})
+
+            def _send(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _phoenix_form(span) -> dict:
+    from datetime import UTC, datetime
+
+    def iso(ns):
+        return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+
+    attributes = dict(span.attributes)
+    kind = attributes.pop("openinference.span.kind", "UNKNOWN")  # a column in Phoenix
+    return {
+        "name": span.name,
+        "context": {"trace_id": span.trace_id, "span_id": span.span_id},
+        "parent_id": span.parent_id or None,
+        "span_kind": kind,
+        "start_time": iso(span.start_ns),
+        "end_time": iso(span.end_ns),
+        "status_code": {0: "UNSET", 1: "OK", 2: "ERROR"}[span.status_code],
+        "status_message": span.status_message,
+        "attributes": attributes,
+        "events": [],
+    }
+
+
+def test_a_phoenix_project_read_through_its_rest_api_gets_the_verdicts_run_gives(tmp_path):
+    from tracegrade.traces.spans import read_spans
+
+    config = _project(tmp_path / "proj")
+    ran = tmp_path / "ran.json"
+    assert main(["run", "--config", str(config), "--quiet", "--json", str(ran)]) == 2
+    archive = tmp_path / "oi.jsonl"
+    _plain_app_with_openinference(
+        tmp_path / "proj", archive, [QUESTIONS[q]["input"] for q in ("paris", "rome", "cancel")]
+    )
+    spans = sorted((_phoenix_form(s) for s in read_spans(archive)), key=lambda s: s["start_time"])
+    phoenix = PhoenixStandIn("prod", spans)
+    try:
+        graded = tmp_path / "graded.json"
+        argv = ["grade-traces", "--from", "phoenix", "--endpoint", phoenix.endpoint]
+        argv += ["--config", str(config), "--target", "t", "--quiet"]
+        code = main([*argv, "--project", "prod", "--since", "2000-01-01", "--json", str(graded)])
+        assert code == 2
+        assert _verdicts(json.loads(graded.read_text())) == _verdicts(json.loads(ran.read_text()))
+        assert len(phoenix.requests) > 1 and "cursor" in phoenix.requests[-1]  # paged
+        assert phoenix.requests[0]["start_time"].startswith("2000-01-01T00:00:00")
+        assert main([*argv, "--project", "nope"]) == 4  # no such project
+    finally:
+        phoenix.close()
+    assert main([*argv, "--project", "prod"]) == 3  # the backend is gone: never a pass

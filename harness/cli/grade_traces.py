@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..reports.flags import add_report_flags, write_reports
 from . import EPILOG
 
@@ -34,11 +35,34 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="trace file or directory"
+        "paths", nargs="*", type=Path, metavar="PATH", help="trace file or directory"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        default=None,
+        metavar="BACKEND",
+        help="read spans from a backend instead of files: phoenix, or a plugin of the "
+        "tracegrade.trace_sources entry-point group (with --endpoint and --project)",
+    )
+    parser.add_argument("--endpoint", metavar="URL", help="the backend's base URL")
+    parser.add_argument("--project", metavar="NAME", help="the backend's project")
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an HTTP header for the backend (an API key, say); repeatable",
     )
     parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
     parser.add_argument(
         "--target", required=True, help="the target whose dataset, graders and gate apply"
+    )
+    parser.add_argument(
+        "--since", metavar="TIME", help="only traces that started at or after TIME (ISO 8601)"
+    )
+    parser.add_argument(
+        "--until", metavar="TIME", help="only traces that started before TIME (ISO 8601)"
     )
     add_report_flags(parser)
     parser.set_defaults(handler=run)
@@ -46,19 +70,55 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
-    from ..traces.archive import read_trace_files, require_traces
+    from ..traces.archive import keep_window, parse_time, read_trace_files, require_traces
     from ..traces.grade import grade_traces
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before any reading
-    traces = read_trace_files(args.paths)
-    require_traces(traces, args.paths)
+    since = parse_time(args.since, key="--since")
+    until = parse_time(args.until, key="--until")
+    if args.source is None:
+        if not args.paths:
+            raise InputError("name a trace file or directory, or --from BACKEND", key="PATH")
+        traces = read_trace_files(args.paths)
+        sources = [str(p) for p in args.paths]
+    else:
+        traces = _from_backend(args, since, until)
+        sources = [f"{args.source}:{args.endpoint}/{args.project}"]
+    keep_window(traces, since_ns=since, until_ns=until)
+    require_traces(traces, sources)
     outcome = grade_traces(
         config,
         traces,
         target=args.target,
-        sources=[str(p) for p in args.paths],
+        sources=sources,
         use_cache=not args.no_cache,
     )
     write_reports(args, outcome, config=config)
     return outcome.exit_code
+
+
+def _from_backend(args: argparse.Namespace, since: int | None, until: int | None) -> Any:
+    from ..traces.archive import traces_of_spans
+    from ..traces.backends import trace_source
+
+    if args.paths:
+        raise InputError("--from reads a backend: name no PATH with it", key="--from")
+    for flag in ("endpoint", "project"):
+        if not getattr(args, flag):
+            raise InputError(f"--from {args.source} needs --{flag}", key=f"--{flag}")
+    headers = {}
+    for item in args.header:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--header {item!r} is not KEY=VALUE", key="--header")
+        headers[key.strip()] = value
+    source = trace_source(args.source)
+    spans = source.spans(
+        endpoint=args.endpoint,
+        project=args.project,
+        since_ns=since,
+        until_ns=until,
+        headers=headers,
+    )
+    return traces_of_spans(spans)

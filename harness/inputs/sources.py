@@ -29,6 +29,7 @@ __all__ = [
     "DatasetSource",
     "FileSource",
     "dataset_sources",
+    "plugin_classes",
     "resolve_dataset",
     "split_reference",
 ]
@@ -94,6 +95,22 @@ def _validate_source(cls: Any, source: str) -> None:
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not callable(getattr(cls, "materialize", None)):
         raise PluginError(f"{source}: a dataset source needs `name` and `materialize()`")
+
+
+def plugin_classes(group: str, *, kind: str, needs: tuple[str, ...]) -> dict[str, Any]:
+    """Every class registered in entry-point `group` (the shared plugin loader), by its `name`;
+    each must have `name` and the callables `needs`, or it is a `PluginError` (exit 4)."""
+
+    def validate(cls: Any, source: str) -> None:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not all(callable(getattr(cls, n, None)) for n in needs):
+            wanted = " and ".join(["`name`", *(f"`{n}()`" for n in needs)])
+            raise PluginError(f"{source}: a {kind} needs {wanted}")
+
+    plugins = load_plugins(
+        group, kind=kind, validate=validate, name_of=lambda cls, _entry_point: cls.name
+    )
+    return {name: plugin.obj for name, plugin in plugins.items()}
 
 
 def resolve_dataset(reference: str, *, base_dir: Path, store_path: Path) -> Path:

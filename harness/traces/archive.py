@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, NothingToRunError
 from .dialects import AgentTrace, agent_trace
 from .spans import ReadProblems, Span, files_under, read_spans
 
@@ -26,7 +26,9 @@ __all__ = [
     "Pair",
     "Pairing",
     "TraceSet",
+    "keep_window",
     "pair_traces",
+    "parse_time",
     "read_trace_files",
     "traces_of_spans",
 ]
@@ -46,6 +48,7 @@ class TraceSet:
     not_agent: int = 0
     """Traces with no agent spans (HTTP handlers, database calls...): not graded."""
     too_large: list[str] = field(default_factory=list)
+    outside_window: int = 0
 
     def notes(self) -> list[str]:
         out = [f"read {self.spans} span(s) in {len(self.traces) + self.not_agent} trace(s)"]
@@ -56,6 +59,8 @@ class TraceSet:
                 f"{len(self.too_large)} trace(s) dropped for holding more than "
                 f"{MAX_SPANS_PER_TRACE} spans: {', '.join(self.too_large[:5])}"
             )
+        if self.outside_window:
+            out.append(f"{self.outside_window} trace(s) outside --since/--until; not graded")
         if self.problems.skipped_lines:
             out.append(f"{self.problems.skipped_lines} unreadable line(s) skipped")
             out += self.problems.details[:10]
@@ -198,9 +203,41 @@ def _first_user(question: Any) -> str | None:
     return None
 
 
-def require_traces(traces: TraceSet, where: Sequence[Path | str]) -> None:
-    if not traces.traces:
+def parse_time(text: str | None, *, key: str) -> int | None:
+    """An ISO 8601 time (UTC when it names no zone) in Unix nanoseconds; None for None."""
+    if text is None:
+        return None
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
         raise InputError(
+            f"{text!r} is not an ISO 8601 time", key=key, hint="for example 2026-12-01T09:30:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def keep_window(traces: TraceSet, *, since_ns: int | None, until_ns: int | None) -> None:
+    """Keep the traces that started in [since, until); the others are counted in the notes."""
+    if since_ns is None and until_ns is None:
+        return
+    kept = [
+        t
+        for t in traces.traces
+        if (since_ns is None or t.start_ns >= since_ns)
+        and (until_ns is None or t.start_ns < until_ns)
+    ]
+    traces.outside_window += len(traces.traces) - len(kept)
+    traces.traces = kept
+
+
+def require_traces(traces: TraceSet, where: Sequence[Path | str]) -> None:
+    """Nothing to grade (exit 5) when the files hold no agent trace (in the window)."""
+    if not traces.traces:
+        raise NothingToRunError(
             f"no agent trace in {', '.join(map(str, where))} (" + "; ".join(traces.notes()) + ")",
             hint="the spans need a tracegrade, OpenInference or OTel GenAI agent span",
         )

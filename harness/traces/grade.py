@@ -11,11 +11,13 @@ HTML report work on it unchanged.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
 from .. import semconv as sc
 from ..capture.tracefile import redacted_attributes
+from ..errors import NothingToRunError
 from ..execution.lifecycle import new_grading, prepare_run, redaction_notes, stored_results
 from ..execution.loops import run_without_loop
 from ..execution.runner import agrade_recorded
@@ -191,6 +193,12 @@ async def agrade_traces(
     plan = prepared.plans[target]
     pairing = pair_traces(traces.traces, plan.questions)
     work = _trials(pairing)
+    if not work:  # nothing to grade: no run directory left behind
+        shutil.rmtree(prepared.run_dir, ignore_errors=True)
+        raise NothingToRunError(
+            f"no trace matched a question of target {target!r}",
+            hint="; ".join(traces.notes() + pairing_notes(pairing, len(plan.questions))),
+        )
     identity = prepared.identity
     tid = identity["targets"][target]
     # the selection is what the traces covered: a question nobody asked in production is not
