@@ -7,8 +7,14 @@ A `RedactionPolicy` replaces secrets with `(redacted)`:
 - by value: text that looks like a secret wherever it appears: OpenAI/Anthropic `sk-` keys,
   AWS `AKIA…` ids, GitHub `gh?_` and Slack `xox?-` tokens, Google `AIza…` keys, `Bearer …`
   tokens (also glued to a word), JWTs, PEM private key blocks, `password=…`/`token: …`-style
-  pairs in free text and URLs (the key is kept, its value redacted), plus the config's
-  `redaction.patterns`.
+  pairs in free text and URLs (the key is kept, its value redacted), the password of a URL's
+  userinfo (`postgres://admin:…@db`), a secret told in prose (`my password is …`), an AWS
+  secret access key (a 40-character run of `[A-Za-z0-9/+]` mixing upper case, lower case and
+  digits), plus the config's `redaction.patterns`;
+- by exact value: the values of the process's secret-named environment variables (`*_KEY`,
+  `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*` and the config's `redaction.env`), wherever
+  they appear, as CI systems mask their secrets (values under 6 characters are not masked:
+  they would hide ordinary words).
 `redaction.allow` lists literals never redacted: an argument name exempt from the name rule
 (`max_tokens`), a value exempt from the patterns (a published test key).
 
@@ -22,7 +28,10 @@ policy from the config (`RedactionPolicy.from_config`) and hands it to every exi
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,14 +41,18 @@ import re2
 __all__ = [
     "DEFAULT_POLICY",
     "REDACTED",
+    "SECRET_ENV_GLOBS",
     "SECRET_NAME_FRAGMENTS",
     "RedactingFormatter",
     "RedactionPolicy",
     "compile_pattern",
+    "console_policy",
     "is_secret_name",
     "redact_arguments",
     "redact_text",
+    "secret_env_values",
     "truncate",
+    "use_console_policy",
 ]
 
 log = logging.getLogger(__name__)
@@ -82,6 +95,86 @@ _PAIR = (
 )
 
 
+# A URL's userinfo password: the scheme and user are kept, the password redacted, the `@` kept.
+_URL_USERINFO = (
+    r"(?P<ukey>\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#]*:)(?P<uvalue>[^\s/?#]+)(?P<utail>@)"
+)
+
+# A secret told in prose: "my password is hunter2", "the API key was: abc". The words are kept.
+_PROSE = (
+    r"(?P<pkey>(?i:\b(?:{names}|passphrase|passcode|pin|(?:api|access|secret|private)[ _-]key)"
+    r"s?[ \t]+(?:is|was|are|reads)[ \t]*:?[ \t]*[\"'`]?))"
+    r"(?P<pvalue>[^\s&;,'\"`<>()\[\]{{}}]+)"
+)
+# Words that follow "the token is" in ordinary error messages: not secrets, kept readable.
+_PROSE_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "not",
+        "no",
+        "none",
+        "null",
+        "empty",
+        "missing",
+        "invalid",
+        "expired",
+        "required",
+        "wrong",
+        "incorrect",
+        "correct",
+        "valid",
+        "set",
+        "unset",
+        "too",
+        "being",
+        "still",
+        "also",
+        "present",
+        "absent",
+        "revoked",
+        "disabled",
+        "enabled",
+        "needed",
+        "optional",
+        "unknown",
+        "stored",
+        "redacted",
+    ]
+)
+
+# An AWS secret access key: 40 characters of base64 without padding. Scanned as whole runs of
+# that alphabet in a second pass (RE2 has no look-around to say "a run of exactly 40").
+_AWS_SECRET_RUN = r"[A-Za-z0-9/+]{40,}="
+
+# Environment variables whose values are secrets (upper-cased names, shell globs).
+SECRET_ENV_GLOBS: tuple[str, ...] = ("*_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*", "*PASSWD*")
+MIN_ENV_SECRET = 6
+"""Shorter values of secret-named variables are not masked (`1`, `true`, `dev`)."""
+
+
+def secret_env_values(environ: Mapping[str, str], extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The values of `environ`'s secret-named variables (`SECRET_ENV_GLOBS` and `extra`, names
+    or globs, case-insensitive), longest first, each at least `MIN_ENV_SECRET` characters."""
+    globs = (*SECRET_ENV_GLOBS, *(g.upper() for g in extra if g))
+    values = {
+        value
+        for name, value in environ.items()
+        if len(value) >= MIN_ENV_SECRET and any(fnmatch.fnmatchcase(name.upper(), g) for g in globs)
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def _qualifies_as_aws_secret(run: str) -> bool:
+    return (
+        len(run) == 40
+        and any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+        and any(c.isdigit() for c in run)
+    )
+
+
 def compile_pattern(pattern: str) -> Any:
     """An RE2 pattern object; raises `ValueError` with RE2's reason when `pattern` does not
     compile (RE2 has no look-around or back-references: that is what keeps it linear)."""
@@ -108,23 +201,39 @@ class RedactionPolicy:
     """Literals never redacted: argument names (case-insensitive) and matched values (exact)."""
     answers: bool = True
     """False: the agent's answers are stored verbatim (the console says so on every run)."""
+    env: tuple[str, ...] = ()
+    """Extra environment variable names (or globs) whose values are masked, beside
+    `SECRET_ENV_GLOBS`; the values are read from `os.environ` when the policy is built."""
     _fragments: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _allowed_names: frozenset[str] = field(init=False, repr=False, compare=False)
     _allowed_values: frozenset[str] = field(init=False, repr=False, compare=False)
     _regex: Any = field(init=False, repr=False, compare=False)
+    _aws: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         fragments = tuple(
             dict.fromkeys(f.lower() for f in (*SECRET_NAME_FRAGMENTS, *self.names) if f)
         )
         names = "|".join(re2.escape(f) for f in sorted(fragments, key=len, reverse=True))
-        alternatives = [_PAIR.format(names=names), *_VALUE_PATTERNS]
+        # Exact values first: at the same position they win over a pattern that would keep
+        # part of them (the key of a pair). A JSON-escaped copy too (a value with a quote).
+        masked = [v for v in secret_env_values(os.environ, self.env) if v not in set(self.allow)]
+        escaped = [json.dumps(v)[1:-1] for v in masked]
+        exact = sorted(set(masked) | set(escaped), key=len, reverse=True)
+        alternatives = [f"(?P<env>{'|'.join(re2.escape(v) for v in exact)})"] if exact else []
+        alternatives += [
+            _PAIR.format(names=names),
+            _URL_USERINFO,
+            _PROSE.format(names=names),
+            *_VALUE_PATTERNS,
+        ]
         alternatives += [f"(?:{p})" for p in self.patterns]
         object.__setattr__(self, "_fragments", fragments)
         object.__setattr__(self, "_allowed_names", frozenset(a.lower() for a in self.allow))
         object.__setattr__(self, "_allowed_values", frozenset(self.allow))
         # One alternation, one linear scan per string.
         object.__setattr__(self, "_regex", compile_pattern("|".join(alternatives)))
+        object.__setattr__(self, "_aws", compile_pattern(_AWS_SECRET_RUN[:-1]))
 
     @classmethod
     def from_config(cls, block: Mapping[str, Any] | None) -> RedactionPolicy:
@@ -135,6 +244,7 @@ class RedactionPolicy:
             patterns=tuple(str(p) for p in block.get("patterns") or ()),
             allow=tuple(str(a) for a in block.get("allow") or ()),
             answers=bool(block.get("answers", True)),
+            env=tuple(str(e) for e in block.get("env") or ()),
         )
 
     # -- names -------------------------------------------------------------------------------
@@ -174,21 +284,48 @@ class RedactionPolicy:
     def _scan(self, text: str) -> str:
         if not isinstance(text, str):
             text = str(text)
-        if not text or self._regex.search(text) is None:  # the common case: one C-level scan
+        if not text:
             return text
-        return self._regex.sub(self._replace, text)
+        if self._regex.search(text) is not None:  # the common case: one C-level scan
+            text = self._regex.sub(self._replace, text)
+        if self._aws.search(text) is not None:
+            text = self._aws.sub(self._replace_aws, text)
+        return text
+
+    def _replace_aws(self, match: Any) -> str:
+        run = match.group(0)
+        end = match.end()
+        padded = end < len(match.string) and match.string[end] == "="
+        if padded or not _qualifies_as_aws_secret(run) or run in self._allowed_values:
+            return run
+        return REDACTED
+
+    @staticmethod
+    def _parts(match: Any) -> tuple[str, str, str]:
+        """(kept prefix, secret value, kept suffix) of one match."""
+        for key, value, tail in (
+            ("key", "value", ""),
+            ("ukey", "uvalue", "utail"),
+            ("pkey", "pvalue", ""),
+        ):
+            if match.group(key) is not None:
+                return match.group(key), match.group(value), match.group(tail) if tail else ""
+        return "", match.group(0), ""
 
     def _replace(self, match: Any) -> str:
-        key = match.group("key")
-        if self._allowed(match, key):
+        key, value, tail = self._parts(match)
+        if self._allowed(match, key, value):
             return match.group(0)
-        return REDACTED if key is None else key + REDACTED
+        return key + REDACTED + tail
 
-    def _allowed(self, match: Any, key: str | None) -> bool:
-        if key is None:
-            return match.group(0) in self._allowed_values
-        name = key.rstrip(" \t=:\"'").lower()
-        return name in self._allowed_names or match.group("value") in self._allowed_values
+    def _allowed(self, match: Any, key: str, value: str) -> bool:
+        if value in self._allowed_values:
+            return True
+        if match.group("pkey") is not None:
+            return value.rstrip(".!?:").lower() in _PROSE_WORDS
+        if match.group("key") is None:
+            return False
+        return key.rstrip(" \t=:\"'").lower() in self._allowed_names
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of every secret `text()` would replace (a `key=value` pair: the value).
@@ -196,10 +333,14 @@ class RedactionPolicy:
         try:
             out = []
             for match in self._regex.finditer(text):
-                key = match.group("key")
-                if not self._allowed(match, key):
-                    out.append((match.start() + len(key or ""), match.end()))
-            return out
+                key, value, _ = self._parts(match)
+                if not self._allowed(match, key, value):
+                    start = match.start() + len(key)
+                    out.append((start, start + len(value)))
+            for match in self._aws.finditer(text):
+                if self._replace_aws(match) == REDACTED:
+                    out.append((match.start(), match.end()))
+            return sorted(out)
         except Exception:
             return [(0, len(text))] if isinstance(text, str) else []
 
@@ -238,17 +379,31 @@ DEFAULT_POLICY = RedactionPolicy()
 """The built-in names and patterns, no additions."""
 
 
+_console: list[RedactionPolicy] = [DEFAULT_POLICY]
+
+
+def console_policy() -> RedactionPolicy:
+    """The policy of the console's log lines and error messages: the built-in one, or the last
+    loaded config's (`use_console_policy`), so its `names`, `patterns` and `env` hold there too."""
+    return _console[0]
+
+
+def use_console_policy(policy: RedactionPolicy | None) -> None:
+    """Make `policy` the console's (None: the built-in policy again)."""
+    _console[0] = policy or DEFAULT_POLICY
+
+
 class RedactingFormatter(logging.Formatter):
     """A log formatter whose whole output (message, arguments, traceback) is redacted: the
     console is an exit too, and an isolated exception logged with its traceback quotes the
-    agent's, tool's or grader's message."""
+    agent's, tool's or grader's message. Without a `policy`, the console's (`console_policy`)."""
 
     def __init__(self, fmt: str | None = None, *, policy: RedactionPolicy | None = None) -> None:
         super().__init__(fmt)
-        self.policy = policy or DEFAULT_POLICY
+        self.policy = policy
 
     def format(self, record: logging.LogRecord) -> str:
-        return self.policy.text(super().format(record))
+        return (self.policy or console_policy()).text(super().format(record))
 
 
 def is_secret_name(name: str) -> bool:

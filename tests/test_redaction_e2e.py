@@ -58,6 +58,26 @@ PLANTED: dict[str, tuple[str, str]] = {
     "token": ("token=TokValuePlain77", "TokValuePlain77"),
     "secret": ("the secret: SecValuePlain88", "SecValuePlain88"),
     "url": ("https://api.test/login?user=ana&password=UrlPassw0rdValue", "UrlPassw0rdValue"),
+    # A connection string's password (userinfo), an AWS secret access key in free text, a
+    # password told in prose, and the values of secret-named environment variables of the run's
+    # process (no pattern knows them: they are masked as exact values).
+    "url_userinfo": (
+        "postgres://admin:Pg4dm1nUserinfoPw@db.internal:5432/prod",
+        "Pg4dm1nUserinfoPw",
+    ),
+    "aws_secret": (
+        "aws creds AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    "prose": ("by the way my password is ProsePassw0rd77 ok", "ProsePassw0rd77"),
+    "env_password": ("connected with EnvPlainValue-7731x", "EnvPlainValue-7731x"),
+    "env_configured": ("the vendor code is CfgListedValue-5521", "CfgListedValue-5521"),
+}
+# The run's environment: a secret-named variable, and one only the config's `redaction.env`
+# names.
+ENVIRONMENT = {
+    "LEAKY_DB_PASSWORD": "EnvPlainValue-7731x",
+    "LEAKY_VENDOR_CODE": "CfgListedValue-5521",
 }
 NAMED = {"api_key": "NamedArgValue42", "db_password": "NamedArgValue43"}
 
@@ -227,6 +247,7 @@ def write_project(root: Path, server, receiver) -> Path:
             "max_attempts": 1,
         },
         "telemetry": {"otlp_endpoint": receiver.endpoint},
+        "redaction": {"env": ["LEAKY_VENDOR_*"]},
         "targets": {
             "leaky": {
                 "agent": "agent.py:build_graph",
@@ -266,7 +287,7 @@ def hits(label: str, data: bytes) -> list[str]:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **ENVIRONMENT, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "tracegrade", *args],
         cwd=ROOT,
@@ -314,10 +335,14 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
             str(reports / "compare.md"),
         ),
         "export": cli("export", str(run_dir), *config, "--endpoint", otlp_receiver.endpoint),
+        # The dataset store (beside the config, scanned below) after promoting a question.
+        "promote": cli("dataset", "promote", str(run_dir), "--id", "tools", *config),
     }
     for name, done in readers.items():
         assert done.returncode in (0, 2, 3), (name, done.stdout + done.stderr)
     assert readers["export"].returncode == 0, readers["export"].stderr
+    assert readers["promote"].returncode == 0, readers["promote"].stderr
+    assert (tmp_path / "datasets.sqlite").stat().st_size > 0
 
     # The channels were exercised: the judge saw prompts, the receiver spans, the store rows,
     # the debug log the isolated exceptions.
@@ -329,7 +354,7 @@ def test_no_planted_secret_leaves_a_run_or_a_regrade_in_clear(
     assert {q["id"] for q in report["questions"]} == {"tools", "toolcrash", "crash"}
 
     found: list[str] = []
-    for file in sorted((tmp_path / "runs").rglob("*")):
+    for file in [*sorted((tmp_path / "runs").rglob("*")), tmp_path / "datasets.sqlite"]:
         if file.is_file():
             found += hits(str(file.relative_to(tmp_path)), file.read_bytes())
     for file in sorted(reports.iterdir()):

@@ -37,6 +37,9 @@ KINDS = [
     ('"client_secret": "SecValuePlain88"', "SecValuePlain88"),
     ("https://h.test/x?user=ana&password=UrlPassw0rd", "UrlPassw0rd"),
     ("Authorization: Bearer hdrT0kenValue99", "hdrT0kenValue99"),
+    ("postgres://admin:Pg4dm1nPw@db.internal:5432/prod", "Pg4dm1nPw"),
+    ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("my password is ProsePw0rd", "ProsePw0rd"),
 ]
 
 filler = st.text(alphabet="abc XYZ.,:;\n{}[]é日", max_size=12)
@@ -48,9 +51,9 @@ def _mixed(draw_pieces: list) -> tuple[str, list[str]]:
     return text, cores
 
 
-def _store_channel(text: str, tmp) -> str:
+def _store_channel(text: str, tmp, *, policy: RedactionPolicy = DEFAULT_POLICY) -> str:
     path = tmp / f"s{time.perf_counter_ns()}.sqlite"
-    with ResultStore(path) as store:
+    with ResultStore(path, redaction=policy) as store:
         grading = store.new_grading(mode="run")
         run = QuestionRun(
             target="t",
@@ -79,14 +82,14 @@ def _store_channel(text: str, tmp) -> str:
     return data
 
 
-def _span_channel(text: str) -> str:
+def _span_channel(text: str, *, policy: RedactionPolicy = DEFAULT_POLICY) -> str:
     attributes = {
         "gen_ai.tool.call.arguments": json.dumps({"q": text, "nested": [text]}),
         "gen_ai.tool.call.result": text,
         "exception.message": text,
         "input.value": text,
     }
-    return json.dumps(redacted_attributes(attributes, truncate_to=4096))
+    return json.dumps(redacted_attributes(attributes, truncate_to=4096, policy=policy))
 
 
 class _Echo:
@@ -106,7 +109,7 @@ class _Echo:
         return JudgeReply(text=text, logprobs=tokens, raw={"choices": [{"message": text}]})
 
 
-def _judge_channel(text: str) -> str:
+def _judge_channel(text: str, *, policy: RedactionPolicy = DEFAULT_POLICY) -> str:
     seen: list[JudgeRequest] = []
     echo = _Echo()
     inner = echo.acomplete
@@ -119,7 +122,7 @@ def _judge_channel(text: str) -> str:
 
     echo.acomplete = recording
     reply = asyncio.run(
-        RedactingProvider(echo, DEFAULT_POLICY).acomplete(
+        RedactingProvider(echo, policy).acomplete(
             JudgeRequest(
                 messages=({"role": "system", "content": "x"}, {"role": "user", "content": text})
             )

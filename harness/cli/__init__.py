@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 
 from ..errors import ExitCode, TracegradeError
-from ..redaction import RedactingFormatter, redact_text
+from ..redaction import RedactingFormatter, console_policy, use_console_policy
 from ..reports.escaping import PrintableStream
 
 __all__ = ["Interrupted", "add_id_flag", "build_parser", "handle_stop_signals", "main"]
@@ -176,7 +176,8 @@ def _escaped_main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # The console is an exit like any other: log lines, tracebacks and error messages are
-    # printed through the redaction policy.
+    # printed through the redaction policy (the config's, once a command has loaded it).
+    use_console_policy(None)
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
@@ -188,13 +189,13 @@ def _escaped_main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except TracegradeError as exc:
-        print(f"tracegrade: error: {redact_text(str(exc))}", file=sys.stderr)
+        print(f"tracegrade: error: {console_policy().text(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt as exc:
         print("tracegrade: interrupted", file=sys.stderr)
         return 128 + exc.signum if isinstance(exc, Interrupted) else 130
     except Exception:  # the CLI's isolation point: anything else is a bug, exit 1
-        print(redact_text(traceback.format_exc()), end="", file=sys.stderr)
+        print(console_policy().text(traceback.format_exc()), end="", file=sys.stderr)
         print("tracegrade: internal error (exit 1); this is a bug", file=sys.stderr)
         return ExitCode.INTERNAL
 

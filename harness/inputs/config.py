@@ -27,7 +27,7 @@ from ..otlp import (
     resolve_protocol,
 )
 from ..records import GraderSpec
-from ..redaction import RedactionPolicy, compile_pattern
+from ..redaction import RedactionPolicy, compile_pattern, use_console_policy
 from .files import not_a_file
 from .sourcefile import (
     Document,
@@ -487,6 +487,8 @@ def config_from_document(doc: Document) -> Config:
         ray_address=(data.get("ray") or {}).get("address"),
         dataset_store=_resolve(base, data.get("dataset_store", "datasets.sqlite")),
     )
+    # The console prints log lines and errors of the run this config drives: its policy there.
+    use_console_policy(config.redaction)
     for name, raw in data["targets"].items():
         dataset = _dataset_of(raw["dataset"], config, doc, name)
         module = raw.get("grading_module")
