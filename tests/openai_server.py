@@ -34,7 +34,11 @@ API
   `non_numeric_score()` `{"score": "excellent", ...}`; `off_scale(7)` = `score(7, ...)`;
   `rate_limited(retry_after=1.0)` a 429 with `Retry-After`; `server_error(status=500)`;
   `slow(seconds, then=...)` waits before answering (to trigger a client timeout);
-  `malformed_body()` a 200 whose body is not JSON.
+  `malformed_body()` a 200 whose body is not JSON;
+  `huge(n, declared=True)` a 200 chat completion of `n` bytes, streamed (never held whole),
+  with its Content-Length or (`declared=False`) without one;
+  `gzip_bomb(n)` a 200 `Content-Encoding: gzip` body of about n/1000 bytes that inflates to a
+  chat completion of `n` bytes.
 - Logprobs: when a request asks for `logprobs`, the answer carries OpenAI-format
   `choices[0].logprobs.content`: `Answer.logprobs` if given (a list of
   `(token, logprob, [(alt_token, alt_logprob), ...])`), else one entry per content chunk with
@@ -46,10 +50,12 @@ API
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,7 +69,9 @@ __all__ = [
     "HangingServer",
     "OpenAIServer",
     "Recorded",
+    "gzip_bomb",
     "hanging_server",
+    "huge",
     "malformed_body",
     "non_numeric_score",
     "off_scale",
@@ -90,6 +98,11 @@ class Answer:
     """Sent verbatim instead of a chat-completions body."""
     logprobs: list[tuple[str, float, list[tuple[str, float]]]] | None = None
     """Explicit per-token logprobs; None derives them from the content when asked."""
+    stream: Callable[[], Iterator[bytes]] | None = None
+    """Chunks sent as the body (with `stream_length` as its Content-Length) in place of any
+    other body: a body too large to build in memory."""
+    stream_length: int = 0
+    """-1: no Content-Length; the connection closes after the body."""
 
 
 @dataclass
@@ -138,6 +151,37 @@ def slow(seconds: float, then: Answer | None = None) -> Answer:
 
 def malformed_body() -> Answer:
     return Answer(raw_body=b'{"choices": [ this is not json')
+
+
+_HEAD = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+_TAIL = b'"}, "finish_reason": "stop"}], "model": "m"}'
+_CHUNK = 1 << 20
+
+
+def _padded(n: int) -> Iterator[bytes]:
+    """A chat completion of `n` bytes in all: its content is `a`s."""
+    left = max(0, n - len(_HEAD) - len(_TAIL))
+    yield _HEAD
+    while left:
+        step = min(left, _CHUNK)
+        yield b"a" * step
+        left -= step
+    yield _TAIL
+
+
+def huge(n: int, *, declared: bool = True) -> Answer:
+    """`declared=False`: no Content-Length (the body ends when the connection closes), so
+    only reading it tells its size."""
+    length = max(n, len(_HEAD) + len(_TAIL)) if declared else -1
+    return Answer(stream=lambda: _padded(n), stream_length=length)
+
+
+def gzip_bomb(n: int) -> Answer:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # gzip framing
+    body = b"".join(compressor.compress(c) for c in _padded(n)) + compressor.flush()
+    return Answer(
+        headers={"Content-Encoding": "gzip"}, stream=lambda: iter([body]), stream_length=len(body)
+    )
 
 
 class OpenAIServer:
@@ -208,6 +252,11 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
 
+        def handle(self) -> None:
+            # The client may drop the connection (a body it refused to read on): not an error.
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                super().handle()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
@@ -226,6 +275,9 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             answer = server._next_answer(body)
             if answer.delay_s and server._stopping.wait(answer.delay_s):
                 return
+            if answer.stream is not None:
+                self._send_stream(answer)
+                return
             if answer.raw_body is not None:
                 self._send(answer.status, answer.raw_body, answer.headers)
                 return
@@ -243,6 +295,24 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to answer
+
+        def _send_stream(self, answer: Answer) -> None:
+            assert answer.stream is not None
+            try:
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                if answer.stream_length >= 0:
+                    self.send_header("Content-Length", str(answer.stream_length))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for chunk in answer.stream():
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client stopped reading: expected here
 
     return Handler
 

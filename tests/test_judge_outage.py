@@ -51,17 +51,23 @@ async def test_five_consecutive_failures_open_the_breaker_and_later_calls_send_n
     assert len(openai_server.requests) == 5  # not attempted
 
 
-async def test_a_success_resets_the_count_and_rate_limits_never_count(openai_server):
+async def test_a_success_resets_the_count_and_rate_limits_count_only_in_a_row(openai_server):
     provider = provider_for(openai_server, circuit_breaker_failures=3, max_attempts=3)
     openai_server.enqueue(server_error(), server_error(), score(4))  # two failures, then fine
     assert (await provider.acomplete(REQUEST)).text
     openai_server.enqueue(server_error(), server_error(), score(4))
     assert (await provider.acomplete(REQUEST)).text
     assert not provider.breaker.is_open
-    openai_server.enqueue(*(rate_limited(0.01) for _ in range(6)), score(4))
+    # A 429 now and then between answers never opens it; a server that answers every request
+    # with 429 is down like one that never answers.
     provider = provider_for(openai_server, circuit_breaker_failures=3, max_attempts=7)
+    openai_server.enqueue(rate_limited(0.01), rate_limited(0.01), score(4))
     assert (await provider.acomplete(REQUEST)).text
     assert not provider.breaker.is_open
+    openai_server.enqueue(*(rate_limited(0.01) for _ in range(6)), score(4))
+    with pytest.raises(ProviderError, match="HTTP 429"):
+        await provider.acomplete(REQUEST)
+    assert provider.breaker.is_open
 
 
 def test_the_breaker_threshold_is_validated():

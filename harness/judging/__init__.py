@@ -13,7 +13,9 @@ that `provider:` names (entry-point group `tracegrade.providers`) inside `Manage
       headers: {X-Tenant: eval}       # extra HTTP headers on every request (openai-compatible)
       timeout_s: 30                   # bounds each whole attempt
       max_attempts: 4
-      circuit_breaker_failures: 5     # consecutive failed attempts that mark the provider down
+      circuit_breaker_failures: 5     # consecutive failed attempts (429s too) that mark it down
+      max_total_wait_s: 600           # the run's total waiting between attempts, all calls
+      max_response_bytes: 10000000    # one response body, after decompression (openai-compatible)
       grading_deadline_s: 300         # all judge gradings of one question, retries included
       requests_per_minute: 600
       max_concurrency: 4
@@ -100,6 +102,7 @@ _COMMON_KEYS = {
     "requests_per_minute",
     "max_concurrency",
     "circuit_breaker_failures",
+    "max_total_wait_s",
 }
 # Keys of the judge block that belong to judges or the runner, not to the provider.
 _NON_PROVIDER_KEYS = {

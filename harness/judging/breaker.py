@@ -3,8 +3,12 @@ treated as down for the rest of the run, and every judge call still to come erro
 the cause instead of waiting out its own timeouts and retries.
 
 A hanging judge server otherwise costs every remaining call `timeout_s x max_attempts`: hours on
-a large dataset, all to reach the same exit 3. Rate limiting (429) is not an outage and never
-counts; any answer from the server closes the count again.
+a large dataset, all to reach the same exit 3. A 429 counts too: a server that rate-limits every
+request is as down as one that never answers (any answer from the server closes the count
+again, so a 429 now and then between answers never opens it).
+
+`WaitBudget` bounds the run's total waiting between attempts (backoff and `Retry-After`, all
+calls together): past it, a call that would wait fails at once instead.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ import threading
 
 from ..errors import ProviderError
 
-__all__ = ["DEFAULT_BREAKER_FAILURES", "CircuitBreaker"]
+__all__ = ["DEFAULT_BREAKER_FAILURES", "DEFAULT_MAX_TOTAL_WAIT_S", "CircuitBreaker", "WaitBudget"]
 
 DEFAULT_BREAKER_FAILURES = 5
-"""Consecutive failed attempts (timeouts, connection errors, 5xx, refusals) that open it."""
+"""Consecutive failed attempts (timeouts, connection errors, 429, 5xx, refusals) that open it."""
+DEFAULT_MAX_TOTAL_WAIT_S = 600.0
+"""The run's total judge wait between attempts (`judge.max_total_wait_s`), all calls summed."""
 
 
 class CircuitBreaker:
@@ -69,3 +75,21 @@ class CircuitBreaker:
             url=url,
             circuit_open=True,
         )
+
+
+class WaitBudget:
+    """Seconds the run's judge calls may still spend waiting between attempts, all together.
+    Thread-safe; `total_s=None` means unbounded."""
+
+    def __init__(self, total_s: float | None = DEFAULT_MAX_TOTAL_WAIT_S) -> None:
+        self.total_s = total_s
+        self._lock = threading.Lock()
+        self.spent_s = 0.0
+
+    def take(self, seconds: float) -> bool:
+        """Reserve `seconds` of waiting; False (nothing reserved) when the budget cannot."""
+        with self._lock:
+            if self.total_s is not None and self.spent_s + seconds > self.total_s:
+                return False
+            self.spent_s += seconds
+            return True

@@ -3,7 +3,8 @@
 A backend (OpenAI-compatible HTTP, LangChain, or a plugin registered in the
 `tracegrade.providers` entry-point group) only sends one request and classifies a failure
 (retryable or not, Retry-After). Everything else lives here, once: rate limiting, retries with
-backoff and Retry-After, the timeout over each whole attempt, the run's circuit breaker, the
+backoff and Retry-After, the timeout over each whole attempt, the run's circuit breaker and its
+bound on the total time spent waiting between attempts, the
 pinned sampling knobs, the identity recorded in the run snapshot, structured output with its
 text fallback, and the backend's client lifecycle (opened for the running event loop before the
 first timed attempt, so building a client never eats an attempt's timeout).
@@ -15,7 +16,7 @@ import dataclasses
 from typing import Any
 
 from ..errors import ProviderError
-from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
+from .breaker import DEFAULT_BREAKER_FAILURES, DEFAULT_MAX_TOTAL_WAIT_S, CircuitBreaker, WaitBudget
 from .provider import JudgeReply, JudgeRequest, ProviderBackend
 from .ratelimit import RateLimiter
 from .retry import PermanentFailure, RetryPolicy, TransientFailure, with_retries
@@ -41,6 +42,7 @@ class ManagedProvider:
         requests_per_minute: int | None = None,
         max_concurrency: int | None = 4,
         circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
+        max_total_wait_s: float | None = DEFAULT_MAX_TOTAL_WAIT_S,
     ) -> None:
         self.backend = backend
         self.name = backend.name
@@ -53,6 +55,8 @@ class ManagedProvider:
         )
         self.breaker = CircuitBreaker(circuit_breaker_failures)
         """Opens after that many consecutive failed attempts: the provider is down for the run."""
+        self.wait_budget = WaitBudget(max_total_wait_s)
+        """The run's total waiting between attempts, all calls together."""
         self.structured_output_refused: str | None = None
         """Why the backend refused structured output, once it has: later calls ask for text."""
         self.calls = 0
@@ -128,4 +132,5 @@ class ManagedProvider:
             url=self.backend.location(),
             slot=self.limiter.slot,
             breaker=self.breaker,
+            budget=self.wait_budget,
         )

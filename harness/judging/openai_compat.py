@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from .retry import RETRYABLE_STATUSES, parse_retry_after
 
 __all__ = [
     "DEFAULT_KNOBS",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "PINNED_VALUES",
     "OpenAICompatibleBackend",
     "OpenAICompatibleProvider",
@@ -32,6 +34,11 @@ __all__ = [
 ]
 
 DEFAULT_KNOBS: tuple[str, ...] = ("temperature", "top_p")
+DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
+"""Cap on a judge response body after decompression (`judge.max_response_bytes`): a server
+sending a gigabyte, or a small gzip body that inflates to one, fails that call instead of
+filling memory."""
+_READ = 65_536
 
 
 class _StatusError(Exception):
@@ -55,7 +62,15 @@ class OpenAICompatibleBackend:
 
     name = "openai-compatible"
     config_keys = frozenset(
-        {"base_url", "model", "api_key_env", "structured_output", "headers", "knobs"}
+        {
+            "base_url",
+            "model",
+            "api_key_env",
+            "structured_output",
+            "headers",
+            "knobs",
+            "max_response_bytes",
+        }
     )
     """The judge-block keys this backend reads (the wrapper's common keys aside)."""
 
@@ -70,8 +85,10 @@ class OpenAICompatibleBackend:
         structured_output: bool = True,
         headers: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.max_response_bytes = int(max_response_bytes)
         self.model = model
         self.url = f"{self.base_url}/chat/completions"
         if api_key is None and api_key_env:
@@ -114,6 +131,7 @@ class OpenAICompatibleBackend:
             structured_output=bool(config.get("structured_output", True)),
             headers=config.get("headers"),
             timeout_s=float(config.get("timeout_s", 30.0)),
+            max_response_bytes=int(config.get("max_response_bytes") or DEFAULT_MAX_RESPONSE_BYTES),
         )
 
     def location(self) -> str:
@@ -167,20 +185,25 @@ class OpenAICompatibleBackend:
             await self.open()
         assert self._client is not None
         body = self.body(request, knobs=knobs, structured=structured)
-        response = await self._client.post(self.url, json=body)
-        status = response.status_code
+        # Streamed and decompressed here, within `max_response_bytes`: httpx's own decoding
+        # would hold a whole gigabyte (or a gzip bomb's inflation) before we could refuse it.
+        headers = {"Accept-Encoding": "gzip, deflate"}
+        async with self._client.stream("POST", self.url, json=body, headers=headers) as response:
+            status = response.status_code
+            content = await _read_capped(response, self.max_response_bytes, status=status)
+        text = content.decode("utf-8", "replace")
         if status >= 400:
-            detail = f"{response.reason_phrase}: {response.text[:300]}".strip()
+            detail = f"{response.reason_phrase}: {text[:300]}".strip()
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             raise _StatusError(detail, status=status, retry_after=retry_after)
         try:
-            data = response.json()
+            data = json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise _BodyError(
-                f"response body is not JSON ({exc}): {response.text[:200]!r}", status=status
+                f"response body is not JSON ({exc}): {text[:200]!r}", status=status
             ) from exc
         if not isinstance(data, dict) or not data.get("choices"):
-            raise _BodyError(f"response has no choices: {response.text[:200]!r}", status=status)
+            raise _BodyError(f"response has no choices: {text[:200]!r}", status=status)
         return _reply_from(data, requested_logprobs=request.logprobs)
 
     def classify(self, error: Exception) -> Failure | None:
@@ -226,6 +249,7 @@ class OpenAICompatibleProvider(ManagedProvider):
         max_concurrency: int | None = 4,
         headers: dict[str, str] | None = None,
         circuit_breaker_failures: int | None = DEFAULT_BREAKER_FAILURES,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         backend = OpenAICompatibleBackend(
             base_url=base_url,
@@ -236,6 +260,7 @@ class OpenAICompatibleProvider(ManagedProvider):
             structured_output=structured_output,
             headers=headers,
             timeout_s=timeout_s,
+            max_response_bytes=max_response_bytes,
         )
         super().__init__(
             backend,
@@ -248,6 +273,36 @@ class OpenAICompatibleProvider(ManagedProvider):
         )
         self.base_url = backend.base_url
         self.url = backend.url
+
+
+async def _read_capped(response: httpx.Response, cap: int, *, status: int) -> bytes:
+    """The response body, decompressed (gzip, deflate), at most `cap` bytes; `_BodyError`
+    (this call fails, not retried) past it, having read no more than one chunk beyond."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    too_large = f"response body exceeds judge.max_response_bytes ({cap:,} bytes"
+    if encoding in ("", "identity"):
+        decoder = None
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise _BodyError(f"{too_large}; it declares {int(declared):,})", status=status)
+    elif encoding in ("gzip", "x-gzip", "deflate"):
+        decoder = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, detected
+    else:
+        raise _BodyError(f"unsupported response content-encoding {encoding!r}", status=status)
+    out = bytearray()
+    try:
+        async for chunk in response.aiter_raw(_READ):
+            if decoder is None:
+                out += chunk
+            else:
+                while chunk and len(out) <= cap:
+                    out += decoder.decompress(chunk, cap + 1 - len(out))
+                    chunk = decoder.unconsumed_tail
+            if len(out) > cap:
+                raise _BodyError(f"{too_large} after decompression)", status=status)
+    except zlib.error as exc:
+        raise _BodyError(f"response body does not decompress ({exc})", status=status) from exc
+    return bytes(out)
 
 
 def _reply_from(data: dict[str, Any], *, requested_logprobs: bool) -> JudgeReply:

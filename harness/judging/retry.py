@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import ProviderError
-from .breaker import CircuitBreaker
+from .breaker import CircuitBreaker, WaitBudget
 
 __all__ = [
     "RETRYABLE_STATUSES",
@@ -64,7 +64,8 @@ class RetryPolicy:
     max_delay_s: float = 30.0
     """Cap on a computed backoff."""
     max_retry_after_s: float = 120.0
-    """Cap on a server's `Retry-After` (a server asking for an hour is treated as an outage)."""
+    """Longest `Retry-After` honoured: a server asking for more (an hour, a day) is treated as
+    an outage, and the call fails at once instead of waiting."""
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Delay before attempt `attempt + 1` (attempt counts from 1)."""
@@ -102,6 +103,7 @@ async def with_retries(
     slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     breaker: CircuitBreaker | None = None,
+    budget: WaitBudget | None = None,
 ) -> T:
     """Run `attempt` until it returns, retrying `TransientFailure` and timeouts per `policy`.
 
@@ -110,6 +112,7 @@ async def with_retries(
     held around each attempt and acquired outside its timeout, so queueing is never a timeout.
     `policy.timeout_s` bounds each whole attempt (connect, send, wait, read the body).
     `breaker` (the run's) is told every attempt's outcome; once open, no attempt is made.
+    `budget` (the run's) bounds the waiting between attempts of all calls together.
     """
     last_status: int | None = None
     last_detail = ""
@@ -134,7 +137,7 @@ async def with_retries(
         except TransientFailure as failure:
             last_status, last_detail = failure.status, failure.detail
             retry_after = failure.retry_after
-            if breaker is not None and failure.status != 429:  # rate limited is not down
+            if breaker is not None:  # a 429 on every request is an outage too
                 breaker.failure(_cause(failure.status, failure.detail))
         except PermanentFailure as failure:
             if breaker is not None:
@@ -143,7 +146,20 @@ async def with_retries(
                 provider, url, failure.status, failure.detail, number, permanent=True
             ) from failure
         if number < attempts:
-            await sleep(policy.backoff(number, retry_after))
+            if retry_after is not None and retry_after > policy.max_retry_after_s:
+                detail = (
+                    f"{last_detail} (the server asked to wait {retry_after:g}s, more than the "
+                    f"{policy.max_retry_after_s:g}s tracegrade waits: treated as an outage)"
+                )
+                raise _provider_error(provider, url, last_status, detail, number, permanent=False)
+            delay = policy.backoff(number, retry_after)
+            if budget is not None and not budget.take(delay):
+                detail = (
+                    f"{last_detail} (the run's judge waiting, judge.max_total_wait_s = "
+                    f"{budget.total_s:g}s, is spent: no more retries)"
+                )
+                raise _provider_error(provider, url, last_status, detail, number, permanent=False)
+            await sleep(delay)
     raise _provider_error(provider, url, last_status, last_detail, attempts, permanent=False)
 
 
