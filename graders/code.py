@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ..abandon import in_daemon_thread
 from ..errors import JudgeError
 from ..records import GradeResult, GraderSpec, RunRecord
 from .base import Attachment, Grader, GraderServices, with_safe_defaults
@@ -254,8 +255,16 @@ class FunctionGrader(CodeGrader):
             "judge": lambda: _goal_judge(self.services, response),
         }
         kwargs = {name: available[name]() for name in self.wants}
+        function = type(self).function
         try:
-            value = type(self).function(**kwargs)
+            if inspect.iscoroutinefunction(function):
+                value = await function(**kwargs)
+            else:
+                # A sync function may block or spin for ever: in a daemon thread the grading
+                # deadline can abandon it, and the run's loop keeps going meanwhile.
+                value = await in_daemon_thread(
+                    lambda: function(**kwargs), name=f"tracegrade-grader-{self.id}"
+                )
             if inspect.isawaitable(value):
                 value = await value
         except JudgeError as exc:

@@ -18,6 +18,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.semconv": 1,
     "tracegrade.environment": 1,
     "tracegrade.lazy": 1,
+    "tracegrade.abandon": 1,
     "tracegrade._version": 1,
     "tracegrade.otlp": 1,
     "tracegrade.loading": 1,

@@ -143,10 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """The `tracegrade` command. Called with no `argv` (as the installed command), it ends the
     process itself once done (see `_exit`); with `argv` (tests, library callers) it returns."""
+    if argv is None:  # the process is ours: a question that holds the loop for good ends it
+        from ..execution.watchdog import set_stuck_handler
+
+        set_stuck_handler(_stuck)
     code = _main(argv)
     if argv is None:
         _exit(code)
     return code
+
+
+def _stuck(why: str) -> None:
+    """A question holds the event loop and cannot be interrupted: end the run, exit 3. What
+    was committed stays in the store; `--resume` runs the rest."""
+    print(
+        f"tracegrade: {console_policy().text(why)}; exit 3 (the evaluation could not finish). "
+        "The questions committed so far are kept: run again with --resume to finish it.",
+        file=sys.stderr,
+    )
+    sys.stderr.flush()
+    os._exit(ExitCode.INCOMPLETE)
 
 
 def _exit(code: int) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..graders.context import build_context
-from .grading import agrade_question, criteria_with_rubric, target_policy
+from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
 from .simulated_user import ask_simulated_user
 
 __all__ = [
@@ -368,7 +368,7 @@ async def agrade_conversation(
     their own (`turns`: the Turn models sent), also on each such turn (the conversation up to
     its answer, that answer, that turn's calls), folded per grader by `combine_turns`. The run
     and a re-grade both grade through here, so they reach one verdict."""
-    deadline = services.judge_settings.get("grading_deadline_s")
+    deadline = grading_deadline(target, services)
 
     async def grade(row: Mapping[str, Any], text: str, said: list, answer: str, calls: Any):
         context = build_context(

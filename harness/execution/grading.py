@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..abandon import in_daemon_thread
 from ..errors import ConfigError, InputError, RubricError
 from ..graders.base import Attachment, Grader, GraderServices, gates_by_default, with_safe_defaults
 from ..inputs.config import GraderEntry
@@ -40,6 +41,7 @@ __all__ = [
     "build_services",
     "changed_defaults_notice",
     "criteria_with_rubric",
+    "grading_deadline",
     "target_policy",
 ]
 
@@ -83,7 +85,7 @@ def build_services(
     cache = None
     settings: dict[str, Any] = {"use_cache": use_cache}
     if judge:
-        from ..judging import DEFAULT_GRADING_DEADLINE_S, JudgeCache, build_provider
+        from ..judging import JudgeCache, build_provider
         from ..judging.redacting import RedactingProvider
 
         # Wrapped once here, so every judge path sends and keeps only redacted text.
@@ -91,9 +93,8 @@ def build_services(
         settings["templates"] = dict(judge.get("templates") or {})
         if judge.get("judge_response_char_limit") is not None:
             settings["judge_response_char_limit"] = judge["judge_response_char_limit"]
-        settings["grading_deadline_s"] = float(
-            judge.get("grading_deadline_s") or DEFAULT_GRADING_DEADLINE_S
-        )
+        if judge.get("grading_deadline_s"):
+            settings["grading_deadline_s"] = float(judge["grading_deadline_s"])
         use_cache = use_cache and bool(judge.get("cache", True))
         settings["use_cache"] = use_cache
         if use_cache:
@@ -103,6 +104,10 @@ def build_services(
         from ..graders.rubrics import RubricStore
 
         store = RubricStore(rubrics)
+    # Every grader of a question, code graders too, is cut at the grading deadline.
+    from ..judging import DEFAULT_GRADING_DEADLINE_S
+
+    settings.setdefault("grading_deadline_s", DEFAULT_GRADING_DEADLINE_S)
     return GraderServices(
         judge_provider=provider,
         judge_settings=settings,
@@ -351,6 +356,13 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
     return f"{base}\n\n{text}" if base else text
 
 
+def grading_deadline(target: Any, services: GraderServices) -> float | None:
+    """Seconds all graders of one question may take: the target's `grading_deadline_s`, else
+    the judge block's, else the default."""
+    own = getattr(target, "grading_deadline_s", None)
+    return float(own) if own else services.judge_settings.get("grading_deadline_s")
+
+
 def target_policy(target: Any) -> str | None:
     """The text of the target's `policy:` file (evidence for rubric judge checks), or None.
     Read once per file and modification time: every question of the target shares it."""
@@ -373,11 +385,25 @@ def _read_policy(path: Path, _mtime_ns: int) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def _runs_inline(grader: Grader) -> bool:
+    """A built-in grader with only a sync `grade`: it never suspends and never blocks, so it is
+    called in place (no task, no thread, no loop turn). A sync grader of user code may block
+    for ever: it runs in a daemon thread the grading deadline can abandon."""
+    cls = type(grader)
+    return cls.agrade is Grader.agrade and cls.__module__.startswith("tracegrade.")
+
+
 async def _one(
     grader: Grader, input: str, response: str, context: Mapping[str, Any]
 ) -> GradeResult:
     try:
-        result = await grader.agrade(input, response, context)
+        if type(grader).agrade is Grader.agrade and not _runs_inline(grader):
+            result = await in_daemon_thread(
+                lambda: grader.grade(input, response, context),
+                name=f"tracegrade-grader-{grader.id}",
+            )
+        else:
+            result = await grader.agrade(input, response, context)
     except Exception as exc:  # isolation point: a grader that raised errors its verdict only
         log.debug("grader %s raised:\n%s", grader.id, traceback_text(exc))
         return grader.result(None, f"grader raised {describe_agent_error(exc)}", True)
@@ -433,12 +459,13 @@ async def agrade_question(
             score.sample_scores = [float(s) if s is not None else None for s in own]
         return score
 
-    # Graders with only a sync `grade` never suspend: awaited in place, they skip a task and a
-    # loop turn each. The rest (judges) run concurrently.
+    # Built-in graders with only a sync `grade` never suspend: awaited in place, they skip a
+    # task and a loop turn each. The rest (judges, user code) run concurrently, under the
+    # deadline.
     scores: list[GraderScore | None] = [None] * len(attached)
     waiting = []
     for index, a in enumerate(attached):
-        if type(a.grader).agrade is Grader.agrade:
+        if _runs_inline(a.grader):
             scores[index] = await one_grader(a)
         else:
             waiting.append(index)
@@ -472,7 +499,7 @@ async def _within_deadline(
             late = a.grader.result(
                 None,
                 f"grading did not finish within the question's grading deadline of "
-                f"{deadline_s:g}s (judge.grading_deadline_s)",
+                f"{deadline_s:g}s (grading_deadline_s): abandoned",
                 True,
             )
             out.append(

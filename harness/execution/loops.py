@@ -8,6 +8,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..abandon import Abandoned
+
 __all__ = ["run_without_loop"]
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,10 @@ def _run_loop(coro: Any) -> Any:
                 if main.done():
                     raise
                 log.debug("a task of user code raised SystemExit; its question errors")
+            except Abandoned:  # an interruption meant for a question, delivered between steps
+                if main.done():
+                    raise
+                log.debug("an interruption of a question that held the loop reached the loop")
     finally:
         try:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]

@@ -40,6 +40,7 @@ from .errortext import bounded, describe_agent_error, traceback_text
 from .grading import (
     AttachedGrader,
 )
+from .watchdog import Overran, QuestionDeadline
 
 __all__ = [
     "TargetPlan",
@@ -274,6 +275,18 @@ async def _invoke(
     return text, final, state, ending
 
 
+def _label(question: Any, trial: int) -> str:
+    return f"{question.id}#{trial}" if trial else str(question.id)
+
+
+def _waited(deadline: QuestionDeadline) -> str:
+    """What the question waited on that was not its own time, for its timeout's reason."""
+    if not deadline.blocked_by:
+        return ""
+    parts = ", ".join(f"{s:.1f}s on question {q}" for q, s in deadline.blocked_by.items())
+    return f" of its own time (not counting {parts} holding the event loop)"
+
+
 def _user_failure(exc: BaseException) -> bool:
     """A BaseException from user code that is that question's error. Ctrl-C and the run's own
     cancellation are not: they interrupt the run."""
@@ -330,9 +343,10 @@ async def _run_one(
         )
         state: Any = None
         ending: Ending | None = None
-        # A deadline on this task rather than wait_for's extra task per question; and it tells
-        # the run's own timeout apart from a TimeoutError the agent raised itself.
-        deadline = asyncio.timeout(target.timeout_s)
+        # A deadline on this task rather than wait_for's extra task per question; it tells the
+        # run's own timeout apart from a TimeoutError the agent raised itself, holds for code
+        # that never yields, and does not count time another question held the loop.
+        deadline = QuestionDeadline(target.timeout_s, label=repr(_label(question, trial)))
         try:
             async with deadline:
                 run.response, final, state, ending = await _invoke(
@@ -341,9 +355,11 @@ async def _run_one(
             run.messages = to_role_dicts(final)
         except TimeoutError as exc:
             if deadline.expired():
-                run.error = f"timed out after {target.timeout_s:g}s"
+                run.error = f"timed out after {target.timeout_s:g}s{_waited(deadline)}"
             else:
                 run.error = describe_agent_error(exc)
+            run.error_type = "TimeoutError"
+        except Overran:
             run.error_type = "TimeoutError"
         except NoAIMessage as exc:
             run.error, run.error_type = bounded(str(exc)), "NoAIMessage"
@@ -352,6 +368,14 @@ async def _run_one(
                 raise
             log.debug("agent raised on question %s:\n%s", question.id, traceback_text(exc))
             run.error, run.error_type = describe_agent_error(exc), type(exc).__name__
+        if deadline.overran is not None:  # however the interruption surfaced
+            run.error = (
+                f"timed out after {target.timeout_s:g}s: it held the event loop for "
+                f"{deadline.overran:.1f}s without yielding (CPU-bound or blocking code in an "
+                "async node or tool; run it in a thread, or make it await), so it was "
+                "interrupted"
+            )
+            run.error_type = "TimeoutError"
         sealed = recorder.seal(final_state=state)
         run.trace_id = recorder.trace_id
         if run.error is None and ending is not None and ending.outcome is not None:

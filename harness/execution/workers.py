@@ -34,6 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from ..records import RunRecord
+from .watchdog import GRACE_S, STUCK_S
+
+BEAT_S = 1.0
+"""How often a worker tells the parent its loop runs."""
+SILENCE_GRACE_S = GRACE_S + STUCK_S + 5.0
+"""Beyond the question's timeout, how long a worker holding questions may stay silent."""
 
 __all__ = [
     "WorkerSpec",
@@ -132,7 +138,14 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     code = 0
     try:
         from .loops import run_without_loop
+        from .watchdog import set_stuck_handler
 
+        def stuck(why: str) -> None:  # the loop is held for good: say why, then go
+            with contextlib.suppress(Exception):
+                conn.send(("failed", why))
+            os._exit(3)
+
+        set_stuck_handler(stuck)
         config, plan, questions = build_plan(spec)
         run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))
     except _ParentGone:
@@ -231,8 +244,14 @@ async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, con
             except Exception as exc:  # a value the agent returned that cannot be pickled
                 conn.send(("result", *unsendable(plan, questions, qid, trial, ordinal, exc)))
 
+    def beat() -> None:  # the parent's sign of a live loop (a stopped process sends none)
+        with contextlib.suppress(Exception):
+            conn.send(("beat",))
+        loop.call_later(BEAT_S, beat)
+
     loop.add_reader(conn.fileno(), readable)
     conn.send(("ready", os.getpid()))
+    beat()
     servers = [asyncio.ensure_future(serve()) for _ in range(spec.concurrency)]
     done = asyncio.ensure_future(asyncio.gather(*servers))
     try:
@@ -262,6 +281,8 @@ class _Worker:
     report: dict[str, Any] | None = None
     stopping: bool = False
     ended: bool = False
+    heard: float = field(default_factory=time.monotonic)
+    """When the worker last sent anything (it beats every `BEAT_S` while its loop runs)."""
 
 
 # What every worker imports before its first question: loaded once in the fork server, so a
@@ -359,15 +380,27 @@ async def arun_target_in_workers(
     )
     pending = iter(plan.work())
     pool: list[_Worker] = []
-    for spec in specs:
-        k, capacity = spec.index, spec.concurrency
+
+    def start(spec: WorkerSpec) -> _Worker:
         parent_end, child_end = ctx.Pipe()
         process = ctx.Process(
-            target=_worker_main, args=(spec, child_end), name=f"tracegrade-worker-{k}", daemon=True
+            target=_worker_main,
+            args=(spec, child_end),
+            name=f"tracegrade-worker-{spec.index}",
+            daemon=True,
         )
         process.start()
         child_end.close()
-        pool.append(_Worker(k, process, parent_end, capacity))
+        worker = _Worker(spec.index, process, parent_end, spec.concurrency)
+        pool.append(worker)
+        return worker
+
+    for spec in specs:
+        start(spec)
+    # A worker silent this long while it holds questions is stopped or stuck in native code
+    # (a held loop is interrupted, or ends its worker, well before): killed, its questions
+    # errored, a fresh worker takes its place.
+    silence_limit = plan.target.timeout_s + SILENCE_GRACE_S
 
     loop = asyncio.get_running_loop()
     finished = loop.create_future()
@@ -399,9 +432,41 @@ async def arun_target_in_workers(
             worker.held[key] = question
             worker.conn.send(("run", key[0], trial, plan.ordinals.get(key[0], 0)))
 
+    def check() -> None:
+        now = time.monotonic()
+        for worker in [w for w in pool if not w.ended and w.held]:
+            silent = now - worker.heard
+            if silent > silence_limit:
+                worker.failure = (
+                    f"it stopped answering for {silent:.0f}s, stopped or stuck in native code "
+                    f"(the question's timeout is {plan.target.timeout_s:g}s), and was killed"
+                )
+                worker.process.kill()  # SIGKILL ends a SIGSTOPped process too
+                if not worker.stopping:  # work is left: a fresh worker first, so it is fed
+                    respawn(worker)
+                ended(worker)
+                worker.conn.close()
+        if not finished.done():
+            loop.call_later(BEAT_S, check)
+
+    def respawn(gone: _Worker) -> None:
+        spec = dataclasses.replace(
+            specs[gone.index % len(specs)],
+            index=len(pool),
+            trace_file=(
+                str(trace_file.with_suffix(f".w{len(pool)}.jsonl")) if trace_file else None
+            ),
+        )
+        worker = start(spec)
+        loop.add_reader(worker.conn.fileno(), readable, worker)
+        feed(worker)
+
     def ended(worker: _Worker) -> None:
+        if worker.ended:
+            return
         worker.ended = True
-        loop.remove_reader(worker.conn.fileno())
+        with contextlib.suppress(Exception):
+            loop.remove_reader(worker.conn.fileno())
         worker.process.join(timeout=5)
         if worker.held or worker.failure:
             why = worker.failure or f"worker process {worker.index} {how_it_ended(worker.process)}"
@@ -426,6 +491,7 @@ async def arun_target_in_workers(
         try:
             while worker.conn.poll():
                 message = worker.conn.recv()
+                worker.heard = time.monotonic()
                 kind = message[0]
                 if kind == "result":
                     _, stored, score = message
@@ -443,6 +509,7 @@ async def arun_target_in_workers(
         for worker in pool:
             loop.add_reader(worker.conn.fileno(), readable, worker)
             feed(worker)
+        loop.call_later(BEAT_S, check)
         await finished
     finally:
         for worker in pool:

@@ -158,6 +158,8 @@ class TargetConfig:
     response_char_limit: int = 4000
     concurrency: int = 8
     timeout_s: float = 60.0
+    grading_deadline_s: float | None = None
+    """Seconds all graders of one question may take (None: the judge block's, or 300)."""
     repeats: int = 1
     """Trials per question (`repeats:`): each runs, is graded and stored on its own."""
     graders: list[GraderEntry] = field(default_factory=list)
@@ -446,6 +448,10 @@ def _protocol(telemetry: dict[str, Any], path: Path) -> str | None:
         raise
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Load and validate a config file; `ConfigError` (exit 4) listing every problem."""
     return config_from_document(load_document(find_config(path), error_cls=ConfigError))
@@ -515,6 +521,9 @@ def config_from_document(doc: Document) -> Config:
             ),
             concurrency=int(raw.get("concurrency", defaults["concurrency"])),
             timeout_s=float(raw.get("timeout_s", defaults["timeout_s"])),
+            grading_deadline_s=_optional_float(
+                raw.get("grading_deadline_s", defaults.get("grading_deadline_s"))
+            ),
             repeats=int(raw.get("repeats", defaults["repeats"])),
             graders=[
                 parse_grader_entry(

@@ -1,0 +1,279 @@
+"""The per-question timeout that holds for code that never yields, and that charges each question
+only for its own time.
+
+`asyncio.timeout` cancels a task at its next `await`; an agent node that spins on the CPU (or
+calls a blocking function) inside the event loop never reaches one, so the run would never end,
+and every other question waiting on the blocked loop would time out for time that was not its
+own. Here:
+
+- `LoopWatch` (one per event loop) beats on the loop every `BEAT_S`; a thread beside it notices
+  when the beats stop (the loop is held) and which question's task holds it. A held stretch is
+  credited to every other question running then: their deadlines move on by that much.
+- A question holding the loop past its own timeout (plus `GRACE_S`) is interrupted: `Overran`
+  is raised inside it at its next Python instruction (`tracegrade.abandon.interrupt_thread`),
+  which ends a busy loop; the question errors with the reason. Code that swallows that too, or
+  is stuck in native code, cannot be stopped in-process: after `STUCK_S` more the watch calls
+  `on_stuck` (the CLI ends the run there with exit 3, naming the question; with `--workers`
+  the parent kills the worker process instead).
+- `QuestionDeadline` is the timeout itself: an async context manager like `asyncio.timeout`,
+  raising `TimeoutError` when the question's own time (wall time less the credit) runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..abandon import Abandoned, interrupt_thread
+
+__all__ = ["LoopWatch", "Overran", "QuestionDeadline", "set_stuck_handler"]
+
+log = logging.getLogger(__name__)
+
+BEAT_S = 0.1
+"""How often the loop beats."""
+STALL_S = 0.3
+"""A gap between beats longer than this (beyond `BEAT_S`) is the loop held by one task."""
+GRACE_S = 1.0
+"""How long past its timeout a question holding the loop runs before it is interrupted."""
+STUCK_S = 5.0
+"""How long after the interruption the loop may stay held before `on_stuck` is called."""
+
+
+class Overran(Abandoned):
+    """Raised inside a question that held the event loop past its timeout."""
+
+
+_QUESTION: contextvars.ContextVar[QuestionDeadline | None] = contextvars.ContextVar(
+    "tracegrade_question", default=None
+)
+
+_stuck_handler: list[Callable[[str], None] | None] = [None]
+
+
+def set_stuck_handler(handler: Callable[[str], None] | None) -> None:
+    """What to do when a question holds the loop even after it was interrupted (`handler(why)`
+    from the watch thread); None: log it (a library caller's process is not ours to end)."""
+    _stuck_handler[0] = handler
+
+
+@dataclass(eq=False)
+class _Stall:
+    start: float
+    end: float | None
+    blocker: QuestionDeadline | None
+    """The question whose code held the loop (None: no question's)."""
+
+
+@dataclass(eq=False)
+class QuestionDeadline:
+    """`async with QuestionDeadline(timeout_s, label=...)`: `TimeoutError` when the question's
+    own time runs out; `expired()` and `overran` tell why it ended."""
+
+    timeout_s: float
+    label: str = ""
+    started: float = 0.0
+    task: Any = None
+    overran: float | None = None
+    """Seconds the question held the loop when it was interrupted (None: never)."""
+    blocked_by: dict[str, float] = field(default_factory=dict)
+    """Question label -> seconds this question waited on the loop that question held."""
+    _expired: bool = False
+    _handle: Any = None
+    _watch: LoopWatch | None = None
+    _cancelling: int = 0
+    _token: Any = None
+
+    def expired(self) -> bool:
+        return self._expired
+
+    def used(self, now: float) -> float:
+        """Seconds of this question's own time so far."""
+        assert self._watch is not None
+        return now - self.started - self._watch.credit(self, now)
+
+    async def __aenter__(self) -> QuestionDeadline:
+        self.task = asyncio.current_task()
+        assert self.task is not None
+        self._cancelling = self.task.cancelling()
+        self._watch = LoopWatch.of_running_loop()
+        self.started = time.monotonic()
+        self._watch.enter(self)
+        self._handle = asyncio.get_running_loop().call_later(self.timeout_s, self._fire)
+        return self
+
+    def _fire(self) -> None:
+        left = self.timeout_s - self.used(time.monotonic())
+        if left > 0:  # time went to other questions holding the loop: not ours
+            self._handle = asyncio.get_running_loop().call_later(left, self._fire)
+            return
+        self._expired = True
+        self.task.cancel()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        assert self._watch is not None
+        self._watch.leave(self)
+        if (
+            self._expired
+            and exc_type is asyncio.CancelledError
+            and self.task.uncancel() <= self._cancelling
+        ):
+            raise TimeoutError from exc
+
+
+class LoopWatch:
+    """Beats on one event loop and watches the beats from a thread; see the module doc."""
+
+    _watches: ClassVar[weakref.WeakKeyDictionary[Any, LoopWatch]] = weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of_running_loop(cls) -> LoopWatch:
+        loop = asyncio.get_running_loop()
+        watch = cls._watches.get(loop)
+        if watch is None:
+            watch = cls._watches[loop] = cls(loop)
+        return watch
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        # LangGraph runs each node in a task of its own: a task made inside a question belongs
+        # to it (the factory tags it from the creating context), so the holder is found.
+        self.owners: weakref.WeakKeyDictionary[Any, QuestionDeadline] = weakref.WeakKeyDictionary()
+        self._inner_factory = loop.get_task_factory()
+        loop.set_task_factory(self._task_factory)
+        self.loop_thread = threading.get_ident()
+        self.active: dict[Any, QuestionDeadline] = {}
+        self.stalls: list[_Stall] = []
+        self.last_beat = time.monotonic()
+        self._lock = threading.Lock()
+        self._current: _Stall | None = None
+        self._interrupted: dict[int, float] = {}
+        self._reported: set[int] = set()
+        loop.call_later(BEAT_S, self._beat)
+        threading.Thread(target=self._watch, name="tracegrade-loop-watch", daemon=True).start()
+
+    # -- on the loop ------------------------------------------------------------------------
+    def _task_factory(self, loop: Any, coro: Any, context: Any = None) -> Any:
+        kwargs = {} if context is None else {"context": context}
+        if self._inner_factory is not None:
+            task = self._inner_factory(loop, coro, **kwargs)
+        else:
+            task = asyncio.Task(coro, loop=loop, **kwargs)
+        owner = (context.get(_QUESTION) if context is not None else _QUESTION.get()) or None
+        if owner is not None:
+            self.owners[task] = owner
+        return task
+
+    def owner(self, task: Any) -> QuestionDeadline | None:
+        """The question `task` works for (its own task, or one made inside it)."""
+        return self.active.get(task) or self.owners.get(task)
+
+    def enter(self, deadline: QuestionDeadline) -> None:
+        with self._lock:
+            self.active[deadline.task] = deadline
+        deadline._token = _QUESTION.set(deadline)
+
+    def leave(self, deadline: QuestionDeadline) -> None:
+        if deadline._token is not None:
+            with contextlib.suppress(ValueError):  # left in another context: nothing to undo
+                _QUESTION.reset(deadline._token)
+            deadline._token = None
+        with self._lock:
+            self.active.pop(deadline.task, None)
+            if not self.active:
+                self.stalls.clear()
+            else:
+                oldest = min(d.started for d in self.active.values())
+                self.stalls = [s for s in self.stalls if s.end is None or s.end > oldest]
+
+    def _beat(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            stall = self._current
+            if stall is not None:
+                stall.end = now
+                self._current = None
+                self._credit_waiters(stall)
+            self.last_beat = now
+        if not self.loop.is_closed():
+            self.loop.call_later(BEAT_S, self._beat)
+
+    def _credit_waiters(self, stall: _Stall) -> None:
+        holder = stall.blocker
+        label = holder.label if holder is not None else "code outside any question"
+        assert stall.end is not None
+        for deadline in self.active.values():
+            if deadline is not stall.blocker:
+                waited = stall.end - max(stall.start, deadline.started)
+                if waited > 0:
+                    deadline.blocked_by[label] = deadline.blocked_by.get(label, 0.0) + waited
+
+    def credit(self, deadline: QuestionDeadline, now: float) -> float:
+        """Seconds `deadline`'s question spent waiting on the loop another task held."""
+        with self._lock:
+            total = 0.0
+            for stall in self.stalls:
+                if stall.blocker is deadline:
+                    continue
+                end = stall.end if stall.end is not None else now
+                total += max(0.0, end - max(stall.start, deadline.started))
+            # A stall the beat has not closed yet (this callback runs first after it).
+            if self._current is None and now - self.last_beat > BEAT_S + STALL_S:
+                total += max(0.0, now - max(self.last_beat + BEAT_S, deadline.started))
+            return total
+
+    # -- on the watch thread ----------------------------------------------------------------
+    def _watch(self) -> None:
+        while not self.loop.is_closed():
+            time.sleep(BEAT_S)
+            now = time.monotonic()
+            with self._lock:
+                held = now - self.last_beat - BEAT_S
+                if held <= STALL_S:
+                    continue
+                if self._current is None:
+                    task = asyncio.current_task(self.loop)
+                    owner = self.owner(task) if task is not None else None
+                    self._current = _Stall(self.last_beat + BEAT_S, None, owner)
+                    self.stalls.append(self._current)
+                deadline = self._current.blocker
+            if deadline is not None:
+                self._check(deadline, now, held)
+
+    def _check(self, deadline: QuestionDeadline, now: float, held: float) -> None:
+        key = id(deadline)
+        if deadline.used(now) < deadline.timeout_s + GRACE_S:
+            return
+        if key not in self._interrupted:
+            self._interrupted[key] = now
+            deadline.overran = held
+            log.warning(
+                "question %s held the event loop for %.1fs, past its %gs timeout: interrupting it",
+                deadline.label,
+                held,
+                deadline.timeout_s,
+            )
+            interrupt_thread(self.loop_thread, Overran)
+        elif now - self._interrupted[key] > STUCK_S and key not in self._reported:
+            self._reported.add(key)
+            why = (
+                f"question {deadline.label} has held the event loop for {held:.0f}s without "
+                f"yielding (its timeout is {deadline.timeout_s:g}s) and did not stop when "
+                "interrupted (native code, or code that catches BaseException): the run "
+                "cannot go on"
+            )
+            handler = _stuck_handler[0]
+            if handler is None:
+                log.error("%s", why)
+            else:
+                handler(why)
