@@ -12,13 +12,32 @@ bound, now cut with the reason named.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from tests import openai_server as loopback
+from tests.openai_server import Answer, gzip_bomb, huge, rate_limited
 from tests.test_redaction_policy import _judge_channel, _span_channel, _store_channel
+from tracegrade.errors import ProviderError
+from tracegrade.judging import build_provider
+from tracegrade.judging.provider import JudgeRequest
 from tracegrade.redaction import REDACTED, RedactionPolicy
+
+openai_server = loopback.openai_server
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 # -- secrets written in clear ---------------------------------------------------------------
@@ -158,3 +177,399 @@ def test_ordinary_text_like_a_new_shape_is_kept(text, monkeypatch):
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # short values are not masked
     monkeypatch.setenv("EMPTY_TOKEN", "")
     assert RedactionPolicy().text(text) == text
+
+
+# -- hangs and unbounded resources ----------------------------------------------------------
+# An agent whose one async node does what the question says, in the event loop.
+HANG_AGENT = """
+import asyncio
+import os
+import signal
+import time
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+
+async def agent(state):
+    text = state["messages"][-1].content
+    if text == "spin":  # CPU-bound, never awaits
+        while True:
+            pass
+    if text.startswith("block "):  # a blocking call in the loop
+        time.sleep(float(text.split()[1]))
+    if text == "spin and swallow":  # a loop that even swallows the interruption
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                pass
+    if text == "stop":  # the process stops, as one stuck in native code does
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if text.startswith("big "):  # a tool call, its result, the answer: that many characters each
+        call = {"name": "store", "args": {"blob": "b" * int(text.split()[1])}, "id": "c1"}
+        return {"messages": [AIMessage(content="", tool_calls=[call])]}
+    if state["messages"][-1].type == "tool":  # the receipt of "big N"
+        return {"messages": [AIMessage(content="done " + "a" * len(text))]}
+    await asyncio.sleep(0.3)
+    return {"messages": [AIMessage(content="done: " + text)]}
+
+
+@tool
+def store(blob: str) -> str:
+    "Store a blob; answers with a receipt as long."
+    return "r" * len(blob)
+
+
+def build_graph():
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode([store]))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(name="hang")
+"""
+
+HANG_GRADERS = """
+import asyncio
+import time
+
+from tracegrade.graders.code import grader
+
+
+@grader(name="sleeps_sync")
+def sleeps_sync(output):
+    if "sleep" in output:
+        time.sleep(10**6)
+    return True
+
+
+@grader(name="sleeps_async")
+async def sleeps_async(output):
+    if "sleep" in output:
+        await asyncio.sleep(10**6)
+    return True
+
+
+@grader(name="spins_sync")
+def spins_sync(output):
+    if "spin-grade" in output:
+        while True:
+            pass
+    return True
+"""
+
+
+def hang_project(root: Path, questions: list[str], **target: Any) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "agent.py").write_text(HANG_AGENT, encoding="utf-8")
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    rows = [
+        {"id": f"q{i}", "input": text, "expected": {"keyword": "done"}}
+        for i, text in enumerate(questions)
+    ]
+    (data / "questions.yaml").write_text(yaml.safe_dump({"questions": rows}), encoding="utf-8")
+    (data / "graders.py").write_text(HANG_GRADERS, encoding="utf-8")
+    spec = {
+        "agent": "agent.py:build_graph",
+        "dataset": "data/questions.yaml",
+        "timeout_s": 5,
+        "concurrency": 4,
+        "graders": [{"id": "contains", "match_on": ["expected", "keyword"]}],
+        **target,
+    }
+    config = {"version": 1, "runs_dir": "runs", "targets": {"t": spec}}
+    path = root / "tracegrade.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_cli(config: Path, *args: str, limit_s: float = 240) -> tuple[int, str, float, Path]:
+    """The real command in its own process: (exit code, console, seconds to exit, report).
+    A run that hangs is killed at `limit_s` and fails the test."""
+    report = config.parent / "report.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracegrade",
+            "run",
+            "--config",
+            str(config),
+            "--json",
+            str(report),
+            *args,
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
+        capture_output=True,
+        text=True,
+        timeout=limit_s,
+    )
+    return done.returncode, done.stdout + done.stderr, time.monotonic() - started, report
+
+
+def errors_by_question(report: Path) -> dict[str, str | None]:
+    data = json.loads(report.read_text(encoding="utf-8"))
+    return {q["id"]: q.get("error") for q in data["questions"]}
+
+
+@dataclass(frozen=True)
+class HangCase:
+    name: str
+    questions: list[str]
+    target: dict[str, Any]
+    args: tuple[str, ...]
+    code: int
+    errored: dict[str, str]
+    """Question id -> a fragment its error must hold; every other question has no error."""
+    console: str = ""
+    """A fragment the console must hold (the run that cannot go on names the question)."""
+    bound_s: float = 90
+    """Seconds to exit, generous for a loaded machine (each hung for ever before)."""
+
+
+HANG_CASES = [
+    HangCase(
+        "busy-loop-in-process",
+        ["spin", "fine", "fine too"],
+        {},
+        (),
+        3,
+        {"q0": "held the event loop"},
+    ),
+    HangCase(
+        "busy-loop-1-worker",
+        ["spin", "fine", "fine too"],
+        {},
+        ("--workers", "1"),
+        3,
+        {"q0": "held the event loop"},
+    ),
+    HangCase(
+        "busy-loop-2-workers",
+        ["spin", "fine", "fine too", "fine again"],
+        {},
+        ("--workers", "2"),
+        3,
+        {"q0": "held the event loop"},
+    ),
+    HangCase(
+        "blocked-loop-is-not-the-waiters-fault",
+        ["block 8", "fine", "fine too", "fine again"],
+        {},
+        (),
+        3,
+        {"q0": "held the event loop"},
+    ),
+    HangCase(
+        "loop-held-for-good-ends-the-run",
+        ["spin and swallow", "fine"],
+        {},
+        (),
+        3,
+        {},
+        console="question 'q0' has held the event loop",
+    ),
+    HangCase(
+        "sigstopped-worker",
+        ["stop", "fine", "fine too", "fine again"],
+        {"concurrency": 1, "grading_deadline_s": 5},
+        ("--workers", "2"),
+        3,
+        {"q0": "stopped answering"},
+        bound_s=150,
+    ),
+    HangCase(
+        "sync-grader-sleeps-forever",
+        ["sleep", "fine"],
+        {"grading_deadline_s": 3},
+        (),
+        3,
+        {},
+        console="grading deadline",
+    ),
+    HangCase(
+        "async-grader-sleeps-forever",
+        ["sleep", "fine"],
+        {"grading_deadline_s": 3},
+        (),
+        3,
+        {},
+        console="grading deadline",
+    ),
+    HangCase(
+        "sync-grader-spins",
+        ["spin-grade", "fine"],
+        {"grading_deadline_s": 3},
+        (),
+        3,
+        {},
+        console="grading deadline",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", HANG_CASES, ids=lambda c: c.name)
+def test_a_former_hang_ends_with_its_reason(case, tmp_path):
+    config = hang_project(tmp_path, case.questions, **case.target)
+    code, console, elapsed, report = run_cli(config, *case.args)
+    assert code == case.code, console
+    assert elapsed < case.bound_s, (elapsed, console)
+    if case.console:
+        assert case.console in console, console
+    if report.is_file():
+        errors = errors_by_question(report)
+        for qid in errors:
+            if qid in case.errored:
+                assert case.errored[qid] in (errors[qid] or ""), (qid, errors)
+            elif not case.console:
+                assert errors[qid] is None, (qid, errors)
+    else:
+        assert case.console, console  # only a run that cannot go on ends without its report
+
+
+def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path):
+    """Three questions whose tool argument, tool result and answer are 10 MB each: the page
+    embeds each cut with a note (the store keeps the whole answer) and opens in chromium."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_html_browser import CHROMIUM
+    from tracegrade.rundir.store import ResultStore
+
+    size = 10_000_000
+    config = hang_project(tmp_path, [f"big {size}"] * 3 + ["fine"])
+    page_file = tmp_path / "page.html"
+    code, console, _, _ = run_cli(config, "--html", str(page_file))
+    assert code == 0, console
+    assert page_file.stat().st_size < 2_000_000
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    store = ResultStore.open_readonly(run_dir)
+    try:
+        answers = [q.response for q in store.load_runs()]
+    finally:
+        store.close()
+    longest = max(len(a) for a in answers)
+    assert longest == size + len("done ")  # the store keeps the whole answer
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_file.resolve().as_uri())
+            rows = page.eval_on_selector_all(
+                "#question-table tbody tr", "rows => rows.map(r => r.dataset.q)"
+            )
+            assert sorted(rows) == ["q0", "q1", "q2", "q3"]
+            page.goto(f"{page_file.resolve().as_uri()}#q=t/q0")
+            expect(page.locator("#question-h")).to_contain_text("q0")
+            body = page.inner_text("body")
+            assert f"[cut: {longest:,} characters in all; the run's store" in body
+            assert "the run's trace file keeps it whole" in body
+            page.screenshot(path=str(tmp_path / "big-answers.png"), full_page=False)
+            assert errors == []
+        finally:
+            browser.close()
+
+
+# -- judges that answer too much or make the run wait -----------------------------------------
+REQUEST = JudgeRequest(messages=({"role": "user", "content": "grade this"},))
+
+
+@dataclass(frozen=True)
+class JudgeCase:
+    name: str
+    answer: Callable[[], Answer]
+    settings: dict[str, Any]
+    error: str
+    """A fragment of the call's error."""
+    peak_mb: float = 60
+    """Peak memory (Python allocations) the call may reach."""
+
+
+JUDGE_CASES = [
+    JudgeCase("response-50mb-declared", lambda: huge(50_000_000), {}, "max_response_bytes"),
+    JudgeCase(
+        "response-50mb-undeclared",
+        lambda: huge(50_000_000, declared=False),
+        {},
+        "after decompression",
+    ),
+    JudgeCase("gzip-bomb-200mb", lambda: gzip_bomb(200_000_000), {}, "after decompression"),
+    JudgeCase(
+        "response-over-a-configured-cap",
+        lambda: huge(5_000),
+        {"max_response_bytes": 2_000},
+        "2,000 bytes",
+    ),
+    JudgeCase(
+        "429-retry-after-100000",
+        lambda: rate_limited(100_000),
+        {"max_attempts": 4},
+        "treated as an outage",
+    ),
+    JudgeCase(
+        "429-total-wait-bounded",
+        lambda: rate_limited(0.4),
+        {"max_attempts": 20, "circuit_breaker_failures": 1000, "max_total_wait_s": 1},
+        "max_total_wait_s",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", JUDGE_CASES, ids=lambda c: c.name)
+def test_a_judge_answer_that_would_exhaust_the_run_fails_that_call(case, openai_server):
+    openai_server.default = case.answer()
+    provider = build_provider(
+        {"base_url": openai_server.base_url, "model": "m", "max_attempts": 1, **case.settings}
+    )
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProviderError) as raised:
+            asyncio.run(provider.acomplete(REQUEST))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert case.error in str(raised.value)
+    assert peak < case.peak_mb * 1e6, peak
+    assert time.monotonic() - started < 30  # each once waited minutes, or for ever
+
+
+def test_a_judge_answering_429_on_every_request_opens_the_breaker(openai_server):
+    openai_server.default = rate_limited(0.01)
+    provider = build_provider(
+        {"base_url": openai_server.base_url, "model": "m", "circuit_breaker_failures": 3}
+    )
+    with pytest.raises(ProviderError):
+        asyncio.run(provider.acomplete(REQUEST))
+    assert provider.breaker.is_open
+    sent = len(openai_server.requests)
+    with pytest.raises(ProviderError, match="circuit breaker"):
+        asyncio.run(provider.acomplete(REQUEST))
+    assert len(openai_server.requests) == sent  # not attempted
+
+
+def test_a_run_whose_judge_answers_429_retry_after_100000_ends_soon(tmp_path, openai_server):
+    openai_server.default = rate_limited(100_000)
+    config = hang_project(tmp_path, [f"fine {i}" for i in range(12)])
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["judge"] = {
+        "provider": "openai-compatible",
+        "base_url": openai_server.base_url,
+        "model": "m",
+    }
+    data["targets"]["t"]["graders"].append("relevance_grader")
+    data["targets"]["t"]["grading_module"] = False
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    code, console, elapsed, _ = run_cli(config)
+    assert code == 3, console
+    assert "HTTP 429" in console or "circuit breaker" in console, console
+    assert elapsed < 90, elapsed  # 902 s before, for 24 questions

@@ -147,7 +147,10 @@ def test_arguments_and_text_are_redacted_and_results_cut():
     text = json.dumps(q)
     assert "s3cr3t-value" not in text and secret not in text
     assert q["calls"][0]["args"]["city"] == "Paris"
-    assert len(q["calls"][0]["r"]) <= RESULT_CHARS + 40
+    assert (
+        len(q["calls"][0]["r"]) <= RESULT_CHARS + 100
+        and "[cut: 1,200 characters" in q["calls"][0]["r"]
+    )
 
 
 def test_the_configs_redaction_policy_applies_to_everything_shown():

@@ -40,6 +40,12 @@ RESULT_CHARS = 400
 """A tool result is cut to this many characters on the page (the trace file keeps it whole)."""
 TEXT_CHARS = 20_000
 """An input message or answer longer than this is cut (a page, not an archive)."""
+ARGUMENT_CHARS = 2_000
+"""A tool argument's string value is cut to this many characters on the page."""
+ARGUMENTS_CHARS = 20_000
+"""One call's arguments as JSON beyond this are replaced by a note (many or deep values)."""
+IN_STORE = "the run's store (results.sqlite) keeps it whole"
+IN_TRACE = "the run's trace file keeps it whole"
 
 VERDICTS = ("errored", "degraded", "failed", "review", "passed")
 """A question's verdict on the page, worst first."""
@@ -97,10 +103,42 @@ def load_sources(
     return runs, records
 
 
-def _text(value: Any, policy: RedactionPolicy, limit: int = TEXT_CHARS) -> str:
+def cut(text: str, limit: int, where: str = IN_STORE) -> str:
+    """`text` cut to `limit` characters, with a note saying so and where the whole is: the
+    page embeds every question, so one 10 MB answer must not make it too large to open."""
+    if len(text) <= limit:
+        return text
+    return f"{truncate(text, limit)} … [cut: {len(text):,} characters in all; {where}]"
+
+
+def _text(
+    value: Any, policy: RedactionPolicy, limit: int = TEXT_CHARS, where: str = IN_STORE
+) -> str:
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False, default=str)
-    return truncate(policy.text(value), limit)
+    return cut(policy.text(value), limit, where)
+
+
+def _arguments(arguments: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
+    """A call's arguments for the page: redacted, each string cut, the whole bounded."""
+
+    def cut_strings(value: Any) -> Any:
+        if isinstance(value, str):
+            return cut(value, ARGUMENT_CHARS, IN_TRACE)
+        if isinstance(value, Mapping):
+            return {k: cut_strings(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [cut_strings(v) for v in value]
+        return value
+
+    try:
+        out = cut_strings(policy.arguments(dict(arguments)))
+        size = len(json.dumps(out, ensure_ascii=False, default=str))
+    except (RecursionError, ValueError, TypeError):
+        return {"(cut)": f"arguments too deep to show here; {IN_TRACE}"}
+    if size > ARGUMENTS_CHARS:
+        return {"(cut)": f"arguments of {size:,} characters as JSON; {IN_TRACE}"}
+    return out
 
 
 def _messages(stored: Any, policy: RedactionPolicy) -> list[dict[str, str]]:
@@ -215,8 +253,8 @@ def _calls(
                 "t": c.model_turn,
                 "o": str(c.outcome),
                 "e": c.error_type,
-                "args": policy.arguments(dict(c.arguments)),
-                "r": None if c.result is None else _text(c.result, policy, RESULT_CHARS),
+                "args": _arguments(c.arguments, policy),
+                "r": None if c.result is None else _text(c.result, policy, RESULT_CHARS, IN_TRACE),
                 "m": _marks(c, expectations, met) if expectations else [],
             }
         )
@@ -314,9 +352,7 @@ def build_question(
         "trace_url": trace_url,
         "latency": round(stored.latency_s, 3) if stored is not None else None,
         "input": _messages(stored, policy),
-        "response": truncate(policy.answer(stored.response), TEXT_CHARS)
-        if stored is not None
-        else None,
+        "response": cut(policy.answer(stored.response), TEXT_CHARS) if stored is not None else None,
         "graders": [_grader(g, policy) for g in q.graders],
         "record": record_state,
         "expected": verdicts,
