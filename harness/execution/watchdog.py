@@ -203,20 +203,32 @@ class LoopWatch:
             if stall is not None:
                 stall.end = now
                 self._current = None
-                self._credit_waiters(stall)
+                waiters = self._credit_waiters(stall)
+                if waiters and stall.blocker is not None:
+                    log.warning(
+                        "question %s held the event loop for %.1fs; %d other question(s) "
+                        "waited meanwhile (not counted against their timeouts)",
+                        stall.blocker.label,
+                        now - stall.start,
+                        waiters,
+                    )
             self.last_beat = now
         if not self.loop.is_closed():
             self.loop.call_later(BEAT_S, self._beat)
 
-    def _credit_waiters(self, stall: _Stall) -> None:
+    def _credit_waiters(self, stall: _Stall) -> int:
+        """Note on each question that waited whose question held the loop; how many waited."""
         holder = stall.blocker
         label = holder.label if holder is not None else "code outside any question"
         assert stall.end is not None
+        waiters = 0
         for deadline in self.active.values():
             if deadline is not stall.blocker:
                 waited = stall.end - max(stall.start, deadline.started)
                 if waited > 0:
+                    waiters += 1
                     deadline.blocked_by[label] = deadline.blocked_by.get(label, 0.0) + waited
+        return waiters
 
     def credit(self, deadline: QuestionDeadline, now: float) -> float:
         """Seconds `deadline`'s question spent waiting on the loop another task held."""

@@ -94,7 +94,8 @@ PROVIDER_GROUP = PROVIDERS_GROUP
 PROVIDER_KINDS = ("openai-compatible", "langchain")
 """The built-in provider kinds."""
 DEFAULT_GRADING_DEADLINE_S = 300.0
-"""How long all the judge gradings of one question may take, retries and queueing included."""
+"""How long all the gradings of one question may take (code graders too), retries and queueing
+included, unless the judge block or the target sets `grading_deadline_s`."""
 # The wrapper's keys, common to every backend.
 _COMMON_KEYS = {
     "timeout_s",
