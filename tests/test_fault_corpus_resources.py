@@ -381,7 +381,9 @@ HANG_CASES = [
     HangCase(
         "sigstopped-worker",
         ["stop", "fine", "fine too", "fine again"],
-        {"concurrency": 1, "grading_deadline_s": 5},
+        # two workers of one question each (with concurrency 1 the run has no worker process,
+        # and a stopped run process can do nothing)
+        {"concurrency": 2, "grading_deadline_s": 5},
         ("--workers", "2"),
         3,
         {"q0": "stopped answering"},
