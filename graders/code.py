@@ -250,7 +250,8 @@ class FunctionGrader(CodeGrader):
             "question": lambda: {
                 k: v for k, v in context.items() if k not in RESERVED_KEYS or k == "criteria"
             },
-            "workdir": lambda: self.services.workdir,
+            # The question run's own directory (the agent's, to write to); else the run's.
+            "workdir": lambda: context.get("workdir", self.services.workdir),
             "record": lambda: _record_of(response, context),
             "judge": lambda: _goal_judge(self.services, response),
         }

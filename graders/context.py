@@ -25,6 +25,7 @@ RESERVED_KEYS = (
     "tool_calls",
     "environment",
     "run_record",
+    "workdir",
     "policy",
 )
 """Keys the runner owns. `criteria` is only overridden when the runner passes merged criteria."""
@@ -40,6 +41,7 @@ def build_context(
     environment: Any = None,
     run_record: RunRecord | None = None,
     policy: str | None = None,
+    workdir: Any = None,
 ) -> dict[str, Any]:
     """The context handed to every grader for one question.
 
@@ -48,12 +50,13 @@ def build_context(
     `tool_calls` is the sealed record, or None when no record exists: then the key is absent,
     even if the row carried one. Same for `environment` (the question's `Environment`) and
     `run_record` (the RunRecord, for `@grader` functions that read usage or latency), and
-    `policy` (the text of the target's `policy:` file, evidence for rubric judge checks).
+    `policy` (the text of the target's `policy:` file, evidence for rubric judge checks), and
+    `workdir` (the question run's own directory, which the agent could write to).
     """
     if tool_calls is not None and not isinstance(tool_calls, ToolRecord):
         raise TypeError(f"tool_calls must be a ToolRecord or None, not {type(tool_calls)!r}")
     context: dict[str, Any] = copy.deepcopy(dict(row))
-    for key in ("tool_calls", "environment", "run_record", "policy"):
+    for key in ("tool_calls", "environment", "run_record", "policy", "workdir"):
         context.pop(key, None)
     context["response_char_limit"] = (
         DEFAULT_RESPONSE_CHAR_LIMIT if response_char_limit is None else int(response_char_limit)
@@ -69,6 +72,8 @@ def build_context(
         context["run_record"] = run_record
     if policy is not None:
         context["policy"] = policy
+    if workdir is not None:
+        context["workdir"] = workdir
     return context
 
 

@@ -363,6 +363,7 @@ async def agrade_conversation(
     environment: Any,
     run: Any,
     turns: Sequence[Any] = (),
+    workdir: Any = None,
 ) -> list[Any]:
     """Every attached grader on the answer; for a conversation whose turns carry checks of
     their own (`turns`: the Turn models sent), also on each such turn (the conversation up to
@@ -380,6 +381,7 @@ async def agrade_conversation(
             environment=environment,
             run_record=run,
             policy=target_policy(target),
+            workdir=workdir,
         )
         return await agrade_question(
             attached, input=text, response=answer, context=context, deadline_s=deadline

@@ -15,11 +15,15 @@ graders get the flattened transcript the agent received as `input` and the conte
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -215,6 +219,30 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def question_workdir(run_dir: Path | None, target: str, question: str, trial: int) -> Path | None:
+    """The question run's own directory under the run directory (`work/<target>/<question>/
+    <trial>`), made for the agent to write to: its path is `config["configurable"]["workdir"]`
+    for the agent's tools and `workdir` for grader functions. Removed after grading when empty."""
+    if run_dir is None:
+        return None
+    path = run_dir / "work" / _safe(target) / _safe(question) / f"trial-{trial}"
+    for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            break
+        except FileNotFoundError:
+            continue
+    return path
+
+
+def _safe(name: str) -> str:
+    """A path segment for an id: readable, and distinct for distinct ids."""
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60].strip(".") or "_"
+    if slug == name:
+        return slug
+    return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
 def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
     """LangGraph's `config["configurable"]` for one question run: the question's keys over the
     target's, and a fresh `thread_id` unless one is given, so a checkpointer never carries one
@@ -347,10 +375,14 @@ async def _run_one(
         # run's own timeout apart from a TimeoutError the agent raised itself, holds for code
         # that never yields, and does not count time another question held the loop.
         deadline = QuestionDeadline(target.timeout_s, label=repr(_label(question, trial)))
+        workdir = question_workdir(plan.services.workdir, target.name, str(question.id), trial)
+        configurable = configurable_for(target, question)
+        if workdir is not None:
+            configurable.setdefault("workdir", str(workdir))
         try:
             async with deadline:
                 run.response, final, state, ending = await _invoke(
-                    plan, runnable, messages, recorder, configurable_for(target, question), question
+                    plan, runnable, messages, recorder, configurable, question
                 )
             run.messages = to_role_dicts(final)
         except TimeoutError as exc:
@@ -391,9 +423,13 @@ async def _run_one(
         run.latency_s = time.perf_counter() - started
         # graded while the environment is still open (state graders read it)
         return await agrade_recorded(
-            plan, question, run, record, environment=environment, ending=ending
+            plan, question, run, record, environment=environment, ending=ending, workdir=workdir
         )
     finally:
+        if workdir is not None:
+            with contextlib.suppress(OSError):  # kept only when the agent wrote something
+                workdir.rmdir()
+                workdir.parent.rmdir()
         if environment is not None:
             try:
                 environment.close()
@@ -411,6 +447,7 @@ async def agrade_recorded(
     *,
     environment: Any = None,
     ending: Ending | None = None,
+    workdir: Path | None = None,
 ) -> tuple[QuestionRun, QuestionScore]:
     """Grade one question run already made (by the runner, or read from a trace made outside
     tracegrade) with the plan's graders; its stored row and score. A run that errored is not
@@ -437,6 +474,7 @@ async def agrade_recorded(
             environment=environment,
             run=run,
             turns=question.user_turns()[: len(turns)] if turns else [],
+            workdir=workdir,
         )
     return _finish(plan, question, row, run, record, graders, graded)
 

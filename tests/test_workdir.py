@@ -1,0 +1,110 @@
+"""`workdir` (seed 003): a directory of the question run's own, which the agent's tools can write
+to (its path is `config["configurable"]["workdir"]`) and a grader function reads, kept with the
+run; not the run directory shared by every question."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from tracegrade.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+AGENT = '''
+from pathlib import Path
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from agents.scripted import ScriptedChatModel, call, say
+
+
+@tool
+def write_report(name: str, config: RunnableConfig) -> str:
+    """Write a report file."""
+    folder = Path(config["configurable"]["workdir"])
+    (folder / name).write_text("done")
+    return "written"
+
+
+SCRIPT = {
+    "write a": [call(("write_report", {"name": "a.txt"})), say("I wrote a.txt")],
+    "write b": [call(("write_report", {"name": "b.txt"})), say("I wrote b.txt")],
+    "claim c": [say("I wrote c.txt")],
+}
+
+
+def build_graph():
+    tools = [write_report]
+    model = ScriptedChatModel(script=SCRIPT).bind_tools(tools)
+
+    async def agent(state):
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile(name="writer")
+'''
+
+GRADERS = """
+from pathlib import Path
+
+from tracegrade.graders import grader
+
+
+@grader(name="file_written")
+def file_written(output, question, workdir):
+    expected = question["metadata"]["file"]
+    return (Path(workdir) / expected).is_file()
+"""
+
+
+def test_each_question_run_has_its_own_workdir_for_the_agent_and_the_grader(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    (tmp_path / "agent.py").write_text(textwrap.dedent(AGENT))
+    data = tmp_path / "data"
+    data.mkdir()
+    questions = [
+        {"id": "a", "input": "write a", "metadata": {"file": "a.txt"}},
+        {"id": "b/odd id", "input": "write b", "metadata": {"file": "b.txt"}},
+        # Claims a file it never wrote: the grader looks in its own folder, not a neighbour's.
+        {"id": "c", "input": "claim c", "metadata": {"file": "a.txt"}},
+    ]
+    (data / "questions.yaml").write_text(yaml.safe_dump({"questions": questions}))
+    (data / "graders.py").write_text(textwrap.dedent(GRADERS))
+    config = tmp_path / "tracegrade.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "runs_dir": "runs",
+                "targets": {
+                    "t": {
+                        "agent": "agent.py:build_graph",
+                        "dataset": "data/questions.yaml",
+                        "concurrency": 1,
+                    }
+                },
+            }
+        )
+    )
+    out = tmp_path / "r.json"
+    main(["run", "--config", str(config), "--quiet", "--json", str(out)])
+    report = json.loads(out.read_text())
+    scores = {str(q["id"]): q["graders"][0]["score"] for q in report["questions"]}
+    assert scores == {"a": 1.0, "b/odd id": 1.0, "c": 0.0}
+    run_dir = next((tmp_path / "runs").iterdir())
+    written = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.glob("work/**/*.txt"))
+    assert len(written) == 2 and written[0].startswith("work/t/a/trial-0/")
+    assert not (run_dir / "a.txt").exists()  # never the run directory itself
+    assert not list(run_dir.glob("work/t/c*"))  # an empty folder is not kept
