@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,13 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_dir", metavar="RUN", help="run directory (or run id under runs_dir)")
+    parser.add_argument(
+        "run_dirs",
+        metavar="RUN",
+        nargs="+",
+        help="run directory (or run id under runs_dir); several, or a glob ('runs/2026*'), "
+        "re-score each and print each run's objective per target and the mean over all",
+    )
     parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
     parser.add_argument(
         "--current", action="store_true", help="grade with the config's graders now"
@@ -48,28 +55,80 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
     from ..execution.regrade import regrade_run
     from ..inputs.config import load_config
+    from ..verdicts.scoring import combine_exit_codes
     from . import handle_stop_signals
 
     config = load_config(args.config)
-    try:
-        with handle_stop_signals():  # a CI cancel (SIGTERM) ends it as Ctrl-C does
-            outcome = regrade_run(
-                config,
-                args.run_dir,
-                current=args.current,
-                use_cache=not args.no_cache,
-                ids=tuple(args.ids),
-                goal=args.goal,
-            )
-    except KeyboardInterrupt:
-        # the unfinished grading never becomes the run's latest: say how to grade it whole
-        print(
-            f"\ntracegrade: interrupted; the partial grading is not the run's latest: grade it "
-            f"again with `tracegrade grade {args.run_dir}`",
-            file=sys.stderr,
+    runs = _expand(args.run_dirs, config.runs_dir)
+    reports = [f for f in ("json", "junit", "markdown", "html") if getattr(args, f, None)]
+    if len(runs) > 1 and reports:
+        raise InputError(
+            f"--{reports[0]} writes one run's report; name one run, or grade them one by one",
+            key=f"--{reports[0]}",
         )
-        raise
-    write_reports(args, outcome, config=config)
-    return outcome.exit_code
+    outcomes = []
+    for run_dir in runs:
+        try:
+            with handle_stop_signals():  # a CI cancel (SIGTERM) ends it as Ctrl-C does
+                outcome = regrade_run(
+                    config,
+                    run_dir,
+                    current=args.current,
+                    use_cache=not args.no_cache,
+                    ids=tuple(args.ids),
+                    goal=args.goal,
+                )
+        except KeyboardInterrupt:
+            # the unfinished grading never becomes the run's latest: say how to grade it whole
+            print(
+                f"\ntracegrade: interrupted; the partial grading is not the run's latest: grade "
+                f"it again with `tracegrade grade {run_dir}`",
+                file=sys.stderr,
+            )
+            raise
+        write_reports(args, outcome, config=config)
+        outcomes.append(outcome)
+    if len(outcomes) > 1:
+        sys.stdout.write(objective_summary(outcomes))
+    return combine_exit_codes([o.exit_code for o in outcomes])
+
+
+def _expand(names: list[str], runs_dir: Path) -> list[str]:
+    """Run names as given, a glob expanded (against the working directory, then runs_dir);
+    a glob matching nothing is invalid input."""
+    from ..errors import InputError
+
+    out: list[str] = []
+    for name in names:
+        if not glob.has_magic(name):
+            out.append(name)
+            continue
+        found = sorted(glob.glob(name)) or sorted(glob.glob(str(runs_dir / name)))
+        found = [f for f in found if Path(f).is_dir()]
+        if not found:
+            raise InputError(f"no run directory matches {name!r}", key="RUN")
+        out += found
+    return list(dict.fromkeys(out))
+
+
+def objective_summary(outcomes: list[Any]) -> str:
+    """Each run's objective per target, then the mean over all of them (seed: `eval grade`
+    prints the objective for each run directory and the mean over all)."""
+    lines = ["", "objective by run:"]
+    values = []
+    for outcome in outcomes:
+        for t in outcome.targets:
+            value = t.verdict.mean_objective
+            if value is not None:
+                values.append(value)
+            shown = "-" if value is None else f"{value:.3f}"
+            lines.append(
+                f"  {outcome.run_id}  {t.target}: objective {shown} over {t.verdict.questions} "
+                f"question(s), exit {t.verdict.exit_code}"
+            )
+    mean = f"{sum(values) / len(values):.3f}" if values else "-"
+    lines.append(f"mean objective over {len(outcomes)} run(s): {mean}")
+    return "\n".join(lines) + "\n"

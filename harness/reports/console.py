@@ -50,7 +50,7 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
     return lines
 
 
-def render_console(outcome, *, worst: int = 5) -> str:
+def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
     """The text printed after a run or re-grade (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
     for note in outcome.notes:
@@ -88,6 +88,13 @@ def render_console(outcome, *, worst: int = 5) -> str:
             f"  errored {v.errored}, degraded {v.degraded} of {v.questions} "
             f"(error budget {v.max_errored}); critical failures {v.critical_failures}"
         )
+        if verbose:  # -v: every question's objective (the weighted mean of its graders, 0-1)
+            lines.append("  per question:")
+            lines.extend(
+                f"    {question_label(q)}: objective {fmt(q.objective)}, composite "
+                f"{fmt(q.composite)}" + (" (errored)" if q.errored else "")
+                for q in t.questions
+            )
         if v.incomplete:
             verdict = "INCOMPLETE (exit 3)"
         elif v.passed:

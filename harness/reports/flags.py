@@ -46,7 +46,7 @@ def write_reports(args: argparse.Namespace, outcome: Any, *, config: Any = None)
     from .junit import write_junit
     from .markdown import write_markdown
 
-    sys.stdout.write(render_console(outcome))
+    sys.stdout.write(render_console(outcome, verbose=bool(getattr(args, "verbose", False))))
     if args.json:
         write_json_report(outcome, args.json)
     if args.junit:
