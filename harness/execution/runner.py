@@ -428,8 +428,8 @@ async def _run_one(
     finally:
         if workdir is not None:
             with contextlib.suppress(OSError):  # kept only when the agent wrote something
-                workdir.rmdir()
-                workdir.parent.rmdir()
+                for folder in (workdir, *list(workdir.parents)[:3]):  # up to work/ itself
+                    folder.rmdir()  # stops at the first that is not empty
         if environment is not None:
             try:
                 environment.close()
