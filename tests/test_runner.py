@@ -88,7 +88,9 @@ def test_fresh_environment_per_question_closed_after_grading(tmp_path):
         m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == agent_file
     )
     environments = [e for e in module.BUILT if e is not None]
-    assert len(environments) == 2 and environments[0] is not environments[1]
+    # One per question, and one for the pre-flight's check of tool names against the built
+    # graph (`run` checks what `validate` checks); each fresh, each closed.
+    assert len(environments) == 3 and len({id(e) for e in environments}) == 3
     assert sorted(module.CLOSED) == sorted(id(e) for e in environments)
 
 
