@@ -55,7 +55,23 @@ class Case:
 def _project(root: Path, **options) -> Path:
     """`write_project` with a per-question timeout no loaded machine reaches (the corpus is
     about faults, not timing)."""
-    options["target"] = {"timeout_s": 120, **(options.get("target") or {})}
+    # The corpus is about faults, not the safe defaults: a case that did not choose its
+    # graders or gate gets the old lenient ones, written out (tool_usage not must-pass, no
+    # pass-rate floor), so "rome"'s wrong answer does not turn every case into exit 2.
+    lenient = {
+        "graders": [
+            {"id": "tool_usage_grader", "must_pass": False},
+            {"id": "contains", "match_on": ["expected", "keyword"]},
+        ],
+        "gate": {"min_pass_rate": 0},
+    }
+    target = {"timeout_s": 120, **lenient, **(options.get("target") or {})}
+    # a bare id keeps the old default too; a case that wants a gate says must_pass itself
+    target["graders"] = [
+        {"id": g, "must_pass": False} if g == "tool_usage_grader" else g
+        for g in target["graders"]
+    ]
+    options["target"] = target
     return write_project(root, **options)
 
 
