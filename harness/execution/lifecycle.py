@@ -268,7 +268,7 @@ async def _arun_plans(
     notes = []
     for plan in plans:
         plan.run_id = run_dir.name  # each question run's conversation id names its run
-        plan.message_chars = config.telemetry.message_chars()
+        plan.message_chars = config.telemetry.captured_message_chars()
         trace_file = (
             trace_file_of(run_dir, plan.target.name) if config.telemetry.trace_file else None
         )

@@ -338,6 +338,7 @@ async def _run_one(
     run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
     environment: Any = None
+    workdir: Path | None = None  # made once the agent is built; the cleanup below reads it
     try:
         try:
             # Per question, so a factory failing now and then is that question's error; one

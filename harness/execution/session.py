@@ -136,7 +136,7 @@ class RunSession:
             t.plan,
             questions=[t.questions[question_id]],
             run_id=Path(self.run_dir).name,
-            message_chars=self.config.telemetry.message_chars(),
+            message_chars=self.config.telemetry.captured_message_chars(),
         )  # ordinals: the selection's
         scores: list[QuestionScore] = []
         await arun_target(

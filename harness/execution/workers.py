@@ -123,7 +123,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
         factory=target.load_factory(),
         environment_factory=target.load_environment_factory(),
         run_id=run_dir.name,
-        message_chars=config.telemetry.message_chars(),
+        message_chars=config.telemetry.captured_message_chars(),
     )
     plan.shared = build_shared(plan)
     return config, plan, {str(q.id): q for q in dataset.questions}

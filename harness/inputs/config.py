@@ -122,12 +122,12 @@ class TelemetryConfig:
     protobuf."""
     capture_messages: bool = False
     """Opt-in: each chat span carries the messages the model saw and its answer."""
-    message_chars_limit: int = 4096
+    message_chars: int = 4096
     """...each cut to this many characters."""
 
-    def message_chars(self) -> int | None:
+    def captured_message_chars(self) -> int | None:
         """The cut for captured messages, or None when messages are not captured."""
-        return self.message_chars_limit if self.capture_messages else None
+        return self.message_chars if self.capture_messages else None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -484,7 +484,7 @@ def config_from_document(doc: Document) -> Config:
             project=telemetry_raw.get("project") or base.name or None,
             protocol=_protocol(telemetry_raw, path),
             capture_messages=bool(telemetry_raw.get("capture_messages", False)),
-            message_chars_limit=int(telemetry_raw.get("message_chars", 4096)),
+            message_chars=int(telemetry_raw.get("message_chars", 4096)),
         ),
         redaction=RedactionPolicy.from_config(data.get("redaction")),
         data=data,
