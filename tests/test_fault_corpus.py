@@ -68,8 +68,7 @@ def _project(root: Path, **options) -> Path:
     target = {"timeout_s": 120, **lenient, **(options.get("target") or {})}
     # a bare id keeps the old default too; a case that wants a gate says must_pass itself
     target["graders"] = [
-        {"id": g, "must_pass": False} if g == "tool_usage_grader" else g
-        for g in target["graders"]
+        {"id": g, "must_pass": False} if g == "tool_usage_grader" else g for g in target["graders"]
     ]
     options["target"] = target
     return write_project(root, **options)
