@@ -289,8 +289,10 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
     from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.lifecycle import _plan, _select, run_services
+    from tracegrade.execution.prepare import plan_of as _plan
+    from tracegrade.execution.prepare import select as _select
     from tracegrade.execution.runner import _run_one
+    from tracegrade.execution.services import run_services
     from tracegrade.inputs import sourcefile
     from tracegrade.rundir.store import ResultStore
 
@@ -390,8 +392,10 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.capture.telemetry import RunTelemetry
     from tracegrade.capture.tracefile import encode_line
     from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.lifecycle import _plan, _select, run_services
+    from tracegrade.execution.prepare import plan_of as _plan
+    from tracegrade.execution.prepare import select as _select
     from tracegrade.execution.runner import _run_one
+    from tracegrade.execution.services import run_services
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.rundir.store import ResultStore
 

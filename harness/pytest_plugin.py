@@ -4,7 +4,9 @@ One test item per question per target (`tracegrade.yaml::support_desk::book_cons
 failing with the graders' reasons; `-k` matches the target, the question id, its split, bundle
 and tags, and markers select them too (`-m tag_booking`, `-m "split_test and not
 bundle_refunds"`, every item carries `tracegrade`). The gate's verdict per target is printed in
-the terminal summary, and a failed gate fails the session even when every item passed.
+the terminal summary, and the session exits with the run's one verdict
+(`tracegrade.rundir.verdict`): the code `tracegrade run` gives the same run (0, 2 or 3), or 1
+when a test of the suite's own failed.
 
 All items of a session share one run directory: the controlling process creates it (every input
 checked first, as `tracegrade run` does) and each process, pytest-xdist workers included,
@@ -27,6 +29,7 @@ __all__ = ["QuestionItem", "TracegradeFailure"]
 
 _MEANINGS = {
     0: "every gate passed",
+    1: "a test of the suite's own failed",
     2: "a gate failed",
     3: "evaluation incomplete (errored or degraded questions beyond the error budget)",
 }
@@ -92,6 +95,8 @@ class _Session:
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
         self.run: Any = None  # tracegrade.execution.session.RunSession, once the session starts
         self.outcome: Any = None
+        self.failed_questions = 0
+        """Question items that failed (the rest of session.testsfailed: the suite's own)."""
         self._include_config_in_collection(config)
 
     def _include_config_in_collection(self, config: pytest.Config) -> None:
@@ -134,6 +139,25 @@ class _Session:
         except TracegradeError as exc:
             raise pytest.UsageError(f"tracegrade: {exc}") from exc
 
+    @pytest.hookimpl(trylast=True)  # after -k and -m deselected items
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if self.run is None:
+            return
+        counts: dict[str, int] = {}
+        for item in items:
+            if isinstance(item, QuestionItem):
+                counts[item.target.name] = counts.get(item.target.name, 0) + 1
+        # the verdict counts only these as missing when they have no result
+        self.run.select(counts)
+
+    def _is_question(self, nodeid: str) -> bool:
+        root = Path(str(self.pytest_config.rootpath))
+        return (root / nodeid.split("::")[0]).resolve() == self.path.resolve()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and report.when == "call" and self._is_question(report.nodeid):
+            self.failed_questions += 1
+
     def run_question(self, target: str, question_id: str) -> Any:
         if self.run is None:
             raise RuntimeError("the tracegrade run was not started")
@@ -147,9 +171,15 @@ class _Session:
             return
         notes = self.run.close()
         self.outcome = self.run.outcome(notes)
-        ran = [t for t in self.outcome.targets if t.questions]
-        if ran and any(t.verdict.exit_code for t in ran) and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return  # pytest's own trouble (interrupted, usage, internal): its code stands
+        from .verdicts.scoring import combine_exit_codes
+
+        # The run's one verdict, as `tracegrade run` exits on it; a failed test of the suite's
+        # own (not a question) still fails the session.
+        own_failures = session.testsfailed - self.failed_questions
+        codes = [self.outcome.exit_code] + ([1] if own_failures > 0 else [])
+        session.exitstatus = combine_exit_codes(codes)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.outcome is None:
@@ -172,11 +202,8 @@ class _Session:
                     tr.write_line(f"    {reason}")
         if not ran:
             tr.write_line("no question ran")
-        else:
-            from .verdicts.scoring import combine_exit_codes
-
-            code = combine_exit_codes(t.verdict.exit_code for t in ran)
-            tr.write_line(f"verdict: exit {code} ({_MEANINGS.get(code, 'see docs')})")
+        code = self.outcome.exit_code
+        tr.write_line(f"verdict: exit {code} ({_MEANINGS.get(code, 'see docs')})")
         for note in self.outcome.notes:
             tr.write_line(f"note: {note}")
         tr.write_line(f"run dir: {self.outcome.run_dir}")

@@ -18,7 +18,7 @@ from tracegrade.capture.tracefile import read_records
 from tracegrade.execution.lifecycle import start_run
 from tracegrade.execution.regrade import regrade_run
 from tracegrade.inputs.config import load_config
-from tracegrade.rundir.outcome import trace_file_of
+from tracegrade.rundir.directory import RunDirectory
 from tracegrade.rundir.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ def test_a_three_turn_conversation_is_graded_turn_by_turn(tmp_path):
         ("user", "Thanks!"),
     ]
     assert run.response == "You're welcome. Goodbye!"
-    record = read_records(trace_file_of(outcome.run_dir, "refunds"))["three_turns"]
+    record = read_records(RunDirectory(outcome.run_dir).trace_file("refunds"))["three_turns"]
     assert len(record.turn_starts) == 3
     assert [c.name for c in record.turn(1)] == ["lookup_order", "issue_refund"]
     assert list(record.turn(0)) == [] and list(record.turn(2)) == []
@@ -166,7 +166,7 @@ def test_kill_9_mid_conversation_then_resume_reruns_it_from_the_start(tmp_path):
     run_dir = None
     while time.monotonic() < deadline:
         found = list(runs.iterdir()) if runs.is_dir() else []
-        trace = trace_file_of(found[0], "refunds") if found else None
+        trace = RunDirectory(found[0]).trace_file("refunds") if found else None
         if (
             trace is not None
             and trace.is_file()
@@ -191,7 +191,7 @@ def test_kill_9_mid_conversation_then_resume_reruns_it_from_the_start(tmp_path):
     )
     assert resume.returncode == 0, resume.stdout + resume.stderr
     assert _rows(run_dir) == 1
-    record = read_records(trace_file_of(run_dir, "refunds"))["three_turns"]
+    record = read_records(RunDirectory(run_dir).trace_file("refunds"))["three_turns"]
     assert [c.name for c in record] == ["lookup_order", "issue_refund"]  # nothing duplicated
     assert len(record.interruptions) == 1 and len(record.turn_starts) == 3
     with ResultStore.in_run_dir(run_dir) as store:

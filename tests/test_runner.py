@@ -134,8 +134,9 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
     import asyncio
 
     from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.lifecycle import _plan, run_services
+    from tracegrade.execution.prepare import plan_of as _plan
     from tracegrade.execution.runner import arun_target
+    from tracegrade.execution.services import run_services
     from tracegrade.inputs.dataset import load_dataset
 
     config = load_config(write_project(tmp_path, questions=["paris"]))

@@ -19,10 +19,9 @@ from pathlib import Path
 
 from ..errors import TracegradeError
 from ..reports.html_data import question_verdict
+from ..rundir.directory import RunDirectory
 from ..rundir.history import load_outcome
-from ..rundir.identity import IDENTITY_FILE
 from ..rundir.outcome import RunOutcome
-from ..rundir.store import STORE_FILE
 
 __all__ = ["VERDICT_WORDS", "RunEntry", "RunIndex", "TargetSummary", "verdict_word"]
 
@@ -87,9 +86,11 @@ class RunEntry:
 
 def _stamp(run_dir: Path) -> tuple[int, ...]:
     out: list[int] = []
-    for name in (IDENTITY_FILE, STORE_FILE, STORE_FILE + "-wal"):
+    run = RunDirectory(run_dir)
+    wal = run.store_file.with_name(run.store_file.name + "-wal")
+    for path in (run.manifest_file, run.store_file, wal):
         try:
-            st = os.stat(run_dir / name)
+            st = os.stat(path)
         except OSError:
             out += [0, 0]
             continue
@@ -178,7 +179,7 @@ class RunIndex:
         locked = _locked_inodes()
         seen: dict[str, tuple[tuple[int, ...], RunEntry]] = {}
         for run_dir in self.runs_dir.iterdir():
-            manifest = run_dir / IDENTITY_FILE
+            manifest = RunDirectory(run_dir).manifest_file
             try:
                 inode = manifest.stat().st_ino
             except OSError:
@@ -187,7 +188,7 @@ class RunIndex:
             cached = self._cache.get(run_dir.name)
             if cached is not None and cached[0] == stamp:
                 entry = cached[1]
-            elif not (run_dir / STORE_FILE).is_file():
+            elif not RunDirectory(run_dir).has_store():
                 entry = RunEntry(
                     run_dir.name, run_dir, "", None, [], [], 0, 0, None,
                     problem="no results store (the run never started)",

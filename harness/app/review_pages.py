@@ -109,9 +109,9 @@ def _graders(task: Any) -> str:
 
 def _task(state: Any, entry: RunEntry, item: QueueItem) -> Any:
     from ..curation.labelling import label_tasks
-    from ..rundir.store import ResultStore
+    from ..rundir.directory import RunDirectory
 
-    with ResultStore.open_readonly(entry.run_dir) as store:
+    with RunDirectory(entry.run_dir).read_store() as store:
         tasks = label_tasks(entry.run_dir, store, _checklists(state, entry), ids=())
     for t in tasks:
         if (t.target, t.question_id, t.trial) == (item.target, item.question_id, item.trial):
@@ -206,7 +206,7 @@ async def alabel_api(request: Request) -> Response:
 def _label(state: Any, body: Any) -> Response:
     from ..curation.labelling import label_tasks, record_answer
     from ..rundir.annotations import REVIEW_PREFIX
-    from ..rundir.store import ResultStore
+    from ..rundir.directory import RunDirectory
 
     if not isinstance(body, dict):
         return JSONResponse({"ok": False, "message": "a JSON object is needed"}, 400)
@@ -221,7 +221,7 @@ def _label(state: Any, body: Any) -> Response:
         return JSONResponse({"ok": False, "message": "note must be text"}, 400)
     key = (str(body.get("target")), str(body.get("question")), body.get("trial", 0))
     label = str(body.get("label"))
-    with ResultStore.in_run_dir(entry.run_dir, redaction=state.redaction) as store:
+    with RunDirectory(entry.run_dir).store(redaction=state.redaction) as store:
         tasks = [
             t
             for t in label_tasks(entry.run_dir, store, _checklists(state, entry))

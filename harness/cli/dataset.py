@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
         return _review(args, store_path)
     if args.action == "promote":
         from ..curation.promote import promote_question
-        from ..rundir.history import resolve_run
+        from ..rundir.directory import RunDirectory
 
-        run_dir = resolve_run(args.run_dir, config_path=args.config)
+        run_dir = RunDirectory.resolve(args.run_dir, config_path=args.config).path
         name, row, review = promote_question(
             run_dir,
             store_path,

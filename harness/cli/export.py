@@ -89,30 +89,29 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _run_dir_and_config(args: argparse.Namespace) -> tuple[Path, Any]:
+def _run_and_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """The run directory, and the config whose redaction policy applies: --config, else the
     config the run was made with when it is still there, else none (the default policy)."""
-    import json
-
     from ..errors import InputError
     from ..inputs.config import load_config
+    from ..rundir.directory import RunDirectory
 
-    direct = Path(args.run_dir)
-    if (direct / "traces").is_dir():
+    direct = RunDirectory(args.run_dir)
+    if direct.traces_dir.is_dir():
         config_path = args.config
         if config_path is None:
             try:
-                config_path = json.loads((direct / "identity.json").read_text())["config_path"]
-            except (OSError, ValueError, KeyError, TypeError):
+                config_path = direct.manifest().config_path
+            except InputError:
                 config_path = None
             if config_path is not None and not Path(config_path).is_file():
                 config_path = None
         return direct, load_config(config_path) if config_path else None
     config = load_config(args.config)
-    run_dir = config.runs_dir / str(args.run_dir)
-    if not (run_dir / "traces").is_dir():
-        raise InputError(f"no run {args.run_dir!r}: no traces/ folder in {run_dir}", key="RUN")
-    return run_dir, config
+    run = RunDirectory(config.runs_dir / str(args.run_dir))
+    if not run.traces_dir.is_dir():
+        raise InputError(f"no run {args.run_dir!r}: no traces/ folder in {run.path}", key="RUN")
+    return run, config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise InputError(f"--header {item!r} is not K=V", key="--header")
         headers[key.strip()] = value.strip()
-    run_dir, config = _run_dir_and_config(args)
+    run, config = _run_and_config(args)
+    run_dir = run.path
     redaction = config.redaction if config is not None else DEFAULT_POLICY
-    files = {p.stem: p for p in sorted((run_dir / "traces").glob("*.jsonl"))}
+    files = run.trace_files()
     unknown = [t for t in args.target if t not in files]
     if unknown:
         raise InputError(
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             hint=f"targets with a trace file: {', '.join(files) or '(none)'}",
         )
     if not files:
-        raise InputError(f"run {run_dir.name} has no trace files in {run_dir / 'traces'}")
+        raise InputError(f"run {run_dir.name} has no trace files in {run.traces_dir}")
     budget = ExportBudget(
         deadline_s=args.deadline, timeout_s=args.timeout, breaker=max(1, args.breaker)
     )

@@ -78,15 +78,13 @@ def run(args: argparse.Namespace) -> int:
     )
     from ..errors import InputError
     from ..redaction import DEFAULT_POLICY
-    from ..rundir.history import resolve_run
-    from ..rundir.identity import read_identity
-    from ..rundir.store import ResultStore
+    from ..rundir.directory import RunDirectory
 
     config = _config(args.config)
-    run_dir = resolve_run(args.run_dir, config_path=args.config)
-    identity = read_identity(run_dir)
+    run = RunDirectory.resolve(args.run_dir, config_path=args.config)
+    run_dir, identity = run.path, run.identity()
     redaction = config.redaction if config is not None else DEFAULT_POLICY
-    with ResultStore.in_run_dir(run_dir, redaction=redaction) as store:
+    with run.store(redaction=redaction) as store:
         tasks = label_tasks(run_dir, store, checklists_of(identity, config), ids=tuple(args.ids))
         if not tasks:
             raise InputError("no question of the run to label", key="--id" if args.ids else "RUN")

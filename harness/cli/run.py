@@ -123,7 +123,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.lifecycle import ANSWERS_VERBATIM_NOTE
+    from ..execution.services import ANSWERS_VERBATIM_NOTE
     from ..inputs.config import load_config
     from ..reports.progress import Progress
     from . import handle_stop_signals
@@ -199,7 +199,7 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
     """A baseline sharing no question with the selection (another dataset) can decide
     nothing: refused (exit 4) before the agents run, not found out after them."""
     from ..errors import InputError
-    from ..execution.lifecycle import selected_ids
+    from ..execution.prepare import selected_ids
 
     asked = selected_ids(config, _selection(args))
     if asked and not any(q.id in asked for q in baseline.questions):

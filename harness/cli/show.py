@@ -39,10 +39,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
-    from ..rundir.history import load_outcome, resolve_run
+    from ..rundir.directory import RunDirectory
+    from ..rundir.history import load_outcome
 
-    run_dir = resolve_run(args.run_dir, config_path=args.config)
-    outcome = load_outcome(run_dir, grading=args.grading)
+    run = RunDirectory.resolve(args.run_dir, config_path=args.config)
+    outcome = load_outcome(run, grading=args.grading)
     # With a config, the HTML page gets its trace links and redaction policy.
     config = load_config(args.config) if args.config is not None else None
     write_reports(args, outcome, config=config)

@@ -63,12 +63,12 @@ def promote_question(
     """Copy `question_id` of the run in `run_dir` into dataset `to` of the store at
     `store_path` (default name: the run's dataset name, else `promoted`). Returns (dataset
     name, the row written, the keys marked for review)."""
+    from ..rundir.directory import RunDirectory
     from ..rundir.history import tool_calls_of
-    from ..rundir.identity import read_identity
-    from ..rundir.store import ResultStore
 
-    identity = read_identity(run_dir)
-    with ResultStore.open_readonly(run_dir) as results:
+    run = RunDirectory(run_dir)
+    identity = run.identity()
+    with run.read_store() as results:
         runs = [
             r
             for r in results.load_runs(target)

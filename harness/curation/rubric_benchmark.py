@@ -165,9 +165,9 @@ def describe(figures_: Figures) -> dict[str, Any]:
 def _stored_checks(run_dir: Any, rubric: Any) -> Iterable[tuple[Any, dict[str, Any]]]:
     """(question score, check entry) of every judged check of `rubric` in the run's latest
     grading."""
-    from ..rundir.store import ResultStore
+    from ..rundir.directory import RunDirectory
 
-    with ResultStore.open_readonly(run_dir) as store:
+    with RunDirectory(run_dir).read_store() as store:
         questions = store.load_scores()
     for q in questions:
         for g in q.graders:
@@ -188,12 +188,11 @@ def benchmark_items(
     under other thresholds; and notes (labels with no judged check, checks whose own threshold
     override keeps them out of tuning). Tool-claim and escalation checks read the question's
     tool-call record back from the run's trace file, as they did in the run."""
-    from pathlib import Path
 
     from ..capture.tracefile import read_records
     from ..graders.rubrics.evidence import Evidence, gather_evidence
     from ..graders.rubrics.judge_kinds import interpret
-    from ..rundir.outcome import trace_file_of
+    from ..rundir.directory import RunDirectory
 
     labels = {(label.target, label.question, label.dimension): label for label in gold.labels}
     checks = {c.id: c for c in rubric.checks}
@@ -215,7 +214,7 @@ def benchmark_items(
         evidence = Evidence()
         if check.kind in ("tool-claim", "escalation"):
             if q.target not in records:
-                path = trace_file_of(Path(run_dir), q.target)
+                path = RunDirectory(run_dir).trace_file(q.target)
                 records[q.target] = read_records(path) if path.is_file() else {}
             evidence = gather_evidence({"tool_calls": records[q.target].get(q.question_id)})
 

@@ -149,7 +149,7 @@ async def arun_target_on_ray(
     workers: int,
     address: str | None,
     config_path: Path,
-    run_dir: Path,
+    run: Any,
     store: Any,
     grading_id: int,
     use_cache: bool,
@@ -166,7 +166,7 @@ async def arun_target_on_ray(
         plan,
         workers=workers,
         config_path=config_path,
-        run_dir=run_dir,
+        run_dir=run.path,
         use_cache=use_cache,
         trace_file=lambda k: str(trace_file) if trace_file else None,
     )

@@ -17,8 +17,10 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
 from ..records import RunRecord, ToolRecord
+from ..rundir.directory import RunDirectory
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
+from ..rundir.verdict import record_scope
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .changed import refuse_changed_rubrics
 from .conversation import agrade_conversation
@@ -26,16 +28,11 @@ from .grading import (
     AttachedGrader,
     attach_graders,
 )
-from .lifecycle import (
-    open_run,
-    redaction_notes,
-    run_services,
-    stored_attachments,
-    stored_results,
-)
+from .lifecycle import decided
 from .loops import run_without_loop
 from .preflight import effective_graders
 from .runner import messages_for_agent
+from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
@@ -170,7 +167,7 @@ async def _regrade_question(
 async def aregrade(
     *,
     store: ResultStore,
-    run_dir: Path,
+    run: RunDirectory,
     targets: Sequence[TargetConfig],
     attached: Mapping[str, Sequence[AttachedGrader]],
     services: Any,
@@ -181,24 +178,15 @@ async def aregrade(
 ) -> list[str]:
     """Re-score every stored question of `targets` (those matching `ids`, ids or globs, when
     given) under `grading_id`; returns notes."""
-    from ..capture.tracefile import read_trial_records
     from ..inputs.dataset import id_selected
-    from ..rundir.outcome import trace_file_of
-    from .workers import worker_trace_files
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())
     for target in targets:
-        trace_file = trace_file_of(run_dir, target.name)
         unreadable: list[str] = []
-        records = (
-            read_trial_records(trace_file, unreadable=unreadable) if trace_file.is_file() else {}
-        )
         # a run killed while worker processes ran it keeps their records in their own files
-        # until `--resume` folds them in; read them where they are
-        for extra in worker_trace_files(run_dir, target.name):
-            for key, record in read_trial_records(extra, unreadable=unreadable).items():
-                records.setdefault(key, record)
+        # until `--resume` folds them in: read them where they are
+        records = run.read_records(target.name, unreadable=unreadable)
         notes += [f"{target.name}: {u}" for u in unreadable]
         previous = {
             (q.question_id, q.trial): {g.grader_id: g for g in q.graders}
@@ -252,7 +240,8 @@ async def aregrade_run(
         )
     if goal is not None and not goal.strip():
         raise InputError("--goal must not be blank", key="--goal")
-    run_dir, identity = open_run(config, run)
+    directory = RunDirectory.open(run, runs_dir=config.runs_dir)
+    run_dir, identity = directory.path, directory.identity()
     refuse_changed_rubrics(identity)  # an edit in place under the same version
     services = run_services(config, run_dir, use_cache)
     names = list(identity["targets"])
@@ -285,7 +274,10 @@ async def aregrade_run(
     else:
         attached = stored_attachments(identity, run_dir, services)
         targets = [_stored_target(config, name, identity) for name in names]
-    with ResultStore.in_run_dir(run_dir, redaction=config.redaction) as store:
+    scope: dict[str, dict[str, Any]] = {}
+    if current:  # the config's graders now, held against the config's gate now
+        scope = {t.name: {"gate": (t.raw or {}).get("gate")} for t in targets}
+    with directory.store(redaction=config.redaction) as store:
         if ids:
             from ..errors import NothingToRunError
             from ..inputs.dataset import check_id_patterns, id_selected
@@ -297,23 +289,17 @@ async def aregrade_run(
                     "--id matched no question of the run", hint=" ".join(f"--id {i}" for i in ids)
                 )
             # the gate judges completeness against what this grading selected, not the run
-            identity = {
-                **identity,
-                "targets": {
-                    name: {
-                        **spec,
-                        "selected": sum(1 for i in stored.get(name, ()) if id_selected(i, ids)),
-                    }
-                    for name, spec in identity["targets"].items()
-                },
-            }
+            for name in identity["targets"]:
+                selected = sum(1 for i in stored.get(name, ()) if id_selected(i, ids))
+                scope[name] = {**scope.get(name, {}), "selected": selected}
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
         mode = "goal" if goal is not None else "current" if current else "stored"
         # the latest only once every question is graded (`end_grading`)
         grading_id = store.new_grading(mode=mode, graders=specs, unfinished=True)
+        record_scope(store, grading_id, scope)
         notes = await aregrade(
             store=store,
-            run_dir=run_dir,
+            run=directory,
             targets=targets,
             attached=attached,
             services=services,
@@ -323,9 +309,9 @@ async def aregrade_run(
             ids=ids,
         )
         store.end_grading(grading_id)
-        results = stored_results(store, grading_id, targets, identity, attached)
-    notes = redaction_notes(config) + notes
-    return RunOutcome(identity["run_id"], run_dir, results, identity, grading_id, notes)
+        outcome = decided(directory, store, grading_id, targets, attached)
+    outcome.notes[:0] = redaction_notes(config) + notes
+    return outcome
 
 
 def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:

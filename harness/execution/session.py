@@ -19,22 +19,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs.config import Config
-from ..rundir.outcome import RunOutcome, Selection, trace_file_of
+from ..rundir.directory import RunDirectory
+from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
+from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore
-from .lifecycle import _plan as plan_of
-from .lifecycle import _select as select
-from .lifecycle import (
-    new_grading,
-    open_run,
-    open_telemetry,
-    prepare_run,
-    run_services,
-    stored_attachments,
-    stored_results,
-    telemetry_notes,
-)
+from .lifecycle import decided
+from .prepare import new_grading, plan_of, prepare_run, select
 from .runner import TargetPlan, arun_target
+from .services import open_telemetry, run_services, stored_attachments, telemetry_notes
 
 __all__ = ["RunSession"]
 
@@ -53,7 +46,7 @@ class RunSession:
     """One run directory that questions are added to one at a time."""
 
     config: Config
-    run_dir: Path
+    directory: RunDirectory
     identity: dict[str, Any]
     grading_id: int
     worker: str | None = None
@@ -61,6 +54,10 @@ class RunSession:
     notes: list[str] = field(default_factory=list)
     _targets: dict[str, _Target] = field(default_factory=dict)
     _store: ResultStore | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.directory.path
 
     @property
     def run_id(self) -> str:
@@ -78,14 +75,14 @@ class RunSession:
         """Check every input of the selected targets, then create the run directory, its
         identity and its grading, as `tracegrade run` does. No question runs yet."""
         run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
-        store = ResultStore.in_run_dir(run.run_dir, redaction=config.redaction)
+        store = run.directory.store(redaction=config.redaction)
         grading_id = new_grading(store, run)
         targets = {
             name: _Target(plan, {str(q.id): q for q in plan.questions})
             for name, plan in run.plans.items()
         }
         return cls(
-            config, run.run_dir, run.identity, grading_id, None, list(run.notes), targets, store
+            config, run.directory, run.identity, grading_id, None, list(run.notes), targets, store
         )
 
     @classmethod
@@ -93,7 +90,8 @@ class RunSession:
         cls, config: Config, run_dir: Path | str, *, worker: str, use_cache: bool = True
     ) -> RunSession:
         """Open a run another process created, to add this process's questions to it."""
-        run_dir, identity = open_run(config, run_dir)
+        directory = RunDirectory.open(run_dir, runs_dir=config.runs_dir)
+        run_dir, identity = directory.path, directory.identity()
         selection = Selection.from_dict(identity.get("selection") or {})
         services = run_services(config, run_dir, use_cache)
         attached = stored_attachments(identity, run_dir, services)
@@ -104,9 +102,9 @@ class RunSession:
             if questions:
                 plan = plan_of(target, questions, dataset, attached[name], services)
                 targets[name] = _Target(plan, {str(q.id): q for q in questions})
-        store = ResultStore.in_run_dir(run_dir, redaction=config.redaction)
+        store = directory.store(redaction=config.redaction)
         grading_id = min(g["grading_id"] for g in store.gradings())
-        return cls(config, run_dir, identity, grading_id, worker, [], targets, store)
+        return cls(config, directory, identity, grading_id, worker, [], targets, store)
 
     def questions(self, target: str) -> list[Any]:
         """The selected questions of `target`, in selection order."""
@@ -118,8 +116,21 @@ class RunSession:
     def _trace_file(self, target: str) -> Path | None:
         if not self.config.telemetry.trace_file:
             return None
-        path = trace_file_of(self.run_dir, target)
-        return path.with_suffix(f".{self.worker}.jsonl") if self.worker else path
+        if self.worker:
+            return self.directory.trace_part(target, self.worker)
+        return self.directory.trace_file(target)
+
+    def select(self, counts: dict[str, int]) -> None:
+        """Record how many questions of each target this session selected (a test runner's
+        own filters: pytest's `-k` and `-m` deselect items after the run started), so the
+        verdict counts only those as missing when they have no result."""
+        if self._store is None:
+            raise InputError(f"run {self.run_id} is closed")
+        record_scope(
+            self._store,
+            self.grading_id,
+            {name: {"selected": counts.get(name, 0)} for name in self.identity["targets"]},
+        )
 
     def _telemetry(self, t: _Target) -> Any:
         if t.telemetry is None:
@@ -156,6 +167,8 @@ class RunSession:
             if t.telemetry is not None:
                 report = t.telemetry.shutdown()
                 notes += telemetry_notes(self.config, name, t.telemetry, report)
+                if self._store is not None:  # records lost on disk: the run is incomplete
+                    record_lost_spans(self._store, self.grading_id, report.trace_file_failed)
                 t.telemetry = None
         if self._store is not None:
             self._store.close()
@@ -167,26 +180,10 @@ class RunSession:
         workers' trace files into each target's one trace file."""
         self.close()
         for name in self._targets:
-            _merge_trace_files(trace_file_of(self.run_dir, name))
+            self.directory.fold_traces(name)
         targets = [t.plan.target for t in self._targets.values()]
         attached = {name: t.plan.attached for name, t in self._targets.items()}
-        with ResultStore.in_run_dir(self.run_dir, redaction=self.config.redaction) as store:
-            results = stored_results(store, self.grading_id, targets, self.identity, attached)
-        return RunOutcome(
-            self.run_id,
-            self.run_dir,
-            results,
-            self.identity,
-            self.grading_id,
-            [*self.notes, *notes],
-        )
-
-
-def _merge_trace_files(path: Path) -> None:
-    parts = sorted(path.parent.glob(f"{path.stem}.*.jsonl")) if path.parent.is_dir() else []
-    if not parts:
-        return
-    with path.open("a", encoding="utf-8") as merged:
-        for part in parts:
-            merged.write(part.read_text(encoding="utf-8"))
-            part.unlink()
+        with self.directory.store(redaction=self.config.redaction) as store:
+            outcome = decided(self.directory, store, self.grading_id, targets, attached)
+        outcome.notes[:0] = [*self.notes, *notes]
+        return outcome

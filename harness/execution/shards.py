@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..rundir.identity import read_identity, write_identity
-from ..rundir.store import ResultStore
+from ..rundir.directory import RunDirectory
 
 __all__ = [
     "MergeResult",
@@ -140,7 +139,7 @@ class _Verbatim:
 def _shard_identities(run_dirs: Sequence[Path]) -> list[tuple[Path, dict, int, int]]:
     out = []
     for run_dir in run_dirs:
-        identity = read_identity(run_dir)
+        identity = RunDirectory(run_dir).identity()
         shard = (identity.get("selection") or {}).get("shard")
         if not shard:
             raise InputError(
@@ -160,7 +159,7 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
     out = Path(out)
     if not run_dirs:
         raise InputError("merge needs at least one shard run directory", key="RUN_DIR")
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(out.iterdir()):  # checked first: nothing is read for nothing
         raise InputError(f"--out {out} exists and is not empty", key="--out")
     shards = _shard_identities([Path(d) for d in run_dirs])
     ref_dir, ref, _, count = shards[0]
@@ -201,7 +200,7 @@ def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> No
     staging = out.parent / f".{out.name}.merging-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        _write_into(shards, staging, out.name, ref)
+        _write_into(shards, RunDirectory.create_at(staging), out.name, ref)
         if out.exists():
             out.rmdir()  # checked empty before
         os.replace(staging, out)
@@ -210,8 +209,7 @@ def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> No
         raise
 
 
-def _write_into(shards: list, out: Path, run_id: str, ref: dict) -> None:
-    out.mkdir(parents=True)
+def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: dict) -> None:
     identity = {k: v for k, v in ref.items()}
     identity["run_id"] = run_id
     identity["created"] = min(s[1].get("created") or "" for s in shards) or datetime.now(
@@ -233,22 +231,21 @@ def _write_into(shards: list, out: Path, run_id: str, ref: dict) -> None:
             else sum(int(s[1]["targets"][name].get("selected") or 0) for s in shards)
         )
         identity["targets"][name] = merged
-    if (shards[0][0] / "graders").is_dir():  # the grading modules (equal by sha256)
-        shutil.copytree(shards[0][0] / "graders", out / "graders")
-    (out / "traces").mkdir(exist_ok=True)
-    with ResultStore.in_run_dir(out, redaction=_Verbatim()) as store:  # type: ignore[arg-type]
+    merged_run.copy_graders_from(RunDirectory(shards[0][0]))  # equal by sha256
+    merged_run.traces_dir.mkdir(exist_ok=True)
+    with merged_run.store(redaction=_Verbatim()) as store:  # type: ignore[arg-type]
         store.set_meta("run_id", run_id)
         graders = [{"target": n, **s} for n, t in ref["targets"].items() for s in t["graders"]]
         grading_id = store.new_grading(mode="run", graders=graders)
         for run_dir, _identity, _index, _n in sorted(shards, key=lambda s: s[2]):
-            _copy_rows(run_dir, store, grading_id)
+            _copy_rows(RunDirectory(run_dir), store, grading_id)
     for name in ref["targets"]:
-        _concat_traces([s[0] / "traces" / f"{name}.jsonl" for s in shards], out, name)
-    write_identity(out, identity)  # last: only a whole directory is a run
+        merged_run.append_traces(name, [RunDirectory(s[0]).trace_file(name) for s in shards])
+    merged_run.write_identity(identity)  # last: only a whole directory is a run
 
 
-def _copy_rows(run_dir: Path, store: ResultStore, grading_id: int) -> None:
-    with ResultStore.open_readonly(run_dir) as shard:
+def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
+    with shard_run.read_store() as shard:
         gradings = shard.gradings()
         if not gradings:
             return
@@ -260,37 +257,12 @@ def _copy_rows(run_dir: Path, store: ResultStore, grading_id: int) -> None:
                 store.commit_question(run, score, grading_id=grading_id)
 
 
-def _concat_traces(paths: list[Path], out: Path, target: str) -> None:
-    dest = out / "traces" / f"{target}.jsonl"
-    with dest.open("ab") as sink:
-        for path in paths:
-            if not path.is_file():
-                continue
-            with path.open("rb") as source:
-                shutil.copyfileobj(source, sink)
-                if source.tell():
-                    source.seek(-1, 2)
-                    if source.read(1) != b"\n":
-                        sink.write(b"\n")  # a torn last line stays one (skipped) line
-
-
 def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
-    """The merged run's `RunOutcome`: one gate per target over every shard's questions, with
-    the whole selection's size (a missing shard leaves the run incomplete, exit 3) and the
-    must-pass graders the run stored."""
-    from ..inputs.config import parse_gate
+    """The merged run's `RunOutcome`: the run's one verdict (`decide_run`), one gate per
+    target over every shard's questions, with the whole selection's size (a missing shard
+    leaves the run incomplete, exit 3) and the must-pass graders the run stored."""
     from ..rundir.history import load_outcome
-    from ..verdicts.scoring import evaluate_gate
 
     outcome = load_outcome(run_dir)
-    for result in outcome.targets:
-        target = outcome.identity["targets"][result.target]
-        result.verdict = evaluate_gate(
-            result.questions,
-            parse_gate((target.get("config") or {}).get("gate")),
-            must_pass=[g["id"] for g in target.get("graders", []) if g.get("must_pass")],
-            selected=target.get("selected"),
-            run_id=outcome.run_id,
-        )
     outcome.notes.extend(notes)
     return outcome

@@ -45,9 +45,7 @@ __all__ = [
     "WorkerSpec",
     "arun_target_in_workers",
     "combined_report",
-    "fold_worker_traces",
     "worker_specs",
-    "worker_trace_files",
 ]
 
 log = logging.getLogger(__name__)
@@ -67,44 +65,13 @@ class WorkerSpec:
     trace_file: str | None
 
 
-def worker_trace_files(run_dir: Path, target: str) -> list[Path]:
-    return sorted((Path(run_dir) / "traces").glob(f"{target}.w*.jsonl"))
-
-
-def fold_worker_traces(run_dir: Path, target: str) -> int:
-    """Append the worker trace files of `target` to its trace file and remove them; returns
-    how many were folded. A torn last line (a killed worker) stays one line, which the reader
-    skips alone."""
-    files = worker_trace_files(run_dir, target)
-    if not files:
-        return 0
-    dest = Path(run_dir) / "traces" / f"{target}.jsonl"
-    with dest.open("ab") as sink:
-        if sink.tell():
-            with dest.open("rb") as check:
-                check.seek(-1, 2)
-                if check.read(1) != b"\n":
-                    sink.write(b"\n")
-        for path in files:
-            with path.open("rb") as source:
-                data = source.read()
-            if data and not data.endswith(b"\n"):
-                data += b"\n"
-            sink.write(data)
-        sink.flush()
-        os.fsync(sink.fileno())
-    for path in files:
-        path.unlink()
-    return len(files)
-
-
 # -- the worker process ---------------------------------------------------------------------
 def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
-    from ..rundir.identity import read_identity
-    from .lifecycle import run_services, stored_attachments
+    from ..rundir.directory import RunDirectory
     from .runner import TargetPlan, build_shared
+    from .services import run_services, stored_attachments
 
     config = load_config(spec.config_path)
     target = dataclasses.replace(
@@ -112,7 +79,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     )
     run_dir = Path(spec.run_dir)
     services = run_services(config, run_dir, spec.use_cache)
-    attached = stored_attachments(read_identity(run_dir), run_dir, services)[spec.target]
+    attached = stored_attachments(RunDirectory(run_dir).identity(), run_dir, services)[spec.target]
     dataset = load_dataset(target.dataset)
     plan = TargetPlan(
         target=target,
@@ -168,7 +135,7 @@ class _ParentGone(Exception):
 
 def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
     """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
-    from .lifecycle import open_telemetry
+    from .services import open_telemetry
 
     return open_telemetry(config, trace_file)
 
@@ -289,7 +256,7 @@ class _Worker:
 # worker forked from it starts in milliseconds instead of re-importing them (~1 s of CPU each).
 _PRELOAD = [
     "tracegrade.execution.workers",
-    "tracegrade.execution.lifecycle",
+    "tracegrade.execution.services",
     "tracegrade.capture.recorder",
 ]
 
@@ -357,7 +324,7 @@ async def arun_target_in_workers(
     *,
     workers: int,
     config_path: Path,
-    run_dir: Path,
+    run: Any,
     store: Any,
     grading_id: int,
     use_cache: bool,
@@ -365,7 +332,8 @@ async def arun_target_in_workers(
     on_done: Callable[[Any], None] | None = None,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Run `plan`'s questions in `workers` processes, committing each result here; returns
-    (questions committed, each worker's span export report as a dict)."""
+    (questions committed, each worker's span export report as a dict). `run` is the run's
+    `RunDirectory`; each worker writes its own trace part, folded in at the end."""
 
     from .runner import _finish
 
@@ -374,9 +342,9 @@ async def arun_target_in_workers(
         plan,
         workers=workers,
         config_path=config_path,
-        run_dir=run_dir,
+        run_dir=run.path,
         use_cache=use_cache,
-        trace_file=lambda k: str(trace_file.with_suffix(f".w{k}.jsonl")) if trace_file else None,
+        trace_file=lambda k: str(run.trace_part(plan.target.name, f"w{k}")) if trace_file else None,
     )
     pending = iter(plan.work())
     pool: list[_Worker] = []
@@ -525,7 +493,7 @@ async def arun_target_in_workers(
                 worker.process.kill()
                 worker.process.join(timeout=5)
         if trace_file is not None:
-            fold_worker_traces(run_dir, plan.target.name)
+            run.fold_traces(plan.target.name)
     return committed, [w.report for w in pool if w.report]
 
 

@@ -87,17 +87,17 @@ def load_sources(
     """The stored question runs and the trace file's records of each target, by (question id,
     trial). A missing store or trace file gives empty maps: the page then says what is absent."""
     from ..capture.tracefile import read_trial_records
-    from ..rundir.outcome import trace_file_of
-    from ..rundir.store import STORE_FILE, ResultStore
+    from ..rundir.directory import RunDirectory
 
+    run = RunDirectory(run_dir)
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
     records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}
-    if (run_dir / STORE_FILE).is_file():
-        with ResultStore.open_readonly(run_dir) as store:  # reading never changes a run
+    if run.has_store():
+        with run.read_store() as store:  # reading never changes a run
             for target in targets:
                 runs[target] = {(r.question_id, r.trial): r for r in store.load_runs(target)}
     for target in targets:
-        trace_file = trace_file_of(run_dir, target)
+        trace_file = run.trace_file(target)
         if trace_file.is_file():
             records[target] = read_trial_records(trace_file)
     return runs, records

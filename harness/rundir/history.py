@@ -2,7 +2,7 @@
 without any provider call.
 
 A run is named by its id (a directory under the config's `runs_dir`) or by its directory.
-Stores are opened read-only (`ResultStore.open_readonly`): a store written by an older release
+Stores are opened read-only (`RunDirectory.read_store`): a store written by an older release
 is migrated in memory, so reading history never changes a run's files.
 """
 
@@ -16,12 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError
-from ..inputs.config import TargetConfig, parse_gate
-from ..verdicts.scoring import QuestionScore, evaluate_gate, summarise_graders
-from .identity import IDENTITY_FILE, read_json_file, read_manifest
-from .outcome import RunOutcome, TargetResult, trace_file_of
-from .record import QuestionResult, RunManifest, ToolCallResult
-from .store import STORE_FILE, ResultStore
+from ..verdicts.scoring import QuestionScore
+from .directory import RunDirectory
+from .identity import read_json_file
+from .outcome import RunOutcome
+from .record import QuestionResult, ToolCallResult
+from .store import ResultStore
+from .verdict import decide_run
 
 __all__ = [
     "RunSummary",
@@ -31,8 +32,6 @@ __all__ = [
     "load_outcome",
     "load_results_file",
     "load_stored_run",
-    "locate_run",
-    "resolve_run",
     "runs_dir_of",
     "tool_calls_of",
 ]
@@ -80,17 +79,6 @@ class StoredRun:
     """The run manifest, as stored (empty when the source did not carry one)."""
 
 
-def locate_run(run: str | Path, runs_dir: Path | None) -> Path:
-    """The directory of a run named by id (under `runs_dir`) or by path; exit 4 when neither."""
-    as_path = Path(run)
-    if (as_path / IDENTITY_FILE).is_file():
-        return as_path
-    if runs_dir is not None and (runs_dir / str(run) / IDENTITY_FILE).is_file():
-        return runs_dir / str(run)
-    where = f" or under {runs_dir}" if runs_dir is not None else ""
-    raise InputError(f"no run {str(run)!r}: no {IDENTITY_FILE} at {as_path}{where}", key="RUN")
-
-
 def runs_dir_of(config_path: Path | None, runs_dir: Path | None = None) -> Path:
     """The runs directory: the one given, else the config's `runs_dir` (exit 4 when no config
     is found)."""
@@ -99,32 +87,6 @@ def runs_dir_of(config_path: Path | None, runs_dir: Path | None = None) -> Path:
     from ..inputs.config import load_config
 
     return load_config(config_path).runs_dir
-
-
-def resolve_run(
-    run: str | Path, *, config_path: Path | None = None, runs_dir: Path | None = None
-) -> Path:
-    """A run named by directory (no config needed) or by id (under the runs directory)."""
-    if (Path(run) / IDENTITY_FILE).is_file():
-        return Path(run)
-    return locate_run(run, runs_dir_of(config_path, runs_dir))
-
-
-def _stored_targets(manifest: RunManifest) -> list[TargetConfig]:
-    """The targets as the run stored them: enough for the gate and the report headers."""
-    out = []
-    for name, t in manifest.targets.items():
-        out.append(
-            TargetConfig(
-                name=name,
-                mode=t.mode,
-                factory=str(t.config.get("agent") or t.config.get("chat_model") or ""),
-                dataset=Path(t.dataset.path),
-                gate=parse_gate(t.config.get("gate")),
-                raw=dict(t.config),
-            )
-        )
-    return out
 
 
 def _grading_id(store: ResultStore, grading: int | None, run_dir: Path) -> int | None:
@@ -139,10 +101,10 @@ def _grading_id(store: ResultStore, grading: int | None, run_dir: Path) -> int |
     return grading
 
 
-def interrupted_notes(run_dir: Path, shown: int | None) -> list[str]:
+def interrupted_notes(run: RunDirectory, shown: int | None) -> list[str]:
     """What a reader of the run must know was cut short: re-gradings started and never
     finished (not shown), and the grading shown, when it is one of them."""
-    with ResultStore.open_readonly(run_dir) as store:
+    with run.read_store() as store:
         unfinished = store.unfinished_gradings()
     notes = []
     for grading_id in unfinished:
@@ -151,37 +113,23 @@ def interrupted_notes(run_dir: Path, shown: int | None) -> list[str]:
         else:
             notes.append(
                 f"grading {grading_id} was interrupted before it finished (a partial re-grade): "
-                f"not shown; `tracegrade grade {run_dir.name}` grades the run again"
+                f"not shown; `tracegrade grade {run.name}` grades the run again"
             )
     return notes
 
 
-def load_outcome(run_dir: Path, *, grading: int | None = None) -> RunOutcome:
-    """A stored grading as the reports render it (no grader runs, no provider is built)."""
-    manifest = read_manifest(run_dir)
-    identity = manifest.model_dump(mode="json")
-    with ResultStore.open_readonly(run_dir) as store:
-        grading_id = _grading_id(store, grading, run_dir)
-        results = []
-        for target in _stored_targets(manifest):
-            questions = (
-                store.load_scores(grading_id=grading_id, target=target.name)
-                if grading_id is not None
-                else []
-            )
-            results.append(
-                TargetResult(
-                    target=target.name,
-                    mode=target.mode,
-                    dataset=str(target.dataset),
-                    questions=questions,
-                    verdict=evaluate_gate(questions, target.gate),
-                    graders=summarise_graders(questions),
-                )
-            )
-    notes = [] if grading_id is not None else ["nothing was graded in this run yet"]
-    notes += interrupted_notes(run_dir, grading_id)
-    return RunOutcome(manifest.run_id, run_dir, results, identity, grading_id or 0, notes)
+def load_outcome(run_dir: Path | RunDirectory, *, grading: int | None = None) -> RunOutcome:
+    """A stored grading as the reports render it, with the run's one verdict (`decide_run`; no
+    grader runs, no provider is built)."""
+    run = run_dir if isinstance(run_dir, RunDirectory) else RunDirectory(run_dir)
+    identity = run.identity()
+    with run.read_store() as store:
+        grading_id = _grading_id(store, grading, run.path)
+        outcome = decide_run(run, store, grading_id, identity=identity)
+    if grading_id is None:
+        outcome.notes.append("nothing was graded in this run yet")
+    outcome.notes += interrupted_notes(run, grading_id)
+    return outcome
 
 
 def _summary(run_dir: Path) -> RunSummary:
@@ -208,20 +156,21 @@ def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSumm
     be read (a run from a newer release, a broken manifest)."""
     if not runs_dir.is_dir():
         return [], []
-    dirs = [d for d in runs_dir.iterdir() if (d / IDENTITY_FILE).is_file()]
+    dirs = [RunDirectory(d) for d in runs_dir.iterdir() if RunDirectory.is_run(d)]
     runs, problems = [], []
     for run_dir in dirs:
-        if not (run_dir / STORE_FILE).is_file():
+        if not run_dir.has_store():
             problems.append(f"{run_dir.name}: no results store (the run never started)")
             continue
         try:
-            runs.append(_summary(run_dir))
+            runs.append(_summary(run_dir.path))
         except InputError as exc:
             problems.append(f"{run_dir.name}: {exc}")
     # `created` has whole seconds: runs started within one second fall back to when their
     # manifest was written.
     runs.sort(
-        key=lambda r: (r.created, (r.run_dir / IDENTITY_FILE).stat().st_mtime_ns), reverse=True
+        key=lambda r: (r.created, RunDirectory(r.run_dir).manifest_file.stat().st_mtime_ns),
+        reverse=True,
     )
     return (runs[:limit] if limit else runs), problems
 
@@ -229,11 +178,6 @@ def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSumm
 def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[ToolCallResult]]:
     """Each question trial's tool calls from the run's trace file, by (question id, trial)
     (arguments as exported, redacted); empty when the run kept no trace file."""
-    trace_file = trace_file_of(run_dir, target)
-    if not trace_file.is_file():
-        return {}
-    from ..capture.tracefile import read_trial_records
-
     return {
         key: [
             ToolCallResult(
@@ -241,7 +185,7 @@ def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[Tool
             )
             for c in record
         ]
-        for key, record in read_trial_records(trace_file).items()
+        for key, record in RunDirectory(run_dir).tool_calls(target).items()
     }
 
 
@@ -275,8 +219,9 @@ def _results(run_dir: Path, scores: Sequence[QuestionScore]) -> list[QuestionRes
 
 def load_stored_run(run_dir: Path, *, grading: int | None = None, label: str = "") -> StoredRun:
     """A run directory's results (its latest grading by default) with each question's calls."""
-    manifest = read_manifest(run_dir)
-    with ResultStore.open_readonly(run_dir) as store:
+    run = RunDirectory(run_dir)
+    manifest = run.manifest()
+    with run.read_store() as store:
         grading_id = _grading_id(store, grading, run_dir)
         scores = store.load_scores(grading_id=grading_id) if grading_id is not None else []
     return StoredRun(
@@ -336,5 +281,5 @@ def load_comparable(
     path = Path(name)
     if path.is_file():
         return load_results_file(path)
-    run_dir = resolve_run(name, config_path=config_path, runs_dir=runs_dir)
+    run_dir = RunDirectory.resolve(name, config_path=config_path, runs_dir=runs_dir).path
     return load_stored_run(run_dir, grading=grading, label=str(name))

@@ -14,7 +14,6 @@ import hashlib
 import inspect
 import json
 import platform
-import shutil
 import subprocess
 import weakref
 from collections.abc import Mapping
@@ -29,11 +28,9 @@ from .record import MANIFEST_VERSION, RunManifest
 
 __all__ = [
     "IDENTITY_FILE",
-    "copy_grading_module",
     "git_commit",
     "grader_code_hash",
     "package_versions",
-    "read_identity",
     "read_json_file",
     "read_manifest",
     "sha256_file",
@@ -96,16 +93,6 @@ def _code_hash(fn: Any, cls: type) -> str | None:
         return None
 
 
-def copy_grading_module(path: Path, run_dir: Path, target: str) -> str:
-    """Copy a user grading module into `run_dir/graders/<target>/`; the path relative to
-    `run_dir` is returned (what the identity records and `grade` loads)."""
-    dest_dir = run_dir / "graders" / target
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / path.name
-    shutil.copyfile(path, dest)
-    return str(dest.relative_to(run_dir))
-
-
 def package_versions() -> dict[str, str]:
     """Versions of Python and the packages that decide a run's behaviour (`PACKAGES`)."""
     return dict(_package_versions())
@@ -164,12 +151,6 @@ def write_identity(run_dir: Path, identity: Mapping[str, Any]) -> Path:
     text = json.dumps(manifest.model_dump(mode="json"), indent=2)
     path.write_text(text + "\n", encoding="utf-8")
     return path
-
-
-def read_identity(run_dir: Path) -> dict[str, Any]:
-    """The manifest as a plain mapping (validated; a manifest of the first release gains the
-    defaults of its version: `version` 1, `repeats` 1)."""
-    return read_manifest(run_dir).model_dump(mode="json")
 
 
 def read_json_file(path: Path, what: str) -> Any:

@@ -1,6 +1,6 @@
 """What a run is asked and what it produced: the `Selection` of questions (recorded so a resume
 asks the same), each target's `TargetResult`, the `RunOutcome` the reports render and whose
-`exit_code` the CLI returns, and where a run keeps its trace files."""
+`exit_code` the CLI returns (decided by `tracegrade.rundir.verdict`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import ExitCode
 from ..verdicts.scoring import GateVerdict, GraderSummary, QuestionScore, combine_exit_codes
 
-__all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id", "trace_file_of"]
+__all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,3 @@ class RunOutcome:
 def new_run_id() -> str:
     """`YYYYmmdd-HHMMSS-xxxxxx`: sortable by start time, unique across machines."""
     return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-
-
-def trace_file_of(run_dir: Path, target: str) -> Path:
-    return run_dir / "traces" / f"{target}.jsonl"

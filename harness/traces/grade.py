@@ -2,7 +2,7 @@
 
 Each agent trace paired with a dataset question is graded as `tracegrade run` grades a question
 it ran itself: the same graders attached the same way, the same context, the same scoring, the
-same store rows and the same verdict (`stored_results`). Only the agent run is replaced by the
+same store rows and the same verdict (`decide_run`). Only the agent run is replaced by the
 trace. The run directory's trace file holds each paired trace's record in tracegrade's own
 dialect (under the source trace's id), so `grade`, `show`, `compare`, `label`, `promote` and the
 HTML report work on it unchanged.
@@ -18,16 +18,16 @@ from typing import Any
 from .. import semconv as sc
 from ..capture.tracefile import redacted_attributes
 from ..errors import NothingToRunError
-from ..execution.lifecycle import new_grading, prepare_run, redaction_notes, stored_results
+from ..execution.lifecycle import decided
 from ..execution.loops import run_without_loop
+from ..execution.prepare import new_grading, prepare_run
 from ..execution.runner import agrade_recorded
+from ..execution.services import redaction_notes
 from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
-from ..rundir.identity import write_identity
-from ..rundir.outcome import RunOutcome, Selection, trace_file_of
-from ..rundir.runlock import run_lock
-from ..rundir.store import ResultStore
+from ..rundir.outcome import RunOutcome, Selection
+from ..rundir.verdict import record_scope
 from .archive import Pairing, TraceSet, pair_traces
 from .dialects import AgentTrace
 
@@ -212,16 +212,16 @@ async def agrade_traces(
         "unmatched": len(pairing.unmatched),
         "ambiguous": len(pairing.ambiguous),
     }
-    write_identity(prepared.run_dir, identity)
+    run_dir = prepared.directory
+    run_dir.write_identity(identity)
     notes = list(prepared.notes) + traces.notes() + pairing_notes(pairing, len(plan.questions))
     plan.run_id = prepared.run_id
-    trace_file = trace_file_of(prepared.run_dir, target)
-    trace_file.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        ResultStore.in_run_dir(prepared.run_dir, redaction=config.redaction) as store,
-        run_lock(prepared.run_dir, read_holder=lambda: store.meta("holder")),
-    ):
+    trace_file = run_dir.trace_file(target)
+    run_dir.traces_dir.mkdir(parents=True, exist_ok=True)
+    with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
         grading_id = new_grading(store, prepared)
+        # what the traces covered, trial by trial: a question traced once is not a missing trial
+        record_scope(store, grading_id, {target: {"runs": len(work)}})
         with trace_file.open("a", encoding="utf-8") as lines:
             for question, trace, _how, trial in work:
                 record = trace.record
@@ -254,9 +254,9 @@ async def agrade_traces(
                 lines.flush()  # the record is on disk before its row
                 stored, score = await agrade_recorded(plan, question, run, record)
                 store.commit_question(stored, score, grading_id=grading_id)
-        results = stored_results(store, grading_id, prepared.targets, identity, prepared.attached)
-    notes = redaction_notes(config) + notes
-    return RunOutcome(prepared.run_id, prepared.run_dir, results, identity, grading_id, notes)
+        outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
+    outcome.notes[:0] = redaction_notes(config) + notes
+    return outcome
 
 
 def grade_traces(config: Config, traces: TraceSet, **options: Any) -> RunOutcome:

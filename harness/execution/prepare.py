@@ -1,0 +1,292 @@
+"""A new run prepared: its questions selected (with the shard's share), every input checked
+(targets, datasets, graders, rubric refs, agent factories), then its directory created and its
+manifest written. Nothing is asked yet: `tracegrade.execution.lifecycle` runs the questions,
+`tracegrade.execution.session` (the pytest plugin) one at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, NothingToRunError, RubricError
+from ..inputs.config import Config, TargetConfig
+from ..inputs.sourcefile import raise_problems
+from ..rundir.directory import RunDirectory
+from ..rundir.identity import git_commit, package_versions, sha256_file
+from ..rundir.outcome import Selection, new_run_id
+from ..rundir.store import ResultStore
+from .changed import rubric_files
+from .grading import AttachedGrader, attach_graders
+from .preflight import (
+    check_goals,
+    check_graders,
+    check_rubric_refs,
+    check_run_graph,
+    check_simulated_users,
+    check_state_environment,
+    effective_graders,
+)
+from .runner import TargetPlan, build_shared
+from .services import judge_identity, redaction_notes, run_services
+from .shards import shard_questions
+
+__all__ = [
+    "PreparedRun",
+    "describe",
+    "grader_specs",
+    "new_grading",
+    "plan_of",
+    "prepare_run",
+    "select",
+    "select_share",
+    "selected_ids",
+]
+
+
+def select_share(
+    target: TargetConfig, selection: Selection
+) -> tuple[Any, list[Any], dict[str, int]]:
+    """(dataset, the questions of this run's shard, ordinals in the whole selection): a
+    shard's questions keep the positions they have in the unsharded run."""
+    dataset, questions = select(target, selection)
+    ordinals = {str(q.id): i for i, q in enumerate(questions)}
+    return dataset, shard_questions(target.name, questions, selection.shard), ordinals
+
+
+def selected_ids(config: Config, selection: Selection) -> set[str]:
+    """The ids of the questions `selection` asks of the config's targets (datasets read, no
+    agent built): what `run --baseline` checks the baseline against before anything runs."""
+    targets = config.select_targets(selection.targets)
+    return {str(q.id) for t in targets for q in select_share(t, selection)[1]}
+
+
+def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
+    from ..inputs.dataset import load_dataset, select_questions
+
+    dataset = load_dataset(target.dataset)
+    questions = select_questions(
+        dataset,
+        split=selection.split,
+        bundles=selection.bundles,
+        tags=selection.tags,
+        ids=selection.ids,
+        limit=selection.limit,
+    )
+    return dataset, questions
+
+
+def _target_identity(
+    target: TargetConfig, dataset: Any, attached: Sequence[AttachedGrader], module_copy: str | None
+) -> dict[str, Any]:
+    specs = []
+    for a in attached:
+        spec = dict(a.spec)
+        if spec["source"] == "module":
+            spec["module"] = module_copy
+        specs.append(spec)
+    return {
+        "mode": target.mode,
+        "repeats": target.repeats,
+        "config": target.raw,
+        "dataset": {"path": str(target.dataset), "sha256": dataset.sha256, "name": dataset.name},
+        "grading_module": {
+            "path": str(target.grading_module),
+            "sha256": sha256_file(target.grading_module),
+            "copy": module_copy,
+        }
+        if target.grading_module
+        else None,
+        "graders": specs,
+    }
+
+
+def plan_of(
+    target: TargetConfig,
+    questions: list[Any],
+    dataset: Any,
+    attached: list,
+    services: Any,
+    *,
+    load_agent: bool = True,
+) -> TargetPlan:
+    """A target's plan over `questions` (its agent factory loaded, its shared pieces built)."""
+    plan = TargetPlan(
+        target=target,
+        questions=questions,
+        attached=attached,
+        services=services,
+        dataset_name=dataset.name,
+        ordinals={str(q.id): i for i, q in enumerate(questions)},
+        factory=target.load_factory() if load_agent else None,
+        environment_factory=target.load_environment_factory() if load_agent else None,
+    )
+    # built now, before any run directory exists: a factory that raises is exit 4, no trace
+    if load_agent:
+        plan.shared = build_shared(plan)
+    return plan
+
+
+@dataclass(slots=True)
+class PreparedRun:
+    """A new run: every input checked, its directory created and its identity written; no
+    question asked yet (`prepare_run`)."""
+
+    run_id: str
+    directory: RunDirectory
+    """The run's directory (created, its identity written)."""
+    identity: dict[str, Any]
+    targets: list[TargetConfig]
+    """The selected targets, in config order."""
+    plans: dict[str, TargetPlan]
+    """Each target's plan over its selected questions (agent factories loaded), by name."""
+    attached: dict[str, list[AttachedGrader]]
+    """Each target's graders, by name."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.directory.path
+
+    @property
+    def total(self) -> int:
+        """Question runs over every target: its selected questions times its repeats."""
+        return sum(len(plan.questions) * plan.target.repeats for plan in self.plans.values())
+
+
+def prepare_run(
+    config: Config,
+    selection: Selection = Selection(),
+    *,
+    use_cache: bool = True,
+    run_id: str | None = None,
+    load_agents: bool = True,
+) -> PreparedRun:
+    """Check everything that can be invalid (targets, datasets, graders, rubric refs, agent
+    factories), then create the run directory and write its identity. Asks no question:
+    `astart_run` runs them all, the pytest plugin's `RunSession` one at a time. Without
+    `load_agents` (grading traces made elsewhere) the agents are neither imported nor built."""
+    targets = config.select_targets(selection.targets)
+    if selection.repeats is not None:
+        targets = [dataclasses.replace(t, repeats=selection.repeats) for t in targets]
+    run_id = run_id or new_run_id()
+    run_dir = config.runs_dir / run_id
+    services = run_services(config, run_dir, use_cache)
+    prepared = []
+    ordinals: dict[str, dict[str, int]] = {}
+    selected_total: dict[str, int] = {}
+    for target in targets:
+        dataset, questions, ordinals[target.name] = select_share(target, selection)
+        selected_total[target.name] = len(ordinals[target.name])
+        # the pre-flight `tracegrade validate` runs: the same problems, located, in one error
+        if selection.goal is None:  # with --goal the target's own graders are not used
+            raise_problems(check_graders(target, services=services), ConfigError)
+        judge_configured = services.judge_provider is not None
+        raise_problems(
+            check_goals(target, questions, goal=selection.goal, judge_configured=judge_configured)
+            + check_simulated_users(target, questions, judge_configured=judge_configured),
+            ConfigError,
+        )
+        specs, module = effective_graders(target, goal=selection.goal)
+        attached = attach_graders(
+            specs,
+            grading_module=module,
+            services=services,
+            config_file=target.config_file,
+        )
+        raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
+        raise_problems(
+            check_state_environment(target, target.dataset, questions, specs), ConfigError
+        )
+        prepared.append((target, dataset, questions, attached))
+    if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
+        from ..inputs.dataset import check_id_patterns
+
+        check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
+    total = sum(len(p[2]) * p[0].repeats for p in prepared)
+    if sum(selected_total.values()) == 0 or (total == 0 and selection.shard is None):
+        raise NothingToRunError("the selection matched no question", hint=describe(selection))
+    plans = {
+        t.name: plan_of(t, qs, ds, at, services, load_agent=load_agents)
+        for t, ds, qs, at in prepared
+        if qs
+    }
+    for plan in plans.values():
+        plan.ordinals = ordinals[plan.target.name]
+        if plan.target.mode == "agent":  # what validate checks on the built graph
+            raise_problems(check_run_graph(plan.target, plan.questions, plan.shared), ConfigError)
+    run = RunDirectory.create(config.runs_dir, run_id)
+    identity: dict[str, Any] = {
+        "run_id": run_id,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config_path": str(config.path.resolve()),
+        "selection": selection.as_dict(),
+        "judge": judge_identity(services),
+        "packages": package_versions(),
+        "git_commit": git_commit(config.base_dir),
+        "targets": {},
+    }
+    for target, dataset, questions, attached in prepared:
+        copy = (
+            run.copy_grading_module(target.grading_module, target.name)
+            if target.grading_module
+            else None
+        )
+        if copy is not None and target.grading_module is not None:
+            _copy_judge_files(attached, target.grading_module.parent, (run.path / copy).parent)
+        identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+        # each rubric file by hash: an edit in place under the same version is refused later
+        refs = [q.row().get("rubric_ref") for q in questions]
+        identity["targets"][target.name]["rubrics"] = rubric_files(
+            services.rubrics, (str(ref) for ref in refs if ref)
+        )
+        # how many questions the selection held: fewer rows later means an interrupted run
+        identity["targets"][target.name]["selected"] = len(questions)
+        if selection.shard is not None:  # what `merge` checks and counts the whole run by
+            identity["targets"][target.name]["selected_total"] = selected_total[target.name]
+    # The snapshot holds the target's config as authored (a policy text, a system prompt):
+    # values that look like secrets are redacted; keys are settings, kept for re-grading.
+    identity = config.redaction.value(identity, by_name=False)
+    run.write_identity(identity)
+    notes = redaction_notes(config)
+    notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
+    attached_by_target = {t.name: at for t, _, _, at in prepared}
+    return PreparedRun(run_id, run, identity, targets, plans, attached_by_target, notes)
+
+
+def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:
+    """Judges defined in a file beside the grading module travel with the run's copy of it,
+    so re-grading with the stored graders finds them (their hash says if they changed)."""
+    for a in attached:
+        source = getattr(a.grader, "source_file", None)
+        if not isinstance(source, Path):
+            continue
+        try:
+            relative = source.resolve().relative_to(module_dir.resolve())
+        except ValueError:  # outside the module's folder: read from where it is
+            continue
+        (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest / relative)
+
+
+def new_grading(store: ResultStore, run: PreparedRun) -> int:
+    """The run's first grading, in its store (the store is new)."""
+    store.set_meta("run_id", run.run_id)
+    return store.new_grading(mode="run", graders=grader_specs(run.identity))
+
+
+def describe(selection: Selection) -> str:
+    parts = [f"--split {selection.split}"] if selection.split else []
+    parts += [f"--bundle {b}" for b in selection.bundles] + [f"--tag {t}" for t in selection.tags]
+    parts += [f"--id {i}" for i in selection.ids]
+    return "filters: " + " ".join(parts) if parts else "the datasets hold no enabled question"
+
+
+def grader_specs(identity: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"target": name, **spec} for name, t in identity["targets"].items() for spec in t["graders"]
+    ]

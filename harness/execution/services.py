@@ -1,0 +1,105 @@
+"""What a run is built from, shared by every way of driving one (start, resume, re-grade, the
+pytest session, worker processes and Ray actors): the grader services, the graders a run
+stored, the telemetry one target's questions are recorded with and what it reports, and the
+notes every run prints about redaction. Below the executors and the lifecycle, so they import
+it and not each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..inputs.config import Config
+from .grading import AttachedGrader, attach_from_specs, build_services
+
+__all__ = [
+    "ANSWERS_VERBATIM_NOTE",
+    "judge_identity",
+    "open_telemetry",
+    "redaction_notes",
+    "run_services",
+    "stored_attachments",
+    "telemetry_notes",
+]
+
+
+ANSWERS_VERBATIM_NOTE = (
+    "redaction.answers is false: the agent's answers are stored and reported verbatim, "
+    "secrets and all (every other copy is still redacted)"
+)
+
+
+def redaction_notes(config: Config) -> list[str]:
+    """What the console says on every run about the redaction policy."""
+    return [] if config.redaction.answers else [ANSWERS_VERBATIM_NOTE]
+
+
+def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
+    """The grader services (judge provider, cache, rubrics, redaction) a run grades with."""
+    return build_services(
+        judge=config.judge,
+        judge_panels=config.judge_panels,
+        redaction=config.redaction,
+        base_dir=config.base_dir,
+        runs_dir=config.runs_dir,
+        rubrics=config.rubrics,
+        use_cache=use_cache,
+        workdir=run_dir,
+    )
+
+
+def judge_identity(services: Any) -> dict[str, Any] | None:
+    provider = services.judge_provider
+    if provider is None:
+        return None
+    return {**provider.identity(), "pinned_knobs": provider.pinned_knobs()}
+
+
+def open_telemetry(config: Config, trace_file: Path | None) -> Any:
+    """The `RunTelemetry` one target's questions are recorded with, as the config says."""
+    from ..capture.telemetry import RunTelemetry
+
+    return RunTelemetry(
+        trace_file=trace_file,
+        otlp_endpoint=config.telemetry.otlp_endpoint,
+        otlp_headers=config.telemetry.otlp_headers,
+        redaction=config.redaction,
+        project=config.telemetry.project,
+        protocol=config.telemetry.protocol,
+    )
+
+
+def telemetry_notes(config: Config, target: str, telemetry: Any, report: Any) -> list[str]:
+    """What a shut-down telemetry's export report tells the operator."""
+    notes = []
+    if report.trace_file_failed:
+        notes.append(
+            config.redaction.text(
+                f"{target}: {report.trace_file_failed} span(s) could not be written "
+                f"to the trace file {report.trace_file} ({report.trace_file_failure}); "
+                "the run is incomplete (exit 3)"
+            )
+        )
+    if report.failed:
+        notes.append(
+            config.redaction.text(
+                f"{target}: {report.failed} span(s) not exported to "
+                f"{report.endpoint}: {report.first_failure}"
+            )
+        )
+    if report.exported:
+        notes.append(
+            f"{target}: {report.exported} span(s) exported to {report.endpoint} "
+            f"({telemetry.protocol}, project {config.telemetry.project})"
+        )
+    return notes
+
+
+def stored_attachments(
+    identity: dict, run_dir: Path, services: Any
+) -> dict[str, list[AttachedGrader]]:
+    """Each target's graders as the run stored them (ids, options, its grading module copy)."""
+    return {
+        name: attach_from_specs(t["graders"], run_dir=run_dir, services=services)
+        for name, t in identity["targets"].items()
+    }
