@@ -255,6 +255,18 @@ def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
             score = scores.get((run.target, run.question_id, run.trial))
             if score is not None:
                 store.commit_question(run, score, grading_id=grading_id)
+        for label in shard.load_annotations():  # what people answered about the shard's rows
+            store.add_annotation(
+                target=label.target,
+                question_id=label.question_id,
+                trial=label.trial,
+                label=label.label,
+                answer=label.answer,
+                author=label.author,
+                note=label.note,
+                answer_sha256=label.answer_sha256,
+                created=label.created,
+            )
 
 
 def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:

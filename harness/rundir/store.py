@@ -718,9 +718,11 @@ class ResultStore:
         author: str,
         note: str | None = None,
         answer_sha256: str | None = None,
+        created: str | None = None,
     ) -> Annotation:
         """Store one answer a person gave about a question trial, committed at once (nothing
-        lost when labelling stops half way). `answer_sha256` defaults to the stored answer's."""
+        lost when labelling stops half way). `answer_sha256` defaults to the stored answer's,
+        `created` to now (`merge` keeps when a shard's label was given)."""
         if answer_sha256 is None:
             row = self._db.execute(
                 "SELECT response FROM questions WHERE target = ? AND question_id = ? AND trial = ?",
@@ -731,7 +733,7 @@ class ResultStore:
                     f"the run has no question {question_id!r} (trial {trial}) for target {target!r}"
                 )
             answer_sha256 = answer_fingerprint(row[0])
-        created = _now()
+        created = created or _now()
         self._db.execute(
             "INSERT INTO annotations (target, question_id, trial, label, answer, note, author, "
             "created, answer_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

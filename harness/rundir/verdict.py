@@ -87,6 +87,9 @@ def decide_run(
         )
         gate = parse_gate(recorded["gate"] if "gate" in recorded else config.get("gate"))
         selected = recorded.get("selected", target.get("selected"))
+        repeats = int(target.get("repeats") or 1)
+        if selected is not None and repeats > 1:  # each question runs `repeats` trials
+            selected = int(selected) * repeats
         must_pass = (
             _must_pass(store, grading_id, name, list(target.get("graders") or []))
             if grading_id is not None
