@@ -129,3 +129,74 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     bad.write_text("from ..execution.runner import arun_target\n")
     targets = [t for t, _ in imports_of(bad, "tracegrade.inputs.bad")]
     assert any(FLOORS[room_of(t)] > FLOORS["tracegrade.inputs"] for t in targets if room_of(t))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports (relative imports resolved; imports inside
+    functions count: a circle through a lazy import is still a circle)."""
+    known = {name for name, _ in modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules():
+        graph[name] = {t for t, _ in imports_of(path, name) if t in known and t != name}
+        graph[name].discard(FACADE)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`: its strongly connected components of more than one
+    module (Tarjan's algorithm, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    # A circle (lifecycle -> workers -> lifecycle) makes import order matter and hides which
+    # module owns what; the pieces both sides need move down instead.
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_sees_a_planted_circle():
+    graph = import_graph()
+    graph["tracegrade.execution.services"].add("tracegrade.execution.lifecycle")
+    assert any(
+        {"tracegrade.execution.lifecycle", "tracegrade.execution.services"} <= set(c)
+        for c in circles(graph)
+    )
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert circles({"a": {"b"}, "b": {"a"}, "c": {"c"}}) == [["a", "b"]]

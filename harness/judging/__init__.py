@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PluginError
-from ..loading import load_object
 from ..plugins import PROVIDERS_GROUP, Plugin, load_plugins
 from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from .cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
 from .client import JudgeClient, redact_request
-from .langchain_adapter import LangChainBackend, LangChainProvider
+from .langchain_adapter import LangChainBackend, LangChainProvider, load_chat_model
 from .managed import ManagedProvider
 from .openai_compat import OpenAICompatibleBackend, OpenAICompatibleProvider
 from .provider import (
@@ -169,43 +168,3 @@ def build_provider(
             key="judge.provider",
         ) from exc
     return ManagedProvider(backend, **common)
-
-
-def load_chat_model(spec: Any, *, base_dir: str | Path | None = None) -> Any:
-    """A LangChain chat model from `module:attr` or `path.py:attr` (an instance, or a zero-arg
-    factory returning one). An object that is already a model is returned as is."""
-    if not isinstance(spec, str):
-        return spec
-    module_part, sep, attr = spec.rpartition(":")
-    if not sep or not module_part or not attr:
-        raise ConfigError(
-            f"chat_model {spec!r} must be 'module:attr' or 'path.py:attr'", key="judge.chat_model"
-        )
-    try:
-        target = load_object(
-            spec,
-            base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
-            key="judge.chat_model",
-            namespace="_tracegrade_judge_model",
-        )
-    except ConfigError as exc:
-        raise ConfigError(
-            f"cannot load chat_model {spec!r}: {exc.message}",
-            key="judge.chat_model",
-            file=exc.file,
-            line=exc.line,
-            hint=exc.hint,
-        ) from exc
-    if callable(target) and not hasattr(target, "ainvoke"):
-        try:
-            target = target()
-        except Exception as exc:  # a factory failing is a bad config, reported as one
-            raise ConfigError(
-                f"chat_model factory {spec!r} failed: {type(exc).__name__}: {exc}",
-                key="judge.chat_model",
-            ) from exc
-    if not hasattr(target, "ainvoke"):
-        raise ConfigError(
-            f"chat_model {spec!r} is not a LangChain chat model", key="judge.chat_model"
-        )
-    return target

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..loading import load_object
 from .breaker import DEFAULT_BREAKER_FAILURES
 from .managed import PINNED_VALUES, ManagedProvider
 from .openai_compat import logprobs_from_openai
 from .provider import Failure, JudgeReply, JudgeRequest
 
-__all__ = ["LangChainBackend", "LangChainProvider"]
+__all__ = ["LangChainBackend", "LangChainProvider", "load_chat_model"]
 
 
 class _StructuredRefused(Exception):
@@ -49,8 +50,6 @@ class LangChainBackend:
     def from_config(
         cls, config: Mapping[str, Any], *, base_dir: str | Path | None = None
     ) -> LangChainBackend:
-        from . import load_chat_model
-
         if "chat_model" not in config:
             raise ConfigError(
                 "a langchain judge provider needs chat_model (module:attr or path.py:attr)",
@@ -199,3 +198,43 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return repr(value)
+
+
+def load_chat_model(spec: Any, *, base_dir: str | Path | None = None) -> Any:
+    """A LangChain chat model from `module:attr` or `path.py:attr` (an instance, or a zero-arg
+    factory returning one). An object that is already a model is returned as is."""
+    if not isinstance(spec, str):
+        return spec
+    module_part, sep, attr = spec.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise ConfigError(
+            f"chat_model {spec!r} must be 'module:attr' or 'path.py:attr'", key="judge.chat_model"
+        )
+    try:
+        target = load_object(
+            spec,
+            base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
+            key="judge.chat_model",
+            namespace="_tracegrade_judge_model",
+        )
+    except ConfigError as exc:
+        raise ConfigError(
+            f"cannot load chat_model {spec!r}: {exc.message}",
+            key="judge.chat_model",
+            file=exc.file,
+            line=exc.line,
+            hint=exc.hint,
+        ) from exc
+    if callable(target) and not hasattr(target, "ainvoke"):
+        try:
+            target = target()
+        except Exception as exc:  # a factory failing is a bad config, reported as one
+            raise ConfigError(
+                f"chat_model factory {spec!r} failed: {type(exc).__name__}: {exc}",
+                key="judge.chat_model",
+            ) from exc
+    if not hasattr(target, "ainvoke"):
+        raise ConfigError(
+            f"chat_model {spec!r} is not a LangChain chat model", key="judge.chat_model"
+        )
+    return target
