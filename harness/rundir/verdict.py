@@ -34,8 +34,10 @@ def _scope_key(grading_id: int) -> str:
 def record_scope(
     store: ResultStore, grading_id: int, targets: Mapping[str, Mapping[str, Any]]
 ) -> None:
-    """Record what grading `grading_id` is judged by, per target: `gate` (a `gate:` block) and
-    `selected` (how many questions it selected); a key left out falls back to the manifest."""
+    """Record what grading `grading_id` is judged by, per target: `gate` (a `gate:` block),
+    `selected` (how many questions it selected, each run `repeats` times) or `runs` (how many
+    question runs it expected, exactly: graded traces cover questions unevenly); a key left
+    out falls back to the manifest."""
     scope = dict(store.meta(_scope_key(grading_id), {}) or {})
     merged = dict(scope.get("targets") or {})
     for name, values in targets.items():
@@ -88,7 +90,9 @@ def decide_run(
         gate = parse_gate(recorded["gate"] if "gate" in recorded else config.get("gate"))
         selected = recorded.get("selected", target.get("selected"))
         repeats = int(target.get("repeats") or 1)
-        if selected is not None and repeats > 1:  # each question runs `repeats` trials
+        if "runs" in recorded:  # the question runs this grading expected, counted exactly
+            selected = int(recorded["runs"])
+        elif selected is not None and repeats > 1:  # each question runs `repeats` trials
             selected = int(selected) * repeats
         must_pass = (
             _must_pass(store, grading_id, name, list(target.get("graders") or []))
