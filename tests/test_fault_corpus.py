@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
 from tracegrade.reports.escaping import md_code, md_text, printable
-from tracegrade.reports.json_report import to_json_text
+from tracegrade.reports.jsontext import to_json_text
 
 REPO = Path(__file__).resolve().parents[1]
 MUST_PASS_TOOLS = [{"id": "tool_usage_grader", "must_pass": True, "threshold": 5}]
@@ -944,7 +944,7 @@ def test_grade_cancelled_mid_way_is_not_the_runs_latest(tmp_path: Path) -> None:
 
 def test_merge_killed_half_way_leaves_no_run(tmp_path: Path, monkeypatch, capsys) -> None:
     """A `merge --out` stopped half-way leaves nothing that `show` reads as a run."""
-    from tracegrade.execution import shards
+    from tracegrade.rundir.directory import RunDirectory
 
     monkeypatch.chdir(tmp_path)
     _project(tmp_path)
@@ -955,7 +955,7 @@ def test_merge_killed_half_way_leaves_no_run(tmp_path: Path, monkeypatch, capsys
     def killed(*args, **kwargs) -> None:
         raise KeyboardInterrupt  # as a kill half-way through copying the trace files
 
-    monkeypatch.setattr(shards, "_concat_traces", killed)
+    monkeypatch.setattr(RunDirectory, "append_traces", killed)
     assert main(["merge", *parts, "--out", str(tmp_path / "merged")]) == 130
     capsys.readouterr()
     assert main(["show", str(tmp_path / "merged")]) == 4

@@ -188,7 +188,7 @@ def dataset_page(request: Request) -> Response:
 
 
 def _missing(request: Request, what: str) -> Response:
-    from .server import not_found
+    from .layout import not_found
 
     return not_found(what)
 

@@ -8,7 +8,9 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["NAV", "e", "page", "q", "url"]
+from starlette.responses import HTMLResponse
+
+__all__ = ["NAV", "e", "not_found", "page", "q", "url"]
 
 NAV = (
     ("runs", "/", "Runs"),
@@ -52,3 +54,8 @@ def page(title: str, body: str, *, active: str = "", scripts: tuple[str, ...] = 
         '<p id="flash" class="flash" role="status" aria-live="polite" hidden></p>'
         f"{body}{tags}</body></html>"
     )
+
+
+def not_found(what: str) -> HTMLResponse:
+    body = f'<main><h1>Not found</h1><p class="advisory">{e(what)}</p></main>'
+    return HTMLResponse(page("Not found", body), status_code=404)

@@ -23,7 +23,7 @@ from ..errors import TracegradeError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .assets import ASSETS
 from .index import RunIndex
-from .layout import e, page
+from .layout import not_found
 from .run_pages import default_baseline, render_compare_page, render_run_page
 from .runs_page import render_runs_page
 from .security import SecurityMiddleware, new_token
@@ -69,11 +69,6 @@ def _user() -> str:
         return os.environ.get("TRACEGRADE_USER") or getpass.getuser()
     except Exception:  # no login name (a container): still record something honest
         return "unknown"
-
-
-def not_found(what: str) -> HTMLResponse:
-    body = f'<main><h1>Not found</h1><p class="advisory">{e(what)}</p></main>'
-    return HTMLResponse(page("Not found", body), status_code=404)
 
 
 def refusal(message: str, *, status: int = 400, problems: list[str] | None = None) -> JSONResponse:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .expected_tool import ExpectedTool
 from .trajectory import PAYLOAD_NOT_MAP, check_trajectory, value_problems
 
 __all__ = [
@@ -138,8 +139,6 @@ class Turn(BaseModel):
     @field_validator("expected_tools")
     @classmethod
     def _expected_tools(cls, value: list[Any] | None) -> list[Any] | None:
-        from .dataset import ExpectedTool
-
         for item in value or ():
             ExpectedTool.model_validate(item)
         return value

@@ -29,6 +29,7 @@ from pydantic import (
 
 from ..errors import DatasetError, InputError
 from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
+from .expected_tool import ExpectedTool, NonBlank
 from .sourcefile import (
     Document,
     Problem,
@@ -60,8 +61,6 @@ __all__ = [
     "validate_dataset_file",
 ]
 
-NonBlank = Annotated[str, Field(pattern=r"\S")]
-Scalar = str | int | float | bool | None
 FactScalar = str | int | float
 SplitName = Literal["train", "validation", "test"]
 RUBRIC_REF_PATTERN = r"^rubric/[a-z0-9][a-z0-9_.-]*@[0-9A-Za-z][0-9A-Za-z.+-]*$"
@@ -89,41 +88,6 @@ class Expected(BaseModel):
 
     format: Literal["text", "json", "yaml", "markdown"] | None = None
     """The answer's format, read by format_grader."""
-
-
-class ExpectedTool(BaseModel):
-    """An assertion about a tool the agent ran (or must not have run)."""
-
-    model_config = _STRICT
-
-    tool: NonBlank
-    """The function name the model emits, or the qualified id `<agent>:<tool>`."""
-    should_run: bool
-    """Whether the tool must have run (true) or must not have (false)."""
-    args: dict[str, Scalar] | None = None
-    """Subset match on the call's arguments; scalar values only, never empty."""
-    after: str | None = None
-    """A tool whose result was available before this call was requested."""
-
-    @field_validator("args")
-    @classmethod
-    def _args_not_empty(cls, value: dict[str, Scalar] | None) -> dict[str, Scalar] | None:
-        if value is not None and not value:
-            raise ValueError("args must not be empty")
-        return value
-
-    @field_validator("after")
-    @classmethod
-    def _after_not_blank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("after must not be blank")
-        return value
-
-    @model_validator(mode="after")
-    def _after_needs_should_run(self) -> ExpectedTool:
-        if self.after is not None and self.should_run is False:
-            raise ValueError("after must not be combined with should_run: false")
-        return self
 
 
 _STATE_CHECKS = {"sql": ("equals", "rows", "count"), "key": ("equals", "exists", "absent")}

@@ -17,12 +17,11 @@ Version 1 only ever gains keys; a removed or renamed key is version 2. A questio
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 from ..rundir.record import QuestionResult
+from .jsontext import to_json_text
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -102,26 +101,6 @@ def _comparison(outcome) -> dict[str, Any] | None:
     from .compare_report import comparison_to_dict
 
     return comparison_to_dict(comparison)
-
-
-def _finite(value: Any) -> Any:
-    """`value` with NaN and infinities as null: JSON has no such numbers, and a parser that
-    follows the standard rejects a file holding a bare `NaN`."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def to_json_text(data: Any) -> str:
-    """Standard JSON, always: non-finite numbers written as null."""
-    try:
-        return json.dumps(data, indent=2, sort_keys=False, default=str, allow_nan=False)
-    except ValueError:  # a NaN or an infinity somewhere
-        return json.dumps(_finite(data), indent=2, sort_keys=False, default=str)
 
 
 def write_json_report(outcome, path: Path | str) -> Path:
