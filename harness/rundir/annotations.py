@@ -15,9 +15,12 @@ person's decision, and the check records who decided.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from ..errors import InputError
 
 __all__ = [
     "REVIEW_PREFIX",
@@ -25,7 +28,9 @@ __all__ = [
     "ChecklistItem",
     "answer_fingerprint",
     "apply_annotations",
+    "insert_annotation",
     "parse_checklist",
+    "read_annotations",
 ]
 
 REVIEW_PREFIX = "review:"
@@ -134,3 +139,91 @@ def apply_annotations(question: Any, annotations: Iterable[Annotation]) -> None:
             check["decided_at"] = decision.created
             check["decision_note"] = decision.note
             check["rule"] = f"resolved by a person ({decision.author})"
+
+
+# -- the annotations table of a run's store (`ResultStore.add_annotation`, `load_annotations`)
+def insert_annotation(
+    db: sqlite3.Connection,
+    redaction: Any,
+    *,
+    target: str,
+    question_id: str,
+    trial: int = 0,
+    label: str,
+    answer: bool,
+    author: str,
+    note: str | None = None,
+    answer_sha256: str | None = None,
+    created: str,
+) -> Annotation:
+    """Store one answer a person gave about a question trial, committed at once (nothing
+    lost when labelling stops half way). `answer_sha256` defaults to the stored answer's,
+    `created` when it was given (`merge` keeps a shard's)."""
+    if answer_sha256 is None:
+        row = db.execute(
+            "SELECT response FROM questions WHERE target = ? AND question_id = ? AND trial = ?",
+            (target, question_id, trial),
+        ).fetchone()
+        if row is None:
+            raise InputError(
+                f"the run has no question {question_id!r} (trial {trial}) for target {target!r}"
+            )
+        answer_sha256 = answer_fingerprint(row[0])
+    db.execute(
+        "INSERT INTO annotations (target, question_id, trial, label, answer, note, author, "
+        "created, answer_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            target,
+            question_id,
+            trial,
+            label,
+            int(bool(answer)),
+            None if note is None else redaction.text(note),
+            redaction.text(author),
+            created,
+            answer_sha256,
+        ),
+    )
+    return Annotation(
+        target=target,
+        question_id=question_id,
+        trial=trial,
+        label=label,
+        answer=bool(answer),
+        author=author,
+        created=created,
+        answer_sha256=answer_sha256,
+        note=note,
+    )
+
+
+def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> list[Annotation]:
+    """Every annotation of the run (of `target`), oldest first, each flagged stale when the
+    stored answer it was about has changed since."""
+    answers = {
+        (r[0], r[1], r[2]): answer_fingerprint(r[3])
+        for r in db.execute("SELECT target, question_id, trial, response FROM questions")
+    }
+    sql = (
+        "SELECT target, question_id, trial, label, answer, note, author, created, "
+        "answer_sha256 FROM annotations"
+    )
+    args: tuple[Any, ...] = ()
+    if target is not None:
+        sql += " WHERE target = ?"
+        args = (target,)
+    return [
+        Annotation(
+            target=r[0],
+            question_id=r[1],
+            trial=r[2],
+            label=r[3],
+            answer=bool(r[4]),
+            note=r[5],
+            author=r[6],
+            created=r[7],
+            answer_sha256=r[8],
+            stale=answers.get((r[0], r[1], r[2])) != r[8],
+        )
+        for r in db.execute(sql + " ORDER BY annotation_id", args)
+    ]

@@ -17,7 +17,6 @@ import functools
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,176 +24,13 @@ from typing import Any, TypeVar
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
-from .annotations import Annotation, answer_fingerprint, apply_annotations
-from .record import question_fingerprint
+from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
+from .record import QuestionRun, question_fingerprint
+from .schema import GRADE_COLUMNS, QUESTION_COLUMNS, SCHEMA_VERSION, migrate, rollback
 
 __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
-
-SCHEMA_VERSION = 3
-"""`PRAGMA user_version` of a store this release writes. 0: the first release (no version,
-no trials, graders' details dropped); 1: a trial index on every row, graders' details kept,
-each question's content fingerprint (what `compare` checks for drift); 2: the `annotations`
-table (answers a person gave with `tracegrade label`); 3: how a conversation ended when it
-did not end with an answer (`outcome`: interrupted, user_budget; its reason; whether the
-question expected it)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS gradings (
-    grading_id INTEGER PRIMARY KEY,
-    created TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    graders TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS questions (
-    target TEXT NOT NULL,
-    question_id TEXT NOT NULL,
-    trial INTEGER NOT NULL DEFAULT 0,
-    ordinal INTEGER NOT NULL,
-    split TEXT, bundle TEXT, tags TEXT NOT NULL,
-    row TEXT NOT NULL,
-    input TEXT NOT NULL,
-    messages TEXT NOT NULL,
-    response TEXT NOT NULL,
-    error TEXT, error_type TEXT, trace_id TEXT,
-    latency_s REAL NOT NULL,
-    usage TEXT NOT NULL,
-    has_record INTEGER NOT NULL,
-    tool_call_count INTEGER,
-    finished TEXT NOT NULL,
-    content_sha256 TEXT,
-    outcome TEXT, outcome_reason TEXT, outcome_expected INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (target, question_id, trial)
-);
-CREATE TABLE IF NOT EXISTS grades (
-    grading_id INTEGER NOT NULL,
-    target TEXT NOT NULL,
-    question_id TEXT NOT NULL,
-    trial INTEGER NOT NULL DEFAULT 0,
-    position INTEGER NOT NULL,
-    grader_id TEXT NOT NULL,
-    score REAL, min_score REAL NOT NULL, max_score REAL NOT NULL, mapped REAL,
-    reason TEXT NOT NULL,
-    error INTEGER NOT NULL, skipped INTEGER NOT NULL, binary INTEGER NOT NULL,
-    weight REAL NOT NULL, must_pass INTEGER NOT NULL, threshold REAL NOT NULL,
-    samples TEXT NOT NULL,
-    checks TEXT NOT NULL,
-    details TEXT NOT NULL DEFAULT '{}',
-    PRIMARY KEY (grading_id, target, question_id, trial, position)
-);
-CREATE TABLE IF NOT EXISTS annotations (
-    annotation_id INTEGER PRIMARY KEY,
-    target TEXT NOT NULL,
-    question_id TEXT NOT NULL,
-    trial INTEGER NOT NULL DEFAULT 0,
-    label TEXT NOT NULL,
-    answer INTEGER NOT NULL,
-    note TEXT,
-    author TEXT NOT NULL,
-    created TEXT NOT NULL,
-    answer_sha256 TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS scores (
-    grading_id INTEGER NOT NULL,
-    target TEXT NOT NULL,
-    question_id TEXT NOT NULL,
-    trial INTEGER NOT NULL DEFAULT 0,
-    composite REAL, objective REAL,
-    degraded INTEGER NOT NULL,
-    error TEXT, error_type TEXT,
-    PRIMARY KEY (grading_id, target, question_id, trial)
-);
-"""
-
-_ANNOTATIONS_TABLE = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS annotations") :].split(
-    "CREATE TABLE IF NOT EXISTS scores"
-)[0]
-
-# Version 0 -> 1: SQLite cannot change a primary key in place, so each table with a new key is
-# rebuilt (created under a new name, filled, swapped). Columns a version-0 row lacks take their
-# defaults (trial 0, no details); the content fingerprint is computed from the stored row.
-_MIGRATE_0_TO_1 = (
-    """
-ALTER TABLE questions RENAME TO questions_v0;
-ALTER TABLE grades RENAME TO grades_v0;
-ALTER TABLE scores RENAME TO scores_v0;
-"""
-    + _SCHEMA
-    + """
-INSERT INTO questions (target, question_id, trial, ordinal, split, bundle, tags, row, input,
-    messages, response, error, error_type, trace_id, latency_s, usage, has_record,
-    tool_call_count, finished)
-  SELECT target, question_id, 0, ordinal, split, bundle, tags, row, input, messages, response,
-    error, error_type, trace_id, latency_s, usage, has_record, tool_call_count, finished
-  FROM questions_v0;
-INSERT INTO grades (grading_id, target, question_id, trial, position, grader_id, score,
-    min_score, max_score, mapped, reason, error, skipped, binary, weight, must_pass, threshold,
-    samples, checks)
-  SELECT grading_id, target, question_id, 0, position, grader_id, score, min_score, max_score,
-    mapped, reason, error, skipped, binary, weight, must_pass, threshold, samples, checks
-  FROM grades_v0;
-INSERT INTO scores (grading_id, target, question_id, trial, composite, objective, degraded,
-    error, error_type)
-  SELECT grading_id, target, question_id, 0, composite, objective, degraded, error, error_type
-  FROM scores_v0;
-DROP TABLE questions_v0;
-DROP TABLE grades_v0;
-DROP TABLE scores_v0;
-"""
-)
-
-
-_MIGRATE_2_TO_3 = """
-ALTER TABLE questions ADD COLUMN outcome TEXT;
-ALTER TABLE questions ADD COLUMN outcome_reason TEXT;
-ALTER TABLE questions ADD COLUMN outcome_expected INTEGER NOT NULL DEFAULT 0;
-"""
-
-
-@dataclass(slots=True)
-class QuestionRun:
-    """What a finished question run stores (no tool arguments; see the module docstring)."""
-
-    target: str
-    """The target it ran against."""
-    question_id: str
-    trial: int = 0
-    """Trial index (0-based) when the target repeats each question."""
-    ordinal: int = 0
-    """Position of the question in the selection, so reports keep dataset order."""
-    split: str | None = None
-    bundle: str | None = None
-    tags: list[str] = field(default_factory=list)
-    row: dict[str, Any] = field(default_factory=dict)
-    """The question as authored (the grader context is rebuilt from it when re-grading)."""
-    input: str = ""
-    """The flattened transcript graders received as `input`."""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    """The question's input messages (role/content) as the agent received them."""
-    response: str = ""
-    """The agent's final answer text."""
-    error: str | None = None
-    """Why the agent run failed; None when it ran."""
-    error_type: str | None = None
-    trace_id: str | None = None
-    latency_s: float = 0.0
-    usage: dict[str, Any] = field(default_factory=dict)
-    has_record: bool = False
-    """A tool-call record existed (agent mode, captured). False in chat mode."""
-    tool_call_count: int | None = None
-    """Number of calls in the record; None when no record exists."""
-    content_sha256: str | None = None
-    """Fingerprint of the question's content (computed from `row` when not given)."""
-    outcome: str | None = None
-    """How the conversation ended when not with an answer: `interrupted` (waiting on an
-    `interrupt()` nobody answered), `user_budget` (the simulated user ran out of turns); None
-    when it ended normally (or errored: see `error`)."""
-    outcome_reason: str | None = None
-    """What it was waiting on, in words."""
-    outcome_expected: bool = False
-    """The question said it would end this way: not a failure."""
 
 
 _dumps = json.JSONEncoder(default=str).encode
@@ -249,13 +85,6 @@ def _writes(method: _Method) -> _Method:
             ) from exc
 
     return write  # type: ignore[return-value]
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    """Undo the open transaction; SQLite may have rolled it back itself (a full disk): the
-    error that caused it is the one to report."""
-    if db.in_transaction:
-        db.execute("ROLLBACK")
 
 
 def _now() -> str:
@@ -352,49 +181,7 @@ class ResultStore:
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def _migrate(self) -> None:
-        db = self._db
-        version = self.schema_version
-        if version > SCHEMA_VERSION:
-            raise InputError(
-                f"{self.path} has store schema version {version}, newer than this tracegrade "
-                f"reads ({SCHEMA_VERSION})",
-                file=str(self.path),
-                hint="upgrade tracegrade to read this run",
-            )
-        if version == SCHEMA_VERSION:
-            return
-        exists = db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'questions'"
-        ).fetchone()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if not exists:
-                for statement in _statements(_SCHEMA):
-                    db.execute(statement)
-            elif version == 0:
-                for statement in _statements(_MIGRATE_0_TO_1):
-                    db.execute(statement)
-                rows = db.execute("SELECT target, question_id, trial, row FROM questions")
-                db.executemany(
-                    "UPDATE questions SET content_sha256 = ? "
-                    "WHERE target = ? AND question_id = ? AND trial = ?",
-                    [
-                        (question_fingerprint(json.loads(r[3])), r[0], r[1], r[2])
-                        for r in rows.fetchall()
-                    ],
-                )
-            if version <= 1:  # 1 -> 2: the annotations table (nothing else changed)
-                for statement in _statements(_ANNOTATIONS_TABLE):
-                    db.execute(statement)
-            columns = {r[1] for r in db.execute("PRAGMA table_info(questions)")}
-            if "outcome" not in columns:  # 2 -> 3: how a conversation ended
-                for statement in _statements(_MIGRATE_2_TO_3):
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            _rollback(db)
-            raise
+        migrate(self._db, self.path)
 
     def close(self) -> None:
         self._db.close()
@@ -439,7 +226,7 @@ class ResultStore:
                 )
             db.execute("COMMIT")
         except BaseException:
-            _rollback(db)
+            rollback(db)
             raise
         return grading_id
 
@@ -487,8 +274,8 @@ class ResultStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
-                f"INSERT OR REPLACE INTO questions ({', '.join(_QUESTION_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(_QUESTION_COLUMNS))})",
+                f"INSERT OR REPLACE INTO questions ({', '.join(QUESTION_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(QUESTION_COLUMNS))})",
                 (
                     run.target,
                     run.question_id,
@@ -518,7 +305,7 @@ class ResultStore:
             self._write_score(run.target, score, grading_id)
             db.execute("COMMIT")
         except BaseException:
-            _rollback(db)
+            rollback(db)
             raise
 
     @_writes
@@ -529,14 +316,14 @@ class ResultStore:
             self._write_score(target, score, grading_id)
             self._db.execute("COMMIT")
         except BaseException:
-            _rollback(self._db)
+            rollback(self._db)
             raise
 
     def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
         redact = self.redaction
         self._db.executemany(
-            f"INSERT OR REPLACE INTO grades ({', '.join(_GRADE_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(_GRADE_COLUMNS))})",
+            f"INSERT OR REPLACE INTO grades ({', '.join(GRADE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(GRADE_COLUMNS))})",
             [
                 (
                     grading_id,
@@ -600,7 +387,7 @@ class ResultStore:
     @_reads
     def load_runs(self, target: str | None = None) -> list[QuestionRun]:
         """The stored question runs (in selection order, trials in order)."""
-        sql = f"SELECT {', '.join(_QUESTION_COLUMNS)} FROM questions"
+        sql = f"SELECT {', '.join(QUESTION_COLUMNS)} FROM questions"
         args: tuple[Any, ...] = ()
         if target is not None:
             sql += " WHERE target = ?"
@@ -608,7 +395,7 @@ class ResultStore:
         rows = self._db.execute(sql + " ORDER BY target, ordinal, trial", args).fetchall()
         out = []
         for values in rows:
-            r = dict(zip(_QUESTION_COLUMNS, values, strict=True))
+            r = dict(zip(QUESTION_COLUMNS, values, strict=True))
             del r["finished"]
             for key in ("tags", "row", "messages", "usage"):
                 r[key] = json.loads(r[key])
@@ -705,7 +492,7 @@ class ResultStore:
             out.append(score_question(question))
         return out
 
-    # -- annotations (grading by hand) ------------------------------------------------------
+    # -- annotations (grading by hand): the rows, in `tracegrade.rundir.annotations` -----------
     @_writes
     def add_annotation(
         self,
@@ -723,128 +510,22 @@ class ResultStore:
         """Store one answer a person gave about a question trial, committed at once (nothing
         lost when labelling stops half way). `answer_sha256` defaults to the stored answer's,
         `created` to now (`merge` keeps when a shard's label was given)."""
-        if answer_sha256 is None:
-            row = self._db.execute(
-                "SELECT response FROM questions WHERE target = ? AND question_id = ? AND trial = ?",
-                (target, question_id, trial),
-            ).fetchone()
-            if row is None:
-                raise InputError(
-                    f"the run has no question {question_id!r} (trial {trial}) for target {target!r}"
-                )
-            answer_sha256 = answer_fingerprint(row[0])
-        created = created or _now()
-        self._db.execute(
-            "INSERT INTO annotations (target, question_id, trial, label, answer, note, author, "
-            "created, answer_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                target,
-                question_id,
-                trial,
-                label,
-                int(bool(answer)),
-                _optional(self.redaction, note),
-                self.redaction.text(author),
-                created,
-                answer_sha256,
-            ),
-        )
-        return Annotation(
+        return insert_annotation(
+            self._db,
+            self.redaction,
             target=target,
             question_id=question_id,
             trial=trial,
             label=label,
-            answer=bool(answer),
+            answer=answer,
             author=author,
-            created=created,
-            answer_sha256=answer_sha256,
             note=note,
+            answer_sha256=answer_sha256,
+            created=created or _now(),
         )
 
     @_reads
     def load_annotations(self, *, target: str | None = None) -> list[Annotation]:
         """Every annotation of the run (of `target`), oldest first, each flagged stale when the
         stored answer it was about has changed since."""
-        answers = {
-            (r[0], r[1], r[2]): answer_fingerprint(r[3])
-            for r in self._db.execute("SELECT target, question_id, trial, response FROM questions")
-        }
-        sql = (
-            "SELECT target, question_id, trial, label, answer, note, author, created, "
-            "answer_sha256 FROM annotations"
-        )
-        args: tuple[Any, ...] = ()
-        if target is not None:
-            sql += " WHERE target = ?"
-            args = (target,)
-        return [
-            Annotation(
-                target=r[0],
-                question_id=r[1],
-                trial=r[2],
-                label=r[3],
-                answer=bool(r[4]),
-                note=r[5],
-                author=r[6],
-                created=r[7],
-                answer_sha256=r[8],
-                stale=answers.get((r[0], r[1], r[2])) != r[8],
-            )
-            for r in self._db.execute(sql + " ORDER BY annotation_id", args)
-        ]
-
-
-_QUESTION_COLUMNS = (
-    "target",
-    "question_id",
-    "trial",
-    "ordinal",
-    "split",
-    "bundle",
-    "tags",
-    "row",
-    "input",
-    "messages",
-    "response",
-    "error",
-    "error_type",
-    "trace_id",
-    "latency_s",
-    "usage",
-    "has_record",
-    "tool_call_count",
-    "finished",
-    "content_sha256",
-    "outcome",
-    "outcome_reason",
-    "outcome_expected",
-)
-
-_GRADE_COLUMNS = (
-    "grading_id",
-    "target",
-    "question_id",
-    "trial",
-    "position",
-    "grader_id",
-    "score",
-    "min_score",
-    "max_score",
-    "mapped",
-    "reason",
-    "error",
-    "skipped",
-    "binary",
-    "weight",
-    "must_pass",
-    "threshold",
-    "samples",
-    "checks",
-    "details",
-)
-
-
-def _statements(script: str) -> list[str]:
-    """A script split into statements, so a migration runs inside the caller's transaction
-    (`executescript` would commit first)."""
-    return [s.strip() for s in script.split(";") if s.strip()]
+        return read_annotations(self._db, target=target)
