@@ -29,7 +29,8 @@ from .inputs.config import Config, GateConfig, config_from_document, load_config
 from .inputs.sourceparse import Document
 from .records import ToolRecord
 from .rundir.outcome import RunOutcome, Selection, TargetResult
-from .verdicts.scoring import GateVerdict, QuestionScore
+from .verdicts.gate import GateVerdict
+from .verdicts.scoring import QuestionScore
 
 __all__ = [
     "RunResult",

@@ -173,7 +173,7 @@ class _Session:
         self.outcome = self.run.outcome(notes)
         if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return  # pytest's own trouble (interrupted, usage, internal): its code stands
-        from .verdicts.scoring import combine_exit_codes
+        from .verdicts.gate import combine_exit_codes
 
         # The run's one verdict, as `tracegrade run` exits on it; a failed test of the suite's
         # own (not a question) still fails the session.

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tracegrade.inputs.config import GateConfig
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
+from tracegrade.verdicts.gate import evaluate_gate
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
 
 def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderScore:

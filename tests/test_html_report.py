@@ -20,7 +20,8 @@ from tracegrade.reports.html import build_page_data, render_page
 from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.rundir.store import QuestionRun
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, evaluate_gate, score_question
+from tracegrade.verdicts.gate import evaluate_gate
+from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
 
 def page_data(html: str) -> dict:

@@ -8,10 +8,10 @@ from pathlib import Path
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.junit import render_junit
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
-    evaluate_gate,
     score_question,
     summarise_graders,
 )

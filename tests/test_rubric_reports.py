@@ -14,10 +14,10 @@ from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
-    evaluate_gate,
     score_question,
     summarise_graders,
 )

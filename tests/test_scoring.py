@@ -8,12 +8,11 @@ from hypothesis import strategies as st
 
 from tracegrade.inputs.config import GateConfig
 from tracegrade.records import GradeResult
+from tracegrade.verdicts.gate import combine_exit_codes, evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderScore,
     QuestionScore,
     aggregate_samples,
-    combine_exit_codes,
-    evaluate_gate,
     passes,
     score_question,
 )

@@ -25,7 +25,7 @@ def describe_targets(config: Any) -> str:
     from ..execution.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
     from ..records import scale_label
-    from ..verdicts.scoring import describe_gate
+    from ..verdicts.gate import describe_gate
 
     services = build_services(
         judge=None,

@@ -249,7 +249,7 @@ def changed_defaults_notice(target: Any, result: Any, *, registry: Any = None) -
     needs no notice). `result` is the target's `TargetResult`."""
     from dataclasses import replace
 
-    from ..verdicts.scoring import evaluate_gate
+    from ..verdicts.gate import evaluate_gate
 
     if result.verdict.exit_code != 2:
         return None

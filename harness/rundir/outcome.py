@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode
-from ..verdicts.scoring import GateVerdict, GraderSummary, QuestionScore, combine_exit_codes
+from ..verdicts.gate import GateVerdict, combine_exit_codes
+from ..verdicts.scoring import GraderSummary, QuestionScore
 
 __all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id"]
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..inputs.config import parse_gate
-from ..verdicts.scoring import evaluate_gate, summarise_graders
+from ..verdicts.gate import evaluate_gate
+from ..verdicts.scoring import summarise_graders
 from .directory import RunDirectory
 from .outcome import RunOutcome, TargetResult
 from .store import ResultStore
