@@ -940,6 +940,25 @@ def test_grade_cancelled_mid_way_is_not_the_runs_latest(tmp_path: Path) -> None:
     )
     assert shown.returncode == 2, shown.stdout  # the run's own verdict, not a partial one
     assert "(grading 1)" in shown.stdout and "grading 2 was interrupted" in shown.stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "tracegrade", "runs"],
+        cwd=tmp_path,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "failed (2); grading 2 interrupted" in listed.stdout, listed.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "tracegrade", "runs", "--json"],
+        cwd=tmp_path,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    record = json.loads(as_json.stdout.splitlines()[0])
+    assert (record["grading_id"], record["interrupted_gradings"]) == (1, [2])
 
 
 def test_merge_killed_half_way_leaves_no_run(tmp_path: Path, monkeypatch, capsys) -> None:

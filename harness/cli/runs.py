@@ -47,7 +47,8 @@ def _row(r: Any) -> list[str]:
         r.created.replace("+00:00", "Z"),
         ",".join(r.targets),
         str(r.questions),
-        f"{_VERDICT.get(r.exit_code, 'exit')} ({r.exit_code if r.exit_code is not None else '-'})",
+        f"{_VERDICT.get(r.exit_code, 'exit')} ({r.exit_code if r.exit_code is not None else '-'})"
+        + "".join(f"; grading {g} interrupted" for g in r.interrupted),
         fmt(r.mean_composite),
         (r.git_commit or "-")[:12],
         ",".join(sha[:12] for sha in r.dataset_sha256),
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 "git_commit": r.git_commit,
                 "dataset_sha256": r.dataset_sha256,
                 "grading_id": r.grading_id,
+                "interrupted_gradings": r.interrupted,
             }
             print(json.dumps(record))
         return 0

@@ -9,7 +9,7 @@ is migrated in memory, so reading history never changes a run's files.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,9 @@ class RunSummary:
     dataset_sha256: list[str]
     """Each target's dataset sha256."""
     grading_id: int | None
-    """The latest grading's id."""
+    """The latest grading's id (the latest that finished: an interrupted one never is)."""
+    interrupted: list[int] = field(default_factory=list)
+    """Gradings started and never finished (a `grade` killed or cancelled): not shown."""
 
 
 @dataclass(slots=True)
@@ -148,7 +150,13 @@ def _summary(run_dir: Path) -> RunSummary:
         git_commit=manifest.get("git_commit"),
         dataset_sha256=[t["dataset"]["sha256"] for t in manifest["targets"].values()],
         grading_id=outcome.grading_id or None,
+        interrupted=_unfinished(run_dir),
     )
+
+
+def _unfinished(run_dir: Path) -> list[int]:
+    with RunDirectory(run_dir).read_store() as store:
+        return store.unfinished_gradings()
 
 
 def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSummary], list[str]]:
