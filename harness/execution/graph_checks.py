@@ -1,0 +1,241 @@
+"""The pre-flight's checks against an agent's built graph: the tool and agent names a dataset's
+`expected_tools` and trajectories use, and their arguments, against the tools the graph
+binds (`tracegrade validate` builds each graph once; `start_run` checks the graph it built)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import TracegradeError
+from ..inputs.config import TargetConfig
+from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
+from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, tool_names
+
+__all__ = [
+    "built_graph",
+    "check_built_graph",
+    "check_expected_tools",
+    "check_graph",
+    "check_run_graph",
+    "close_quietly",
+    "target_catalog",
+]
+
+
+class _DatasetLines:
+    """Lines of questions in a dataset file, parsed only when a problem needs one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._doc: Document | None = None
+        self._index: dict[str, int] = {}
+
+    def problem(self, question_id: str, parts: Sequence[Any], message: str, hint: str | None):
+        if self._doc is None:
+            doc = load_document(self.path)
+            if doc.format == "jsonl":
+                doc = doc.wrapped("questions")
+            rows = doc.data.get("questions") if isinstance(doc.data, dict) else None
+            for i, row in enumerate(rows or []):
+                if isinstance(row, dict) and str(row.get("id")) not in self._index:
+                    self._index[str(row.get("id"))] = i
+            self._doc = doc
+        index = self._index.get(question_id)
+        pointer = pointer_of(["questions", index, *parts]) if index is not None else ""
+        return Problem(
+            str(self.path), self._doc.line_of(pointer), pointer, message, question_id, hint
+        )
+
+
+def check_expected_tools(
+    dataset_path: Path, questions: Iterable[Any], catalog: Any
+) -> list[Problem]:
+    """A problem for every `expected_tools` `tool` or `after`, and every tool a `trajectory`
+    names (its calls, `forbid`, `only`, `count`), naming nothing the graph can call
+    (`catalog`: a `ToolCatalog`); for every argument an expectation names that its tool does
+    not take (`args: {quantity: 2}` for a tool taking `qty`); and for a trajectory argument
+    written as a mapping of unknown matcher keywords (`{regexp: ...}`) where the tool takes no
+    object. Each at its line in the dataset, with a did-you-mean."""
+    lines = _DatasetLines(dataset_path)
+    problems = []
+    for question in questions:
+        row = question.row() if hasattr(question, "row") else dict(question)
+        qid = str(row.get("id"))
+        for j, expectation in enumerate(row.get("expected_tools") or []):
+            if not isinstance(expectation, dict):
+                continue
+            for key in ("tool", "after"):
+                name = expectation.get(key)
+                found = catalog.problem(name) if isinstance(name, str) else None
+                if found is not None:
+                    message, hint = found
+                    problems.append(lines.problem(qid, ["expected_tools", j, key], message, hint))
+            problems += _argument_problems(
+                catalog, expectation, ["expected_tools", j], lines, qid, matchers=False
+            )
+        # the same check for every tool a `trajectory` names: calls, forbid, only, count
+        trajectory = row.get("trajectory")
+        for path, name in tool_names(trajectory):
+            found = catalog.problem(name)
+            if found is not None:
+                message, hint = found
+                parts = ["trajectory", *path]
+                problems.append(lines.problem(qid, parts, message, hint))
+        if isinstance(trajectory, dict) and trajectory.get("args") != "ignore":
+            for i, call in enumerate(trajectory.get("calls") or []):
+                if isinstance(call, dict):
+                    at = ["trajectory", "calls", i]
+                    problems += _argument_problems(catalog, call, at, lines, qid, matchers=True)
+    return problems
+
+
+def _argument_problems(
+    catalog: Any,
+    expectation: dict[str, Any],
+    at: list[Any],
+    lines: _DatasetLines,
+    qid: str,
+    *,
+    matchers: bool,
+) -> list[Problem]:
+    """The arguments an expectation names that its tool does not take; with `matchers`, an
+    argument written as a mapping that is no matcher (unknown keywords) where the tool's schema
+    says the argument is not an object."""
+    import difflib
+
+    tool, args = expectation.get("tool"), expectation.get("args")
+    if not isinstance(tool, str) or not isinstance(args, dict) or catalog.problem(tool):
+        return []
+    out = []
+    for argument, value in args.items():
+        found = catalog.argument_problem(tool, argument)
+        if found is not None:
+            out.append(lines.problem(qid, [*at, "args", argument], *found))
+            continue
+        kind = catalog.argument_type(tool, argument)
+        if matchers and isinstance(value, dict) and value and not is_matcher(value):
+            if kind in (None, "object"):
+                continue  # a literal mapping may be what the argument holds
+            unknown = [k for k in value if k not in MATCHER_KEYWORDS]
+            close = difflib.get_close_matches(str(unknown[0]), MATCHER_KEYWORDS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append(
+                lines.problem(
+                    qid,
+                    [*at, "args", argument, unknown[0]],
+                    f"unknown matcher keyword {unknown[0]!r}: argument {argument!r} of "
+                    f"{tool!r} is a {kind}, so this mapping can never match it",
+                    f"{hint}(matchers: {', '.join(MATCHER_KEYWORDS)})",
+                )
+            )
+    return out
+
+
+def check_built_graph(target: TargetConfig, graph: Any) -> list[Problem]:
+    """The agent factory returned what a run can invoke: a compiled graph. An uncompiled
+    `StateGraph` (every question would fail with "no attribute 'ainvoke'") or any object
+    without `ainvoke`/`invoke` is invalid input at the `agent:` reference."""
+    from langgraph.graph import StateGraph
+
+    if isinstance(graph, StateGraph):
+        return [
+            target.problem(
+                ("agent",),
+                f"agent factory {target.factory!r} returned an uncompiled StateGraph",
+                'return the compiled graph: `return builder.compile(name="my_agent")`',
+            )
+        ]
+    if not (hasattr(graph, "ainvoke") or hasattr(graph, "invoke")):
+        return [
+            target.problem(
+                ("agent",),
+                f"agent factory {target.factory!r} returned {type(graph).__name__}, which "
+                "cannot be invoked",
+                "return a compiled LangGraph graph (`builder.compile(name=...)`)",
+            )
+        ]
+    return []
+
+
+def built_graph(target: TargetConfig) -> tuple[Any, Any]:
+    """Build the target's graph once, as a run builds it (with a fresh environment from its
+    factory): (graph, environment or None); the caller closes the environment (`close_quietly`).
+    Errors are `ConfigError`s located at the factory reference."""
+    from ..errors import ConfigError
+
+    factory = target.load_factory()
+    make_environment = target.load_environment_factory()
+    environment = None
+    try:
+        if make_environment is not None:
+            environment = make_environment()
+            return factory(environment=environment), environment
+        return factory(), None
+    except TracegradeError:
+        close_quietly(environment)
+        raise
+    except Exception as exc:
+        close_quietly(environment)
+        raise ConfigError(
+            f"building the graph failed: {type(exc).__name__}: {exc}",
+            hint="pass --no-build to skip the tool-name check for this graph",
+            **target.where("agent"),
+        ) from exc
+
+
+def close_quietly(environment: Any) -> None:
+    close = getattr(environment, "close", None)
+    if callable(close):
+        close()
+
+
+def target_catalog(target: TargetConfig) -> Any:
+    """The `ToolCatalog` of the target's graph, built once as a run builds it."""
+    from ..capture.toolcatalog import tool_catalog
+
+    graph, environment = built_graph(target)
+    try:
+        return tool_catalog(graph)
+    finally:
+        close_quietly(environment)
+
+
+def check_graph(
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Any], graph: Any
+) -> tuple[list[Problem], list[str]]:
+    """What only the built graph can tell, for `validate` and `run` alike: the factory returned
+    a compiled graph, and every tool, `after` and argument name the questions' expectations use
+    is one the graph has. (problems, notes on what could not be checked)."""
+    from ..capture.toolcatalog import tool_catalog
+
+    problems = check_built_graph(target, graph)
+    if problems or not any(_expects_tools(q) for q in questions):
+        return problems, []
+    catalog = tool_catalog(graph)
+    if not catalog.complete:
+        return [], [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
+    return check_expected_tools(dataset_path, questions, catalog), []
+
+
+def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any) -> list[Problem]:
+    """`check_graph` as `run` calls it (CI recipes call only `run`): on the graph every question
+    shares, or on one built for the check when each question builds its own. A factory that
+    raises here is left to the run, where it errors each question it is built for."""
+    if shared is not None:
+        graph, environment = shared, None
+    else:
+        try:
+            graph, environment = built_graph(target)
+        except TracegradeError:
+            return []
+    try:
+        return check_graph(target, target.dataset, questions, graph)[0]
+    finally:
+        close_quietly(environment)
+
+
+def _expects_tools(question: Any) -> bool:
+    row = question.row() if hasattr(question, "row") else dict(question)
+    return bool(row.get("expected_tools") or row.get("trajectory"))
