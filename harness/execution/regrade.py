@@ -30,8 +30,8 @@ from .grading import (
 )
 from .lifecycle import decided
 from .loops import run_without_loop
+from .messages import messages_for_agent
 from .preflight import effective_graders
-from .runner import messages_for_agent
 from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]

@@ -15,13 +15,10 @@ graders get the flattened transcript the agent received as `input` and the conte
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import logging
-import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ from ..errors import ConfigError
 from ..graders.base import GraderServices
 from ..inputs.config import TargetConfig
 from ..records import RunRecord, ToolRecord
+from ..rundir.directory import RunDirectory
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import QuestionScore, score_question
 from .conversation import (
@@ -43,6 +41,14 @@ from .conversation import (
 from .errortext import bounded, describe_agent_error, traceback_text
 from .grading import (
     AttachedGrader,
+)
+from .messages import (
+    _role_of,
+    _text_of,
+    grader_input,
+    last_ai_text,
+    messages_for_agent,
+    to_role_dicts,
 )
 from .watchdog import Overran, QuestionDeadline
 
@@ -102,69 +108,6 @@ class TargetPlan:
         return sum(len(self.trials.get(str(q.id), ())) for q in self.questions)
 
 
-def messages_for_agent(messages: Sequence[dict[str, Any]], system_prompt: str | None) -> list[dict]:
-    """The question's messages as the agent receives them: the target's system prompt replaces
-    any stored system message."""
-    out = [dict(m) for m in messages]
-    if system_prompt is not None:
-        out = [m for m in out if m.get("role") != "system"]
-        out.insert(0, {"role": "system", "content": system_prompt})
-    return out
-
-
-def grader_input(question: Any, system_prompt: str | None) -> tuple[str, list[dict]]:
-    """(`input`, `messages`) for the graders: what the agent received. A conversation carries
-    the target's system prompt in place of a stored one; a plain string stays as written."""
-    if isinstance(getattr(question, "input", None), str) or system_prompt is None:
-        return question.flattened_input(), question.input_messages()
-    messages = messages_for_agent(question.input_messages(), system_prompt)
-    return "\n".join(f"{m['role']}: {m['content']}" for m in messages), messages
-
-
-def _text_of(message: Any) -> str:
-    text = getattr(message, "text", None)
-    if isinstance(text, str):  # langchain-core 1.x: a property (a str that is also callable)
-        return str(text)
-    if callable(text):  # older langchain-core: a method
-        text = text()
-        if isinstance(text, str):
-            return text
-    content = (
-        message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
-    )
-    return content if isinstance(content, str) else str(content)
-
-
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-
-def _role_of(message: Any) -> str:
-    if isinstance(message, dict):
-        return str(message.get("role", ""))
-    return _ROLES.get(getattr(message, "type", ""), getattr(message, "type", ""))
-
-
-def last_ai_text(messages: Sequence[Any]) -> str:
-    """The text of the last AI message ("" when the agent produced none)."""
-    for message in reversed(list(messages)):
-        if _role_of(message) == "assistant":
-            return _text_of(message)
-    return ""
-
-
-def to_role_dicts(messages: Sequence[Any]) -> list[dict[str, Any]]:
-    """Messages as role/content dicts (tool-call arguments left out), with the message's `name`
-    when it has one (a simulated user's messages are named `simulated_user`)."""
-    out = []
-    for m in messages:
-        entry = {"role": _role_of(m), "content": _text_of(m)}
-        name = m.get("name") if isinstance(m, dict) else getattr(m, "name", None)
-        if name and entry["role"] == "user":
-            entry["name"] = name
-        out.append(entry)
-    return out
-
-
 def _chat_model(factory: Any) -> Any:
     from langchain_core.language_models import BaseChatModel
 
@@ -217,30 +160,6 @@ def _describe(value: Any) -> str:
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def question_workdir(run_dir: Path | None, target: str, question: str, trial: int) -> Path | None:
-    """The question run's own directory under the run directory (`work/<target>/<question>/
-    <trial>`), made for the agent to write to: its path is `config["configurable"]["workdir"]`
-    for the agent's tools and `workdir` for grader functions. Removed after grading when empty."""
-    if run_dir is None:
-        return None
-    path = run_dir / "work" / _safe(target) / _safe(question) / f"trial-{trial}"
-    for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            break
-        except FileNotFoundError:
-            continue
-    return path
-
-
-def _safe(name: str) -> str:
-    """A path segment for an id: readable, and distinct for distinct ids."""
-    slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60].strip(".") or "_"
-    if slug == name:
-        return slug
-    return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
@@ -376,7 +295,13 @@ async def _run_one(
         # run's own timeout apart from a TimeoutError the agent raised itself, holds for code
         # that never yields, and does not count time another question held the loop.
         deadline = QuestionDeadline(target.timeout_s, label=repr(_label(question, trial)))
-        workdir = question_workdir(plan.services.workdir, target.name, str(question.id), trial)
+        workdir = (
+            RunDirectory(plan.services.workdir).question_workdir(
+                target.name, str(question.id), trial
+            )
+            if plan.services.workdir is not None
+            else None
+        )
         configurable = configurable_for(target, question)
         if workdir is not None:
             configurable.setdefault("workdir", str(workdir))
@@ -427,10 +352,8 @@ async def _run_one(
             plan, question, run, record, environment=environment, ending=ending, workdir=workdir
         )
     finally:
-        if workdir is not None:
-            with contextlib.suppress(OSError):  # kept only when the agent wrote something
-                for folder in (workdir, *list(workdir.parents)[:3]):  # up to work/ itself
-                    folder.rmdir()  # stops at the first that is not empty
+        if workdir is not None:  # kept only when the agent wrote something
+            RunDirectory.remove_empty_workdir(workdir)
         if environment is not None:
             try:
                 environment.close()

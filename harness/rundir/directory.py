@@ -11,12 +11,16 @@ runs/<run id>/
   traces/<target>.<part>.jsonl  a worker's own trace file (`w0`..., pytest-xdist's `gw0`...),
                                 folded into the target's file when it ends or by the next run
   graders/<target>/...          copies of the user grading modules the run used
+  work/<target>/<question>/trial-<n>/
+                                a question run's own folder for the agent to write to (kept
+                                only when it wrote something)
 ```
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -257,3 +261,33 @@ class RunDirectory:
         """Copy another run's grading modules (`merge`: the shards' copies are equal)."""
         if (other.path / "graders").is_dir():
             shutil.copytree(other.path / "graders", self.path / "graders")
+
+    # -- question work folders --------------------------------------------------------------
+    def question_workdir(self, target: str, question: str, trial: int) -> Path:
+        """The question run's own directory (`work/<target>/<question>/trial-<n>`), made for
+        the agent to write to: its path is `config["configurable"]["workdir"]` for the agent's
+        tools and `workdir` for grader functions (`remove_empty_workdir` after grading)."""
+        path = self.path / "work" / _safe(target) / _safe(question) / f"trial-{trial}"
+        for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                break
+            except FileNotFoundError:
+                continue
+        return path
+
+    @staticmethod
+    def remove_empty_workdir(workdir: Path) -> None:
+        """Remove a question's work folder and its empty parents up to `work/` itself: kept
+        only when the agent wrote something."""
+        with contextlib.suppress(OSError):
+            for folder in (workdir, *list(workdir.parents)[:3]):
+                folder.rmdir()  # stops at the first that is not empty
+
+
+def _safe(name: str) -> str:
+    """A path segment for an id: readable, and distinct for distinct ids."""
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60].strip(".") or "_"
+    if slug == name:
+        return slug
+    return f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
