@@ -209,3 +209,26 @@ def write_project(
     path = root / "tracegrade.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     return path
+
+
+# A grader that leaves one required rubric check in Review on every question (as a rubric
+# judge does without the evidence it needs): the gate fails until a person decides it.
+REVIEW_MODULE = """
+from tracegrade.graders.base import Grader
+
+
+class NeedsPerson(Grader):
+    id = "needs_person"
+    label = "Needs a person"
+    min_score = 0.0
+    max_score = 1.0
+
+    def grade(self, input, response, context):
+        check = {"id": "escalation", "version": "1.0.0", "kind": "escalation",
+                 "status": "review", "severity": "major", "required": True,
+                 "reason": "missing evidence: policy"}
+        return self.result(1.0, "one check in Review", details={"checks": [check]})
+
+
+GRADERS = [NeedsPerson()]
+"""
