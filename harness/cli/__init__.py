@@ -63,6 +63,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "run",
     "grade",
     "grade_traces",
+    "receive",
     "runs",
     "show",
     "label",

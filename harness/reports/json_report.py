@@ -91,6 +91,7 @@ def build_json_report(outcome) -> dict[str, Any]:
         },
         "notes": list(outcome.notes),
         "comparison": _comparison(outcome),
+        **({"monitor": outcome.monitor} if getattr(outcome, "monitor", None) else {}),
     }
 
 

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..verdicts.scoring import QuestionScore
 from .directory import RunDirectory
 from .identity import read_json_file
+from .monitoring import MONITOR_META, monitor_notes
 from .outcome import RunOutcome
 from .record import QuestionResult, ToolCallResult
 from .store import ResultStore
@@ -128,10 +129,20 @@ def load_outcome(run_dir: Path | RunDirectory, *, grading: int | None = None) ->
     with run.read_store() as store:
         grading_id = _grading_id(store, grading, run.path)
         outcome = decide_run(run, store, grading_id, identity=identity)
+        monitor = store.meta(MONITOR_META)
     if grading_id is None:
         outcome.notes.append("nothing was graded in this run yet")
     outcome.notes += interrupted_notes(run, grading_id)
+    _monitor(outcome, monitor)
     return outcome
+
+
+def _monitor(outcome: RunOutcome, data: Any) -> None:
+    """A monitor run's rollups (`tracegrade receive`): on the outcome and in its notes."""
+    if not data:
+        return
+    outcome.monitor = dict(data)
+    outcome.notes += monitor_notes(data)
 
 
 def _summary(run_dir: Path) -> RunSummary:

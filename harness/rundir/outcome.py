@@ -98,6 +98,8 @@ class RunOutcome:
     whose regression verdict joins the gate."""
     extra_exit_codes: list[int] = field(default_factory=list)
     """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""
+    monitor: dict[str, Any] | None = None
+    """A monitor run's (`tracegrade receive`) rollups per hour, as its store keeps them."""
 
     @property
     def exit_code(self) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from .. import semconv as sc
 from ..capture.tracefile import redacted_attributes
@@ -27,11 +27,13 @@ from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
 from ..rundir.outcome import RunOutcome, Selection
+from ..rundir.store import ResultStore
 from ..rundir.verdict import record_scope
+from ..verdicts.scoring import QuestionScore
 from .archive import Pairing, TraceSet, pair_traces
 from .dialects import AgentTrace
 
-__all__ = ["agrade_traces", "grade_traces", "record_line"]
+__all__ = ["agrade_traces", "grade_paired", "grade_traces", "pairing_notes", "record_line"]
 
 
 def _kv(attributes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -173,6 +175,53 @@ def pairing_notes(pairing: Pairing, questions: int) -> list[str]:
     return notes
 
 
+async def grade_paired(
+    plan: Any,
+    store: ResultStore,
+    grading_id: int,
+    lines: TextIO,
+    question: Any,
+    trace: AgentTrace,
+    trial: int,
+    *,
+    policy: RedactionPolicy,
+) -> QuestionScore:
+    """Grade one trace as question `question`'s trial `trial`: its record written to the run's
+    trace file (`lines`, flushed before the row is committed), then graded by the plan's graders
+    and committed to `store` under `grading_id`, as the runner commits a question it ran."""
+    record = trace.record
+    run = RunRecord(
+        question_id=str(question.id),
+        trial=trial,
+        response=trace.answer,
+        error=trace.error,
+        error_type=trace.error_type,
+        trace_id=trace.trace_id,
+        latency_s=max(0, trace.end_ns - trace.start_ns) / 1e9,
+        tool_calls=record,
+    )
+    if run.error is None and not record.complete:  # as the runner does
+        problems = "; ".join(record.problems) or "record incomplete"
+        run.error = f"capture failed: {problems}"[:2000]
+        run.error_type = "CaptureError"
+    lines.write(
+        record_line(
+            trace,
+            record,
+            run_id=str(plan.run_id),
+            target=plan.target.name,
+            question_id=str(question.id),
+            trial=trial,
+            policy=policy,
+        )
+        + "\n"
+    )
+    lines.flush()  # the record is on disk before its row
+    stored, score = await agrade_recorded(plan, question, run, record)
+    store.commit_question(stored, score, grading_id=grading_id)
+    return score
+
+
 async def agrade_traces(
     config: Config,
     traces: TraceSet,
@@ -224,36 +273,16 @@ async def agrade_traces(
         record_scope(store, grading_id, {target: {"runs": len(work)}})
         with trace_file.open("a", encoding="utf-8") as lines:
             for question, trace, _how, trial in work:
-                record = trace.record
-                run = RunRecord(
-                    question_id=str(question.id),
-                    trial=trial,
-                    response=trace.answer,
-                    error=trace.error,
-                    error_type=trace.error_type,
-                    trace_id=trace.trace_id,
-                    latency_s=max(0, trace.end_ns - trace.start_ns) / 1e9,
-                    tool_calls=record,
+                await grade_paired(
+                    plan,
+                    store,
+                    grading_id,
+                    lines,
+                    question,
+                    trace,
+                    trial,
+                    policy=config.redaction,
                 )
-                if run.error is None and not record.complete:  # as the runner does
-                    problems = "; ".join(record.problems) or "record incomplete"
-                    run.error = f"capture failed: {problems}"[:2000]
-                    run.error_type = "CaptureError"
-                lines.write(
-                    record_line(
-                        trace,
-                        record,
-                        run_id=prepared.run_id,
-                        target=target,
-                        question_id=str(question.id),
-                        trial=trial,
-                        policy=config.redaction,
-                    )
-                    + "\n"
-                )
-                lines.flush()  # the record is on disk before its row
-                stored, score = await agrade_recorded(plan, question, run, record)
-                store.commit_question(stored, score, grading_id=grading_id)
         outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
     outcome.notes[:0] = redaction_notes(config) + notes
     return outcome

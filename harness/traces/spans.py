@@ -28,6 +28,7 @@ __all__ = [
     "Span",
     "files_under",
     "read_spans",
+    "request_of_spans",
     "spans_of_request",
     "spans_of_request_proto",
 ]
@@ -131,6 +132,53 @@ def _status_code(code: Any) -> int:
     if isinstance(code, str):  # protobuf's JSON mapping writes enum names
         return {"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, 0)
     return int(code or 0)
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, bytes):
+        return {"bytesValue": base64.b64encode(value).decode()}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    if isinstance(value, Mapping):
+        return {"kvlistValue": {"values": _key_values(value)}}
+    return {"stringValue": "" if value is None else str(value)}
+
+
+def _key_values(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": _any_value(v)} for k, v in attributes.items()]
+
+
+def request_of_spans(spans: Iterable[Span]) -> dict[str, Any]:
+    """Spans as one OTLP/JSON `ExportTraceServiceRequest` (what `spans_of_request` reads back
+    into the same spans), one resource entry per distinct resource."""
+    groups: dict[str, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
+    for s in spans:
+        key = json.dumps(s.resource, sort_keys=True, default=str)
+        out: dict[str, Any] = {
+            "traceId": s.trace_id,
+            "spanId": s.span_id,
+            "name": s.name,
+            "kind": s.kind,
+            "startTimeUnixNano": str(s.start_ns),
+            "endTimeUnixNano": str(s.end_ns),
+            "attributes": _key_values(s.attributes),
+            "status": {"code": s.status_code, "message": s.status_message},
+        }
+        if s.parent_id:
+            out["parentSpanId"] = s.parent_id
+        groups.setdefault(key, (s.resource, []))[1].append(out)
+    return {
+        "resourceSpans": [
+            {"resource": {"attributes": _key_values(resource)}, "scopeSpans": [{"spans": group}]}
+            for resource, group in groups.values()
+        ]
+    }
 
 
 # -- OTLP protobuf ------------------------------------------------------------------------

@@ -1,0 +1,204 @@
+"""`tracegrade receive`: an OTLP/HTTP receiver grading each agent trace as it completes into a
+monitor run (a normal run directory that grows), until stopped or a window ends."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExitCode, InputError
+from ..reports.flags import add_report_flags, write_reports
+from . import EPILOG
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON, gzip or plain) and grade each
+agent trace when it completes (its root span arrived and no span of it for --quiet-period
+seconds) with the target's dataset, graders and gate, into a monitor run: a normal run directory
+(show, compare, label, promote work on it while it grows) with rollups per hour. Traces are
+read and paired with questions as `grade-traces` does.
+
+Listens on 127.0.0.1 unless --host says otherwise. With a token (--token or the environment
+variable TRACEGRADE_RECEIVE_TOKEN) a request without `Authorization: Bearer TOKEN` is 401.
+--sample keeps that share of the traces, decided by a hash of the trace id (the same for every
+span, request and restart). --forward posts every request received, unchanged, to another OTLP
+endpoint (a collector, a backend) from a bounded queue: a failing endpoint never slows receiving
+and each failed or dropped forward is counted.
+
+Incomplete traces are held in bounded memory (--max-traces, --max-spans, and --trace-timeout for
+a trace whose root never arrives); what a bound drops is counted, reported and makes the run
+incomplete (exit 3 under --gate). SIGINT or SIGTERM stops it gracefully: the requests in flight
+are answered, every trace whose root arrived is graded, traces still waiting for their root are
+kept in the run directory, and `receive --run RUN` continues the same run (nothing graded twice).
+
+With --window SECONDS it stops by itself after that long; with --gate its exit code is the
+monitor run's verdict (a canary check after a deploy). Without --gate a clean stop exits 0.
+"""
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
+    return value
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not positive")
+        return value
+
+    return parse
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "receive",
+        help="receive OTLP traces live and grade each agent trace as it completes",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument(
+        "--target", required=True, help="the target whose dataset, graders and gate apply"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=4318, help="port (default 4318; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="require `Authorization: Bearer TOKEN` (default: $TRACEGRADE_RECEIVE_TOKEN)",
+    )
+    parser.add_argument(
+        "--run", default=None, metavar="RUN", help="continue this monitor run (dir or id)"
+    )
+    parser.add_argument(
+        "--sample", type=_fraction, default=1.0, help="share of traces graded (default 1)"
+    )
+    parser.add_argument(
+        "--quiet-period",
+        type=_positive(float),
+        default=5.0,
+        metavar="SECONDS",
+        help="wait this long after a trace's last span before grading it (default 5)",
+    )
+    parser.add_argument(
+        "--trace-timeout",
+        type=_positive(float),
+        default=300.0,
+        metavar="SECONDS",
+        help="drop a trace whose root span has not arrived this long after its first (300)",
+    )
+    parser.add_argument(
+        "--max-traces",
+        type=_positive(int),
+        default=10_000,
+        help="traces held at once (default 10000)",
+    )
+    parser.add_argument(
+        "--max-spans",
+        type=_positive(int),
+        default=1_000_000,
+        help="spans held at once (default 1000000)",
+    )
+    parser.add_argument(
+        "--max-body-mb",
+        type=_positive(float),
+        default=32.0,
+        metavar="MB",
+        help="largest request body, inflated (default 32)",
+    )
+    parser.add_argument("--forward", metavar="URL", help="forward every request to this URL")
+    parser.add_argument(
+        "--window", type=_positive(float), metavar="SECONDS", help="stop after SECONDS"
+    )
+    parser.add_argument(
+        "--gate", action="store_true", help="exit with the monitor run's verdict (see below)"
+    )
+    add_report_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..inputs.config import load_config
+    from ..traces.assembly import Limits
+    from ..traces.monitor import Monitor
+    from ..traces.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
+
+    config = load_config(args.config)
+    config.select_targets([args.target])  # an unknown target is exit 4 before anything
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if args.forward and not args.forward.startswith(("http://", "https://")):
+        raise InputError(f"--forward {args.forward!r} is not an http(s) URL", key="--forward")
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        raise InputError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", key="--port"
+        ) from None
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print(
+            f"tracegrade: listening on {args.host} without a token: anyone who can reach it "
+            "can send traces",
+            file=sys.stderr,
+        )
+    try:
+        monitor = Monitor(
+            config, args.target, run=args.run, use_cache=not args.no_cache, sample=args.sample
+        )
+    except BaseException:
+        sock.close()
+        raise
+    options = ReceiverOptions(
+        token=token,
+        limits=Limits(
+            max_traces=args.max_traces,
+            max_spans=args.max_spans,
+            quiet_s=args.quiet_period,
+            timeout_s=args.trace_timeout,
+            sample=args.sample,
+        ),
+        forward=args.forward,
+        max_body=int(args.max_body_mb * 1024 * 1024),
+        window_s=args.window,
+    )
+
+    def announce(text: str) -> None:
+        print(f"tracegrade receive: {text}", flush=True)
+
+    receiver = Receiver(monitor, sock, options, announce=announce)
+    outcome = receiver.run()
+    if receiver.stopped_by:
+        outcome.notes.append(
+            f"stopped by {receiver.stopped_by}; continue this run with "
+            f"`tracegrade receive --target {args.target} --run {outcome.run_id}`"
+        )
+    write_reports(args, outcome, config=config)
+    if not args.gate:
+        return 0
+    if receiver.stopped_by:  # the window did not end: no verdict on it
+        import signal
+
+        return 128 + int(signal.Signals[receiver.stopped_by])
+    if not any(t.questions for t in outcome.targets):
+        print(
+            "tracegrade: no agent trace was graded in the window: nothing to gate (exit 5)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.NOTHING_TO_RUN)
+    return int(outcome.exit_code)

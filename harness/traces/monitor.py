@@ -1,0 +1,321 @@
+"""A monitor run: agent traces arriving live (`tracegrade receive`), each graded as it completes
+into one run directory that grows.
+
+The run is a normal run directory (store, trace file, manifest), so `show`, `compare`, `label`,
+`promote` and the HTML report work on it while it grows and after. Each trace is paired with a
+question of the target's dataset as `grade-traces` pairs it, and graded by the same
+`grade_paired`; a question answered by several traces gets trials 0, 1, ... in grading order.
+
+What the receiver saw is rolled up per hour (UTC) in the store (`MONITOR_META`): traces graded,
+passed, failed, errored, unmatched, not agent traces; spans received, sampled out, late; traces
+dropped by the bounds. `show` prints them and the JSON report carries them (`monitor`).
+
+A stop persists the traces still waiting for their root span to `pending.jsonl` in the run
+directory; a restart on the same run (`--run`) reads them back, skips every trace it already
+graded and numbers trials on from the last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import InputError, NothingToRunError
+from ..inputs.config import Config
+from ..rundir.identity import read_identity, write_identity
+from ..rundir.monitoring import MONITOR_META, monitor_notes
+from ..rundir.outcome import RunOutcome, Selection, trace_file_of
+from ..rundir.runlock import holder_text, run_lock
+from ..rundir.store import ResultStore
+from ..verdicts.scoring import QuestionScore, question_passed
+from .archive import pair_traces
+from .dialects import agent_trace
+from .grade import grade_paired
+from .spans import ReadProblems, Span, read_spans, request_of_spans
+
+__all__ = ["Monitor"]
+
+PENDING_FILE = "pending.jsonl"
+SOURCE_KIND = "receive"
+_LISTED = 20
+"""Trace ids listed per kind of problem (unmatched, ambiguous, dropped); all are counted."""
+
+
+def _hour(now: float | None = None) -> str:
+    moment = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    return moment.strftime("%Y-%m-%dT%H:00Z")
+
+
+class Monitor:
+    """One monitor run of one target. Built (inputs checked, run directory made or found) in
+    any thread; `start`, `grade`, `checkpoint` and `close` run in the thread that serves."""
+
+    def __init__(
+        self,
+        config: Config,
+        target: str,
+        *,
+        run: str | Path | None = None,
+        use_cache: bool = True,
+        sample: float = 1.0,
+    ) -> None:
+        self.config = config
+        self.target = target
+        self.sample = sample
+        self.rollups: dict[str, Counter[str]] = {}
+        self.listed: dict[str, list[str]] = {"unmatched": [], "ambiguous": [], "dropped": []}
+        self.trials: dict[str, int] = {}
+        self.graded_ids: list[str] = []
+        self.resumed = run is not None
+        self._store: ResultStore | None = None
+        self._lock: Any = None
+        self._lines: TextIO | None = None
+        self._selected = (0, 0)
+        self._seen: Counter[str] = Counter()
+        if run is None:
+            self._create(use_cache)
+        else:
+            self._reopen(run, use_cache)
+
+    # -- making and finding the run ---------------------------------------------------------
+    def _create(self, use_cache: bool) -> None:
+        from ..execution.lifecycle import prepare_run
+
+        prepared = prepare_run(
+            self.config, Selection(targets=(self.target,)), use_cache=use_cache, load_agents=False
+        )
+        self.run_id, self.run_dir = prepared.run_id, prepared.run_dir
+        self.identity = prepared.identity
+        self.identity["targets"][self.target]["selected"] = 0  # grows with the traces graded
+        self.identity["source"] = {"kind": SOURCE_KIND, "target": self.target}
+        write_identity(self.run_dir, self.identity)
+        self.plan = prepared.plans[self.target]
+        self.targets = prepared.targets
+        self.attached = prepared.attached
+        self._grading_id: int | None = None
+        self._prepared: Any = prepared
+
+    def _reopen(self, run: str | Path, use_cache: bool) -> None:
+        from ..execution import lifecycle as lc
+
+        run_dir, identity = lc.open_run(self.config, run)
+        source = identity.get("source") or {}
+        if source.get("kind") != SOURCE_KIND or self.target not in identity["targets"]:
+            raise InputError(
+                f"run {identity['run_id']} is not a monitor run of target {self.target!r}",
+                key="--run",
+                hint="name a run that `tracegrade receive --target "
+                f"{self.target}` started, or leave --run out to start one",
+            )
+        target = self.config.select_targets([self.target])[0]
+        services = lc.run_services(self.config, run_dir, use_cache)
+        attached = lc.stored_attachments(identity, run_dir, services)
+        selection = Selection.from_dict(identity.get("selection") or {})
+        dataset, questions, ordinals = lc._select_share(target, selection)
+        stored_sha = identity["targets"][self.target]["dataset"]["sha256"]
+        if dataset.sha256 != stored_sha:
+            raise InputError(
+                f"the dataset changed since monitor run {identity['run_id']} started "
+                f"(sha256 {stored_sha[:12]} -> {dataset.sha256[:12]})",
+                file=str(target.dataset),
+                key=f"/targets/{self.target}/dataset",
+                hint="start a new monitor run (leave --run out)",
+            )
+        plan = lc._plan(
+            target, questions, dataset, attached[self.target], services, load_agent=False
+        )
+        plan.ordinals = ordinals
+        plan.run_id = identity["run_id"]
+        self.run_id, self.run_dir, self.identity = identity["run_id"], run_dir, identity
+        self.plan, self.targets, self.attached = plan, [target], attached
+        self._grading_id = None
+        self._prepared = None
+
+    # -- serving ----------------------------------------------------------------------------
+    def start(self) -> list[list[Span]]:
+        """Open the store and hold the run; returns the traces a previous stop left pending
+        (their spans, to be assembled again)."""
+        from ..execution.lifecycle import new_grading
+
+        store = ResultStore.in_run_dir(self.run_dir, redaction=self.config.redaction)
+        self._lock = run_lock(self.run_dir, read_holder=lambda: store.meta("holder"))
+        try:
+            self._lock.__enter__()
+        except BaseException:
+            store.close()
+            raise
+        self._store = store
+        store.set_meta("holder", holder_text())
+        if self._prepared is not None:
+            self._grading_id = new_grading(store, self._prepared)
+        else:
+            gradings = store.gradings()
+            self._grading_id = min(g["grading_id"] for g in gradings) if gradings else None
+            if self._grading_id is None:
+                from ..execution.lifecycle import _grader_specs
+
+                store.set_meta("run_id", self.run_id)
+                self._grading_id = store.new_grading(
+                    mode="run", graders=_grader_specs(self.identity)
+                )
+        self.plan.run_id = self.run_id
+        for run in store.load_runs(self.target):
+            self.trials[run.question_id] = max(self.trials.get(run.question_id, 0), run.trial + 1)
+            if run.trace_id:
+                self.graded_ids.append(run.trace_id)
+        saved = store.meta(MONITOR_META) or {}
+        for hour, counts in (saved.get("hours") or {}).items():
+            self.rollups[hour] = Counter({k: v for k, v in counts.items()})
+        for kind, ids in (saved.get("listed") or {}).items():
+            self.listed[kind] = list(ids)[:_LISTED]
+        self._selected = (len(self.trials), max(self.trials.values(), default=0))
+        trace_file = trace_file_of(self.run_dir, self.target)
+        trace_file.parent.mkdir(parents=True, exist_ok=True)
+        self._lines = trace_file.open("a", encoding="utf-8")
+        return self._read_pending()
+
+    def _read_pending(self) -> list[list[Span]]:
+        path = self.run_dir / PENDING_FILE
+        if not path.is_file():
+            return []
+        by_trace: dict[str, list[Span]] = {}
+        for span in read_spans(path, ReadProblems()):
+            by_trace.setdefault(span.trace_id, []).append(span)
+        return list(by_trace.values())
+
+    def _count(self, **counts: int) -> None:
+        counts = {k: v for k, v in counts.items() if v}
+        if counts:
+            self.rollups.setdefault(_hour(), Counter()).update(counts)
+
+    def _list(self, kind: str, trace_id: str) -> None:
+        if len(self.listed[kind]) < _LISTED:
+            self.listed[kind].append(trace_id)
+
+    async def grade(self, trace_id: str, spans: list[Span]) -> QuestionScore | None:
+        """Grade one complete trace (paired with its question); None when it is not an agent
+        trace or pairs with no question (counted, and listed up to a point)."""
+        assert self._store is not None and self._lines is not None, "start() first"
+        trace = agent_trace(spans)
+        if trace is None:
+            self._count(not_agent=1)
+            return None
+        pairing = pair_traces([trace], self.plan.questions)
+        if pairing.ambiguous:
+            self._count(ambiguous=1)
+            self._list("ambiguous", trace_id)
+            return None
+        if not pairing.pairs:
+            self._count(unmatched=1)
+            self._list("unmatched", trace_id)
+            return None
+        pair = pairing.pairs[0]
+        qid = str(pair.question.id)
+        trial = self.trials.get(qid, 0)
+        self.trials[qid] = trial + 1
+        score = await grade_paired(
+            self.plan,
+            self._store,
+            self._grading_id or 0,
+            self._lines,
+            pair.question,
+            trace,
+            trial,
+            policy=self.config.redaction,
+        )
+        passed = question_passed(score)
+        self._count(
+            graded=1,
+            passed=int(passed is True),
+            failed=int(passed is False and not score.errored),
+            errored=int(score.errored),
+            degraded=int(score.degraded),
+        )
+        return score
+
+    def receiver_counts(self, counts: Mapping[str, int]) -> None:
+        """The receiver's running counts (spans received, dropped...): what changed since the
+        last call is added to this hour."""
+        delta = {k: int(v) - self._seen.get(k, 0) for k, v in counts.items()}
+        self._seen.update({k: d for k, d in delta.items() if d})
+        self._count(**{k: d for k, d in delta.items() if d > 0})
+
+    def note_dropped(self, trace_ids: Iterable[str]) -> None:
+        for tid in trace_ids:
+            if tid not in self.listed["dropped"]:
+                self._list("dropped", tid)
+
+    def checkpoint(self) -> None:
+        """Store the rollups, and the manifest when the selection grew (how many questions the
+        traces covered, how many trials the most answered one has)."""
+        if self._store is None:
+            return
+        selected = (len(self.trials), max(self.trials.values(), default=0))
+        if selected != self._selected:
+            self._selected = selected
+            tid = self.identity["targets"][self.target]
+            tid["selected"], tid["repeats"] = selected[0], max(1, selected[1])
+            write_identity(self.run_dir, self.identity)
+        self._store.set_meta(MONITOR_META, self.checkpoint_data())
+
+    def persist_pending(self, traces: list[list[Span]]) -> int:
+        """Write the traces still waiting for their root to `pending.jsonl` (replacing it);
+        returns how many spans were written."""
+        path = self.run_dir / PENDING_FILE
+        tmp = path.with_name(PENDING_FILE + ".tmp")
+        spans = 0
+        with tmp.open("w", encoding="utf-8") as out:
+            for trace in traces:
+                out.write(json.dumps(request_of_spans(trace), ensure_ascii=False) + "\n")
+                spans += len(trace)
+            out.flush()
+            os.fsync(out.fileno())
+        if spans:
+            os.replace(tmp, path)
+        else:
+            tmp.unlink()
+            path.unlink(missing_ok=True)
+        return spans
+
+    def close(self, *, lost_spans: int = 0) -> RunOutcome:
+        """Store the rollups, release the run, and decide its verdict."""
+        from ..execution.lifecycle import redaction_notes, stored_results
+
+        if self._store is None:
+            raise NothingToRunError("the monitor never started")
+        self.checkpoint()
+        store = self._store
+        try:
+            results = stored_results(
+                store, self._grading_id or 0, self.targets, self.identity, self.attached
+            )
+        finally:
+            if self._lines is not None:
+                self._lines.close()
+            self._lock.__exit__(None, None, None)
+            store.close()
+            self._store = None
+        notes = redaction_notes(self.config) + monitor_notes(self.checkpoint_data())
+        return RunOutcome(
+            self.run_id,
+            self.run_dir,
+            results,
+            read_identity(self.run_dir),
+            self._grading_id or 0,
+            notes,
+            lost_spans,
+            monitor=self.checkpoint_data(),
+        )
+
+    def checkpoint_data(self) -> dict[str, Any]:
+        return {
+            "hours": {h: dict(c) for h, c in sorted(self.rollups.items())},
+            "listed": self.listed,
+            "sample": self.sample,
+        }

@@ -1,0 +1,343 @@
+"""`tracegrade receive`: an OTLP/HTTP trace receiver that grades each agent trace as it
+completes, into a monitor run (`monitor.Monitor`).
+
+One process, one event loop: uvicorn serves `POST /v1/traces` (decoded and answered as
+`ingest` says), the spans go to an `assembly.Assembler`, and a ticker hands each complete
+trace to the monitor to grade, yielding to the server between traces. With `forward`, every
+request body received is posted unchanged (same content type and encoding) to another OTLP
+endpoint from a bounded queue: a slow or failing endpoint costs forwards (counted), never
+receiving.
+
+A stop (SIGINT, SIGTERM, the window's end, `stop()`) first lets the server finish the requests
+it is answering and close, then grades every trace whose root span arrived (the quiet period
+is not waited for), persists the traces still waiting for their root to the run directory,
+gives the forwarder a few seconds to drain, and decides the run's verdict (`outcome`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assembly import Assembler, Limits
+from .ingest import (
+    MAX_BODY_BYTES,
+    BadRequest,
+    decode_request,
+    error_body,
+    inflate,
+    media_type,
+    success_body,
+)
+from .monitor import Monitor
+
+__all__ = ["Receiver", "ReceiverOptions", "bind"]
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "TRACEGRADE_RECEIVE_TOKEN"
+
+
+@dataclass(slots=True)
+class ReceiverOptions:
+    token: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    forward: str | None = None
+    forward_queue: int = 1_000
+    forward_timeout_s: float = 10.0
+    max_body: int = MAX_BODY_BYTES
+    window_s: float | None = None
+    tick_s: float = 0.2
+    checkpoint_s: float = 1.0
+    drain_s: float = 5.0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on (host, port): bound before any run directory is made, so a port
+    in use is an error with nothing left behind. Port 0 picks a free one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+class _Server:
+    """uvicorn's server, taking SIGINT/SIGTERM as a request to stop (and remembering which)
+    without raising the signal again once stopped: the receiver decides what happens next."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                if threading.current_thread() is not threading.main_thread():
+                    yield
+                    return
+                handled = (signal.SIGINT, signal.SIGTERM)
+                previous = {s: signal.signal(s, self.handle_exit) for s in handled}
+                try:
+                    yield
+                finally:
+                    for s, handler in previous.items():
+                        signal.signal(s, handler)
+
+        return Server(config)
+
+
+class _Forwarder:
+    def __init__(self, url: str, counts: Any, options: ReceiverOptions) -> None:
+        self.url = url
+        self.counts = counts
+        self.queue: asyncio.Queue[tuple[bytes, dict[str, str]]] = asyncio.Queue(
+            options.forward_queue
+        )
+        self.timeout = options.forward_timeout_s
+        self.task: asyncio.Task[None] | None = None
+
+    def offer(self, body: bytes, headers: dict[str, str]) -> None:
+        try:
+            self.queue.put_nowait((body, headers))
+        except asyncio.QueueFull:
+            self.counts["forward_dropped"] += 1
+
+    async def run(self) -> None:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            while True:
+                body, headers = await self.queue.get()
+                try:
+                    response = await client.post(self.url, content=body, headers=headers)
+                    if response.status_code >= 300:
+                        raise RuntimeError(f"HTTP {response.status_code}")
+                    self.counts["forwarded"] += 1
+                except Exception as exc:  # isolation point: a forward failure is counted
+                    self.counts["forward_failed"] += 1
+                    log.warning("forwarding to %s failed: %s", self.url, exc)
+                finally:
+                    self.queue.task_done()
+
+    async def drain(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.queue.join(), seconds)
+        self.counts["forward_dropped"] += self.queue.qsize()
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+
+class Receiver:
+    """Serves OTLP/HTTP on `sock` and grades into `monitor` until stopped (`run`)."""
+
+    def __init__(
+        self,
+        monitor: Monitor,
+        sock: socket.socket,
+        options: ReceiverOptions | None = None,
+        *,
+        announce: Callable[[str], None] = print,
+    ) -> None:
+        self.monitor = monitor
+        self.sock = sock
+        self.options = options or ReceiverOptions()
+        self.announce = announce
+        self.assembler = Assembler(self.options.limits)
+        self.counts = self.assembler.counts
+        self.port: int = sock.getsockname()[1]
+        self.started = threading.Event()
+        self.outcome: Any = None
+        self.stopped_by: str | None = None
+        self.grading_failed: list[str] = []
+        self._server: Any = None
+        self._forwarder: _Forwarder | None = None
+
+    # -- the endpoint -----------------------------------------------------------------------
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(routes=[Route("/v1/traces", self._traces, methods=["POST"])])
+
+    def _authorized(self, header: str | None) -> bool:
+        token = self.options.token
+        if not token:
+            return True
+        scheme, _, given = (header or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token)
+
+    async def _body(self, request: Any) -> bytes:
+        limit = self.options.max_body
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise BadRequest(413, f"the body is larger than {limit} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BadRequest(413, f"the body is larger than {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _traces(self, request: Any) -> Any:
+        from starlette.responses import Response
+
+        kind: str | None = None
+        try:
+            if not self._authorized(request.headers.get("authorization")):
+                self.counts["requests_unauthorized"] += 1
+                data, media = error_body(None, 401, "a bearer token is required")
+                return Response(data, 401, media_type=media, headers={"www-authenticate": "Bearer"})
+            kind = media_type(request.headers.get("content-type"))
+            raw = await self._body(request)
+            encoding = request.headers.get("content-encoding")
+            spans = decode_request(inflate(raw, encoding, limit=self.options.max_body), kind)
+        except BadRequest as exc:
+            self.counts["requests_refused"] += 1
+            data, media = error_body(kind, exc.status, exc.message)
+            return Response(data, exc.status, media_type=media)
+        except Exception as exc:  # isolation point: a bug here is the sender's 500, logged
+            log.exception("receiving a request failed")
+            self.counts["requests_failed"] += 1
+            data, media = error_body(kind, 500, f"the receiver failed: {type(exc).__name__}")
+            return Response(data, 500, media_type=media)
+        self.counts["requests"] += 1
+        if self._forwarder is not None:
+            headers = {"content-type": request.headers.get("content-type", kind)}
+            if encoding:
+                headers["content-encoding"] = encoding
+            self._forwarder.offer(raw, headers)
+        refused = self.assembler.add(spans)
+        message = ""
+        if refused:
+            limits = self.options.limits
+            message = (
+                f"{refused} span(s) refused: the receiver holds at most {limits.max_traces} "
+                f"traces, {limits.max_spans} spans, {limits.max_spans_per_trace} per trace"
+            )
+        return Response(success_body(kind, rejected=refused, message=message), media_type=kind)
+
+    # -- running ----------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the receiver to stop (from any thread)."""
+        if self._server is not None:
+            self._server.should_exit = True
+
+    def run(self) -> Any:
+        """Serve until stopped; returns the monitor run's outcome (also `self.outcome`)."""
+        asyncio.run(self._main())
+        return self.outcome
+
+    async def _main(self) -> None:
+        import uvicorn
+
+        pending = self.monitor.start()
+        self.assembler.remember(self.monitor.graded_ids)
+        for trace in pending:
+            self.assembler.add(trace)
+        self.counts["spans_received"] -= sum(len(t) for t in pending)  # counted when received
+        config = uvicorn.Config(
+            self.app(),
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=10,
+            access_log=False,
+        )
+        self._server = server = _Server(config)
+        tasks = [asyncio.create_task(self._tick(server))]
+        if self.options.forward:
+            self._forwarder = _Forwarder(self.options.forward, self.counts, self.options)
+            self._forwarder.task = asyncio.create_task(self._forwarder.run())
+        if self.options.window_s is not None:
+            tasks.append(asyncio.create_task(self._window(server, self.options.window_s)))
+        try:
+            self.announce(f"listening on {self._where()}/v1/traces; run {self.monitor.run_dir}")
+            self.started.set()
+            await server.serve(sockets=[self.sock])
+        finally:
+            self.stopped_by = _signal_name(getattr(server, "_captured_signals", []))
+            server.should_exit = True
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await self._finish()
+
+    def _where(self) -> str:
+        host = self.sock.getsockname()[0]
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    async def _window(self, server: Any, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        server.should_exit = True
+
+    async def _tick(self, server: Any) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while not server.should_exit:
+            await asyncio.sleep(self.options.tick_s)
+            await self._grade_ready(force=False)
+            if loop.time() - last >= self.options.checkpoint_s:
+                last = loop.time()
+                self._checkpoint()
+
+    async def _grade_ready(self, *, force: bool) -> None:
+        self.assembler.collect(force=force)
+        while (item := self.assembler.pop_ready()) is not None:
+            trace_id, spans = item
+            try:
+                await self.monitor.grade(trace_id, spans)
+            except Exception:  # isolation point: one trace's failure is counted, never the server's
+                log.exception("grading trace %s failed", trace_id)
+                self.counts["grading_failed"] += 1
+                self.counts["spans_grading_failed"] += len(spans)
+                if len(self.grading_failed) < 20:
+                    self.grading_failed.append(trace_id)
+            await asyncio.sleep(0)  # the server answers between two traces
+
+    def _checkpoint(self) -> None:
+        self.monitor.receiver_counts(self.counts)
+        self.monitor.note_dropped(self.assembler.dropped_agent_traces)
+        self.monitor.checkpoint()
+
+    async def _finish(self) -> None:
+        await self._grade_ready(force=True)
+        unfinished = self.assembler.take_unfinished()
+        persisted = self.monitor.persist_pending(unfinished)
+        self.counts["spans_pending"] = persisted
+        if self._forwarder is not None:
+            await self._forwarder.drain(self.options.drain_s)
+        self._checkpoint()
+        lost = self.counts["agent_spans_dropped"] + self.counts["spans_grading_failed"]
+        self.outcome = self.monitor.close(lost_spans=lost)
+        if persisted:
+            self.outcome.notes.append(
+                f"{persisted} span(s) of {len(unfinished)} trace(s) still waiting for their root "
+                f"span were kept in {self.monitor.run_dir / 'pending.jsonl'}: receive --run "
+                f"{self.monitor.run_id} reads them back"
+            )
+        if self.grading_failed:
+            self.outcome.notes.append(
+                f"grading failed for {self.counts['grading_failed']} trace(s): "
+                + ", ".join(self.grading_failed)
+            )
+
+
+def _signal_name(captured: list[int]) -> str | None:
+    return signal.Signals(captured[0]).name if captured else None
