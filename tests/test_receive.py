@@ -209,6 +209,10 @@ def test_with_a_token_a_request_without_it_is_401(tmp_path):
         good = httpx.post(url, json=_trace("1" * 32), headers={"authorization": "Bearer s3cret"})
         assert good.status_code == 200
         _wait_for(lambda: _graded(receiver) == 1)
+        status = url.replace("/v1/traces", "/status")
+        assert httpx.get(status).status_code == 401
+        state = httpx.get(status, headers={"authorization": "Bearer s3cret"}).json()
+        assert state["traces_graded"] == 1 and state["traces_held"] == 0
     assert receiver.counts["requests_unauthorized"] == 2 and receiver.counts["spans_received"] == 4
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from .spans import ReadProblems, Span, files_under, read_spans
 __all__ = [
     "MAX_SPANS_PER_TRACE",
     "Pair",
+    "Pairer",
     "Pairing",
     "TraceSet",
     "keep_window",
@@ -136,7 +137,7 @@ def normalise(text: str) -> str:
     return _EDGE.sub("", _SPACE.sub(" ", text).strip())
 
 
-def _conversation_question(conversation_id: str, ids: set[str]) -> str | None:
+def _conversation_question(conversation_id: str, ids: Collection[str]) -> str | None:
     if conversation_id in ids:
         return conversation_id
     # tracegrade's own: <run>/<target>/<question>/<trial>
@@ -146,46 +147,58 @@ def _conversation_question(conversation_id: str, ids: set[str]) -> str | None:
     return None
 
 
-def pair_traces(traces: Sequence[AgentTrace], questions: Sequence[Any]) -> Pairing:
-    by_id = {str(q.id): q for q in questions}
-    exact: dict[str, list[Any]] = {}
-    loose: dict[str, list[Any]] = {}
-    for q in questions:
-        text = q.flattened_input() if hasattr(q, "flattened_input") else str(q.input)
-        first = _first_user(q) or text
-        exact.setdefault(first, []).append(q)
-        loose.setdefault(normalise(first), []).append(q)
-    pairs: list[Pair] = []
-    unmatched: list[AgentTrace] = []
-    ambiguous: list[tuple[AgentTrace, list[str]]] = []
-    ids = set(by_id)
-    for trace in traces:
+class Pairer:
+    """The dataset's questions indexed once (by id, exact input, normalised input), so each
+    trace is paired in constant time however large the dataset (the receiver pairs one trace
+    at a time)."""
+
+    def __init__(self, questions: Sequence[Any]) -> None:
+        self.by_id = {str(q.id): q for q in questions}
+        self.exact: dict[str, list[Any]] = {}
+        self.loose: dict[str, list[Any]] = {}
+        for q in questions:
+            text = q.flattened_input() if hasattr(q, "flattened_input") else str(q.input)
+            first = _first_user(q) or text
+            self.exact.setdefault(first, []).append(q)
+            self.loose.setdefault(normalise(first), []).append(q)
+
+    def pair(self, trace: AgentTrace) -> Pair | list[str] | None:
+        """The pair, the question ids an ambiguous input matches, or None (unmatched)."""
+        by_id = self.by_id
         if trace.question_id is not None:
             if trace.question_id in by_id:
-                pairs.append(Pair(by_id[trace.question_id], trace, "question-id"))
-            else:
-                unmatched.append(trace)  # it names a question this dataset does not have
-            continue
+                return Pair(by_id[trace.question_id], trace, "question-id")
+            return None  # it names a question this dataset does not have
         if trace.conversation_id is not None:
-            qid = _conversation_question(trace.conversation_id, ids)
+            qid = _conversation_question(trace.conversation_id, by_id.keys())
             if qid is not None:
-                pairs.append(Pair(by_id[qid], trace, "conversation-id"))
-                continue
+                return Pair(by_id[qid], trace, "conversation-id")
         text = trace.user_message
         if text is None:
-            unmatched.append(trace)
-            continue
+            return None
         for how, table, key in (
-            ("input (exact)", exact, text),
-            ("input (normalised)", loose, normalise(text)),
+            ("input (exact)", self.exact, text),
+            ("input (normalised)", self.loose, normalise(text)),
         ):
             found = table.get(key)
             if found:
                 if len(found) > 1:
-                    ambiguous.append((trace, [str(q.id) for q in found]))
-                else:
-                    pairs.append(Pair(found[0], trace, how))
-                break
+                    return [str(q.id) for q in found]
+                return Pair(found[0], trace, how)
+        return None
+
+
+def pair_traces(traces: Sequence[AgentTrace], questions: Sequence[Any] | Pairer) -> Pairing:
+    pairer = questions if isinstance(questions, Pairer) else Pairer(questions)
+    pairs: list[Pair] = []
+    unmatched: list[AgentTrace] = []
+    ambiguous: list[tuple[AgentTrace, list[str]]] = []
+    for trace in traces:
+        found = pairer.pair(trace)
+        if isinstance(found, Pair):
+            pairs.append(found)
+        elif isinstance(found, list):
+            ambiguous.append((trace, found))
         else:
             unmatched.append(trace)
     return Pairing(pairs, unmatched, ambiguous)

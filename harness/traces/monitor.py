@@ -34,7 +34,7 @@ from ..rundir.outcome import RunOutcome, Selection, trace_file_of
 from ..rundir.runlock import holder_text, run_lock
 from ..rundir.store import ResultStore
 from ..verdicts.scoring import QuestionScore, question_passed
-from .archive import pair_traces
+from .archive import Pairer
 from .dialects import agent_trace
 from .grade import grade_paired
 from .spans import ReadProblems, Span, read_spans, request_of_spans
@@ -165,6 +165,7 @@ class Monitor:
                     mode="run", graders=_grader_specs(self.identity)
                 )
         self.plan.run_id = self.run_id
+        self.pairer = Pairer(self.plan.questions)
         for run in store.load_runs(self.target):
             self.trials[run.question_id] = max(self.trials.get(run.question_id, 0), run.trial + 1)
             if run.trace_id:
@@ -206,16 +207,15 @@ class Monitor:
         if trace is None:
             self._count(not_agent=1)
             return None
-        pairing = pair_traces([trace], self.plan.questions)
-        if pairing.ambiguous:
+        pair = self.pairer.pair(trace)
+        if isinstance(pair, list):
             self._count(ambiguous=1)
             self._list("ambiguous", trace_id)
             return None
-        if not pairing.pairs:
+        if pair is None:
             self._count(unmatched=1)
             self._list("unmatched", trace_id)
             return None
-        pair = pairing.pairs[0]
         qid = str(pair.question.id)
         trial = self.trials.get(qid, 0)
         self.trials[qid] = trial + 1

@@ -173,7 +173,33 @@ class Receiver:
         from starlette.applications import Starlette
         from starlette.routing import Route
 
-        return Starlette(routes=[Route("/v1/traces", self._traces, methods=["POST"])])
+        return Starlette(
+            routes=[
+                Route("/v1/traces", self._traces, methods=["POST"]),
+                Route("/status", self._status, methods=["GET"]),
+            ]
+        )
+
+    def status(self) -> dict[str, Any]:
+        """What the receiver holds and has done: its counts, the traces held (waiting for
+        their root or their quiet period) and ready to grade, and the traces graded."""
+        assembler = self.assembler
+        graded = sum(c.get("graded", 0) for c in self.monitor.rollups.values())
+        return {
+            "run_id": self.monitor.run_id,
+            "counts": dict(self.counts),
+            "traces_held": len(assembler.held),
+            "traces_ready": len(assembler.ready),
+            "spans_held": assembler.spans_held,
+            "traces_graded": graded,
+        }
+
+    async def _status(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        if not self._authorized(request.headers.get("authorization")):
+            return JSONResponse({"message": "a bearer token is required"}, 401)
+        return JSONResponse(self.status())
 
     def _authorized(self, header: str | None) -> bool:
         token = self.options.token
