@@ -17,6 +17,7 @@ graded and numbers trials on from the last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -28,11 +29,11 @@ from typing import Any, TextIO
 
 from ..errors import InputError, NothingToRunError
 from ..inputs.config import Config
-from ..rundir.identity import read_identity, write_identity
+from ..rundir.directory import RunDirectory
 from ..rundir.monitoring import MONITOR_META, monitor_notes
-from ..rundir.outcome import RunOutcome, Selection, trace_file_of
-from ..rundir.runlock import holder_text, run_lock
+from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
+from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore, question_passed
 from .archive import Pairer
 from .dialects import agent_trace
@@ -72,11 +73,13 @@ class Monitor:
         self.listed: dict[str, list[str]] = {"unmatched": [], "ambiguous": [], "dropped": []}
         self.trials: dict[str, int] = {}
         self.graded_ids: list[str] = []
+        """The traces graded before this start (a restarted monitor's), read from the store."""
         self.resumed = run is not None
         self._store: ResultStore | None = None
-        self._lock: Any = None
+        self._held = contextlib.ExitStack()
         self._lines: TextIO | None = None
-        self._selected = (0, 0)
+        self._runs = 0
+        self._recorded = -1
         self._seen: Counter[str] = Counter()
         if run is None:
             self._create(use_cache)
@@ -85,16 +88,15 @@ class Monitor:
 
     # -- making and finding the run ---------------------------------------------------------
     def _create(self, use_cache: bool) -> None:
-        from ..execution.lifecycle import prepare_run
+        from ..execution.prepare import prepare_run
 
         prepared = prepare_run(
             self.config, Selection(targets=(self.target,)), use_cache=use_cache, load_agents=False
         )
-        self.run_id, self.run_dir = prepared.run_id, prepared.run_dir
+        self.run_id, self.directory = prepared.run_id, prepared.directory
         self.identity = prepared.identity
-        self.identity["targets"][self.target]["selected"] = 0  # grows with the traces graded
         self.identity["source"] = {"kind": SOURCE_KIND, "target": self.target}
-        write_identity(self.run_dir, self.identity)
+        self.directory.write_identity(self.identity)
         self.plan = prepared.plans[self.target]
         self.targets = prepared.targets
         self.attached = prepared.attached
@@ -102,9 +104,11 @@ class Monitor:
         self._prepared: Any = prepared
 
     def _reopen(self, run: str | Path, use_cache: bool) -> None:
-        from ..execution import lifecycle as lc
+        from ..execution.prepare import plan_of, select_share
+        from ..execution.services import run_services, stored_attachments
 
-        run_dir, identity = lc.open_run(self.config, run)
+        directory = RunDirectory.open(run, runs_dir=self.config.runs_dir)
+        identity = directory.identity()
         source = identity.get("source") or {}
         if source.get("kind") != SOURCE_KIND or self.target not in identity["targets"]:
             raise InputError(
@@ -114,10 +118,10 @@ class Monitor:
                 f"{self.target}` started, or leave --run out to start one",
             )
         target = self.config.select_targets([self.target])[0]
-        services = lc.run_services(self.config, run_dir, use_cache)
-        attached = lc.stored_attachments(identity, run_dir, services)
+        services = run_services(self.config, directory.path, use_cache)
+        attached = stored_attachments(identity, directory.path, services)
         selection = Selection.from_dict(identity.get("selection") or {})
-        dataset, questions, ordinals = lc._select_share(target, selection)
+        dataset, questions, ordinals = select_share(target, selection)
         stored_sha = identity["targets"][self.target]["dataset"]["sha256"]
         if dataset.sha256 != stored_sha:
             raise InputError(
@@ -127,42 +131,43 @@ class Monitor:
                 key=f"/targets/{self.target}/dataset",
                 hint="start a new monitor run (leave --run out)",
             )
-        plan = lc._plan(
+        plan = plan_of(
             target, questions, dataset, attached[self.target], services, load_agent=False
         )
         plan.ordinals = ordinals
         plan.run_id = identity["run_id"]
-        self.run_id, self.run_dir, self.identity = identity["run_id"], run_dir, identity
+        self.run_id, self.directory, self.identity = identity["run_id"], directory, identity
         self.plan, self.targets, self.attached = plan, [target], attached
         self._grading_id = None
         self._prepared = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.directory.path
 
     # -- serving ----------------------------------------------------------------------------
     def start(self) -> list[list[Span]]:
         """Open the store and hold the run; returns the traces a previous stop left pending
         (their spans, to be assembled again)."""
-        from ..execution.lifecycle import new_grading
+        from ..execution.prepare import grader_specs, new_grading
 
-        store = ResultStore.in_run_dir(self.run_dir, redaction=self.config.redaction)
-        self._lock = run_lock(self.run_dir, read_holder=lambda: store.meta("holder"))
+        self._held = contextlib.ExitStack()
+        store = self._held.enter_context(self.directory.store(redaction=self.config.redaction))
         try:
-            self._lock.__enter__()
+            self._held.enter_context(self.directory.lock(store))
         except BaseException:
-            store.close()
+            self._held.close()
             raise
         self._store = store
-        store.set_meta("holder", holder_text())
         if self._prepared is not None:
             self._grading_id = new_grading(store, self._prepared)
         else:
             gradings = store.gradings()
             self._grading_id = min(g["grading_id"] for g in gradings) if gradings else None
             if self._grading_id is None:
-                from ..execution.lifecycle import _grader_specs
-
                 store.set_meta("run_id", self.run_id)
                 self._grading_id = store.new_grading(
-                    mode="run", graders=_grader_specs(self.identity)
+                    mode="run", graders=grader_specs(self.identity)
                 )
         self.plan.run_id = self.run_id
         self.pairer = Pairer(self.plan.questions)
@@ -175,10 +180,11 @@ class Monitor:
             self.rollups[hour] = Counter({k: v for k, v in counts.items()})
         for kind, ids in (saved.get("listed") or {}).items():
             self.listed[kind] = list(ids)[:_LISTED]
-        self._selected = (len(self.trials), max(self.trials.values(), default=0))
-        trace_file = trace_file_of(self.run_dir, self.target)
+        self._runs = len(self.graded_ids)
+        record_scope(store, self._grading_id, {self.target: {"runs": self._runs}})
+        trace_file = self.directory.trace_file(self.target)
         trace_file.parent.mkdir(parents=True, exist_ok=True)
-        self._lines = trace_file.open("a", encoding="utf-8")
+        self._lines = self._held.enter_context(trace_file.open("a", encoding="utf-8"))
         return self._read_pending()
 
     def _read_pending(self) -> list[list[Span]]:
@@ -219,6 +225,7 @@ class Monitor:
         qid = str(pair.question.id)
         trial = self.trials.get(qid, 0)
         self.trials[qid] = trial + 1
+        self._runs += 1
         score = await grade_paired(
             self.plan,
             self._store,
@@ -252,16 +259,13 @@ class Monitor:
                 self._list("dropped", tid)
 
     def checkpoint(self) -> None:
-        """Store the rollups, and the manifest when the selection grew (how many questions the
-        traces covered, how many trials the most answered one has)."""
+        """Store the rollups, and the question runs graded so far: the verdict expects that
+        many (a question traced twice is two runs; one traced never is none)."""
         if self._store is None:
             return
-        selected = (len(self.trials), max(self.trials.values(), default=0))
-        if selected != self._selected:
-            self._selected = selected
-            tid = self.identity["targets"][self.target]
-            tid["selected"], tid["repeats"] = selected[0], max(1, selected[1])
-            write_identity(self.run_dir, self.identity)
+        if self._runs != self._recorded:
+            record_scope(self._store, self._grading_id or 0, {self.target: {"runs": self._runs}})
+            self._recorded = self._runs
         self._store.set_meta(MONITOR_META, self.checkpoint_data())
 
     def persist_pending(self, traces: list[list[Span]]) -> int:
@@ -284,34 +288,24 @@ class Monitor:
         return spans
 
     def close(self, *, lost_spans: int = 0) -> RunOutcome:
-        """Store the rollups, release the run, and decide its verdict."""
-        from ..execution.lifecycle import redaction_notes, stored_results
+        """Store the rollups and the spans lost (dropped agent traces: the run is incomplete),
+        release the run, and decide its one verdict."""
+        from ..execution.lifecycle import decided
+        from ..execution.services import redaction_notes
 
         if self._store is None:
             raise NothingToRunError("the monitor never started")
-        self.checkpoint()
         store = self._store
-        try:
-            results = stored_results(
-                store, self._grading_id or 0, self.targets, self.identity, self.attached
+        with self._held:
+            self.checkpoint()
+            record_lost_spans(store, self._grading_id or 0, lost_spans)
+            outcome = decided(
+                self.directory, store, self._grading_id or 0, self.targets, self.attached
             )
-        finally:
-            if self._lines is not None:
-                self._lines.close()
-            self._lock.__exit__(None, None, None)
-            store.close()
-            self._store = None
-        notes = redaction_notes(self.config) + monitor_notes(self.checkpoint_data())
-        return RunOutcome(
-            self.run_id,
-            self.run_dir,
-            results,
-            read_identity(self.run_dir),
-            self._grading_id or 0,
-            notes,
-            lost_spans,
-            monitor=self.checkpoint_data(),
-        )
+        self._store = None
+        outcome.notes[:0] = redaction_notes(self.config) + monitor_notes(self.checkpoint_data())
+        outcome.monitor = self.checkpoint_data()
+        return outcome
 
     def checkpoint_data(self) -> dict[str, Any]:
         return {
