@@ -7,15 +7,14 @@ openinference-instrumentation-langchain answers the dataset's questions once; th
 then copied under fresh trace ids until the archive reaches `--mb` megabytes. Then, side by side:
 
 - parse only: every span decoded (`read_spans`), no dialect, no grading;
-- read: spans grouped by trace and read into tool-call records (`read_trace_files`);
-- grade-traces: the whole command (read, pair, grade tool_usage and trajectory, store, report);
+- grade-traces: the whole command (spill, pair, grade tool_usage and trajectory, store,
+  report) in its own process, with that process's peak memory (ru_maxrss): spans wait in a
+  temporary SQLite file keyed by trace id, not in memory, so the peak should not grow with
+  the archive (compare the sizes);
 - the agent: the same questions re-run by `tracegrade run` (per question), the cost
   grade-traces saves.
 
-Peak memory (ru_maxrss) is printed after each phase. The reader holds every trace of the
-archive until it is grouped (see docs/production.md), so memory grows with the archive.
-
-    .venv/bin/python bench/traces.py [--mb 20]
+    .venv/bin/python bench/traces.py [--mb 20 100]
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ import asyncio
 import json
 import resource
 import secrets
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +36,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 from tests.runs_support import QUESTIONS, write_project  # noqa: E402
-from tracegrade.cli import main  # noqa: E402
-from tracegrade.traces.archive import read_trace_files  # noqa: E402
 from tracegrade.traces.spans import ReadProblems, read_spans  # noqa: E402
 
 IDS = ("paris", "rome", "cancel")
@@ -55,6 +54,7 @@ def build_archive(root: Path, config: Path, mb: float) -> tuple[Path, int]:
 
     from tracegrade.capture.tracefile import TraceFileExporter
 
+    root.mkdir(parents=True, exist_ok=True)
     seed = root / "seed.jsonl"
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(TraceFileExporter(seed)))
@@ -74,7 +74,7 @@ def build_archive(root: Path, config: Path, mb: float) -> tuple[Path, int]:
         trace = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
         by_trace.setdefault(trace, []).append(line)
     archive = root / "archive" / "traces.jsonl"
-    archive.parent.mkdir()
+    archive.parent.mkdir(parents=True)
     traces = 0
     with archive.open("w") as out:
         while out.tell() < mb * 1024 * 1024:
@@ -86,9 +86,52 @@ def build_archive(root: Path, config: Path, mb: float) -> tuple[Path, int]:
     return archive, traces
 
 
+def raw_agent_s(root: Path, latency_s: float, rounds: int = 10) -> float:
+    """The plain agent (no tracegrade, no instrumentation) invoked on the questions: seconds
+    per question, warm."""
+    import importlib.util
+
+    config = write_project(root, questions=list(IDS), latency_s=latency_s)
+    spec = importlib.util.spec_from_file_location(f"raw_{root.name}", config.parent / "agent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    graph = module.build_graph()
+
+    async def ask_all() -> None:
+        for qid in IDS:
+            await graph.ainvoke({"messages": [("user", QUESTIONS[qid]["input"])]})
+
+    asyncio.run(ask_all())  # warm
+    started = time.perf_counter()
+    for _ in range(rounds):
+        asyncio.run(ask_all())
+    return (time.perf_counter() - started) / (rounds * len(IDS))
+
+
+def grade_in_child(archive: Path, config: Path) -> tuple[float, int, float]:
+    """`tracegrade grade-traces` in its own process: seconds, exit code, peak RSS (MB)."""
+    code = (
+        "import resource, sys, time\n"
+        "from tracegrade.cli import main\n"
+        "t = time.perf_counter()\n"
+        f"c = main(['grade-traces', {str(archive)!r}, '--config', {str(config)!r}, "
+        "'--target', 't', '--quiet'])\n"
+        "s = time.perf_counter() - t\n"
+        "print('RESULT', s, c, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT"))
+    _, seconds, exit_code, peak = line.split()
+    return float(seconds), int(exit_code), float(peak)
+
+
 def main_bench() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mb", type=float, default=20.0)
+    parser.add_argument(
+        "--mb", type=float, nargs="+", default=[20.0, 100.0], help="archive sizes to grade"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -103,46 +146,35 @@ def main_bench() -> None:
             extra_questions=rows,
             target={"graders": ["tool_usage_grader", "trajectory_grader"], "concurrency": 1},
         )
-        archive, traces = build_archive(root, config, args.mb)
-        size = archive.stat().st_size / 1024 / 1024
-        print(f"archive: {size:.1f} MB, {traces} traces (OpenInference, collector format)")
-
-        started = time.perf_counter()
-        spans = sum(1 for _ in read_spans(archive, ReadProblems()))
-        parse_s = time.perf_counter() - started
+        bare_s = raw_agent_s(root / "bare", 0.0)
+        run_s = raw_agent_s(root / "slow", 0.05)
         print(
-            f"parse only:    {parse_s:7.2f} s  {spans / parse_s:9.0f} spans/s  "
-            f"{size / parse_s:6.1f} MB/s  peak {peak_mb():.0f} MB"
+            f"raw agent:     {bare_s * 1000:7.1f} ms per question with an instant scripted "
+            f"model, {run_s * 1000:.1f} ms with 50 ms per model call (as bench/run.py)"
         )
-        started = time.perf_counter()
-        read = read_trace_files([archive])
-        read_s = time.perf_counter() - started
-        print(
-            f"read records:  {read_s:7.2f} s  {len(read.traces) / read_s:9.0f} traces/s  "
-            f"peak {peak_mb():.0f} MB"
-        )
-        del read
-        started = time.perf_counter()
-        code = main(
-            ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
-        )
-        grade_s = time.perf_counter() - started
-        print(
-            f"grade-traces:  {grade_s:7.2f} s  {traces / grade_s:9.0f} traces/s  exit {code}  "
-            f"peak {peak_mb():.0f} MB"
-        )
-        started = time.perf_counter()
-        main(["run", "--config", str(config), "--quiet"])
-        run_s = (time.perf_counter() - started) / len(IDS)
-        print(
-            f"agent re-run:  {run_s * 1000:7.1f} ms per question (tracegrade run, scripted model)"
-        )
-        per_trace = grade_s / traces
-        print(
-            f"ratio: grade-traces {per_trace * 1000:.2f} ms per trace vs the agent "
-            f"{run_s * 1000:.1f} ms per question = {run_s / per_trace:.0f}x faster; "
-            f"parse alone is {grade_s / parse_s:.1f}x faster than grade-traces"
-        )
+        for mb in args.mb:
+            archive, traces = build_archive(root / f"{mb:g}mb", config, mb)
+            size = archive.stat().st_size / 1024 / 1024
+            print(f"archive: {size:.1f} MB, {traces} traces (OpenInference, collector format)")
+            started = time.perf_counter()
+            spans = sum(1 for _ in read_spans(archive, ReadProblems()))
+            parse_s = time.perf_counter() - started
+            print(
+                f"  parse only:    {parse_s:7.2f} s  {spans / parse_s:9.0f} spans/s  "
+                f"{size / parse_s:6.1f} MB/s"
+            )
+            grade_s, code, peak = grade_in_child(archive, config)
+            per_trace = grade_s / traces
+            print(
+                f"  grade-traces:  {grade_s:7.2f} s  {traces / grade_s:9.0f} traces/s  "
+                f"{size / grade_s:6.1f} MB/s  exit {code}  peak RSS {peak:.0f} MB (own process)"
+            )
+            print(
+                f"  ratio: {per_trace * 1000:.2f} ms per trace: {run_s / per_trace:.0f}x faster than "
+                f"re-running the agent at 50 ms per model call ({bare_s / per_trace:.1f}x with an "
+                f"instant model); parse alone is {grade_s / parse_s:.1f}x faster than grade-traces"
+            )
+            shutil.rmtree(archive.parent.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

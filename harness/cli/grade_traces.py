@@ -70,8 +70,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
-    from ..traces.archive import keep_window, parse_time, read_trace_files, require_traces
+    from ..traces.archive import parse_time
     from ..traces.grade import grade_traces
+    from ..traces.spill import TraceSpill, spill_trace_files
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before any reading
@@ -80,26 +81,28 @@ def run(args: argparse.Namespace) -> int:
     if args.source is None:
         if not args.paths:
             raise InputError("name a trace file or directory, or --from BACKEND", key="PATH")
-        traces = read_trace_files(args.paths)
+        spill = spill_trace_files(args.paths)
         sources = [str(p) for p in args.paths]
     else:
-        traces = _from_backend(args, since, until)
+        spill = TraceSpill()
         sources = [f"{args.source}:{args.endpoint}/{args.project}"]
-    keep_window(traces, since_ns=since, until_ns=until)
-    require_traces(traces, sources)
-    outcome = grade_traces(
-        config,
-        traces,
-        target=args.target,
-        sources=sources,
-        use_cache=not args.no_cache,
-    )
+    with spill:
+        if args.source is not None:
+            spill.add(_from_backend(args, since, until))
+        outcome = grade_traces(
+            config,
+            spill,
+            target=args.target,
+            sources=sources,
+            use_cache=not args.no_cache,
+            since_ns=since,
+            until_ns=until,
+        )
     write_reports(args, outcome, config=config)
     return outcome.exit_code
 
 
 def _from_backend(args: argparse.Namespace, since: int | None, until: int | None) -> Any:
-    from ..traces.archive import traces_of_spans
     from ..traces.backends import trace_source
 
     if args.paths:
@@ -114,11 +117,10 @@ def _from_backend(args: argparse.Namespace, since: int | None, until: int | None
             raise InputError(f"--header {item!r} is not KEY=VALUE", key="--header")
         headers[key.strip()] = value
     source = trace_source(args.source)
-    spans = source.spans(
+    return source.spans(
         endpoint=args.endpoint,
         project=args.project,
         since_ns=since,
         until_ns=until,
         headers=headers,
     )
-    return traces_of_spans(spans)

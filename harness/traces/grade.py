@@ -30,10 +30,11 @@ from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import record_scope
 from ..verdicts.scoring import QuestionScore
-from .archive import Pairing, TraceSet, pair_traces
+from .archive import Pairer
 from .dialects import AgentTrace
+from .spill import SpilledPairs, TraceSpill
 
-__all__ = ["agrade_traces", "grade_paired", "grade_traces", "pairing_notes", "record_line"]
+__all__ = ["agrade_traces", "grade_paired", "grade_traces", "record_line"]
 
 
 def _kv(attributes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -144,37 +145,6 @@ def record_line(
     return json.dumps(request, ensure_ascii=False)
 
 
-def _trials(pairing: Pairing) -> list[tuple[Any, AgentTrace, str, int]]:
-    """Each pair with its trial: a question's traces in start order are its trials 0, 1, ..."""
-    seen: dict[str, int] = {}
-    out = []
-    for pair in sorted(pairing.pairs, key=lambda p: (p.trace.start_ns, p.trace.trace_id)):
-        qid = str(pair.question.id)
-        trial = seen[qid] = seen.get(qid, -1) + 1
-        out.append((pair.question, pair.trace, pair.how, trial))
-    return out
-
-
-def pairing_notes(pairing: Pairing, questions: int) -> list[str]:
-    counts = pairing.counts()
-    how = ", ".join(f"{n} by {k}" for k, n in sorted(counts.items())) or "none"
-    paired_questions = len({str(p.question.id) for p in pairing.pairs})
-    notes = [
-        f"paired {len(pairing.pairs)} trace(s) with {paired_questions} of {questions} "
-        f"question(s): {how}"
-    ]
-    if pairing.unmatched:
-        listed = ", ".join(t.trace_id for t in pairing.unmatched[:10])
-        more = f" and {len(pairing.unmatched) - 10} more" if len(pairing.unmatched) > 10 else ""
-        notes.append(f"{len(pairing.unmatched)} trace(s) matched no question: {listed}{more}")
-    for trace, ids in pairing.ambiguous[:10]:
-        notes.append(
-            f"trace {trace.trace_id} matches {len(ids)} questions by its input "
-            f"({', '.join(ids)}); not graded"
-        )
-    return notes
-
-
 async def grade_paired(
     plan: Any,
     store: ResultStore,
@@ -224,14 +194,18 @@ async def grade_paired(
 
 async def agrade_traces(
     config: Config,
-    traces: TraceSet,
+    traces: TraceSpill,
     *,
     target: str,
     sources: Sequence[str] = (),
     use_cache: bool = True,
     run_id: str | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
 ) -> RunOutcome:
-    """Grade `traces` against `target`'s dataset and graders into a new run directory."""
+    """Grade the agent traces of `traces` that started in [since, until) against `target`'s
+    dataset and graders into a new run directory. The traces are read, paired and graded one at
+    a time from the spill: memory does not grow with the archive while they are."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -240,39 +214,47 @@ async def agrade_traces(
         load_agents=False,  # the agent ran elsewhere: nothing of it is imported here
     )
     plan = prepared.plans[target]
-    pairing = pair_traces(traces.traces, plan.questions)
-    work = _trials(pairing)
-    if not work:  # nothing to grade: no run directory left behind
+    pairs = SpilledPairs(traces)
+    pairs.pair(traces.traces(), Pairer(plan.questions), since_ns=since_ns, until_ns=until_ns)
+    if not len(pairs):  # nothing to grade: no run directory left behind
         shutil.rmtree(prepared.run_dir, ignore_errors=True)
+        if traces.agent_traces <= pairs.outside_window:
+            where = ", ".join(sources) or "the traces"
+            read = "; ".join(traces.notes() + pairs.notes(0)[1:])
+            raise NothingToRunError(
+                f"no agent trace in {where} ({read})",
+                hint="the spans need a tracegrade, OpenInference or OTel GenAI agent span",
+            )
         raise NothingToRunError(
             f"no trace matched a question of target {target!r}",
-            hint="; ".join(traces.notes() + pairing_notes(pairing, len(plan.questions))),
+            hint="; ".join(traces.notes() + pairs.notes(len(plan.questions))),
         )
     identity = prepared.identity
     tid = identity["targets"][target]
     # the selection is what the traces covered: a question nobody asked in production is not
     # a question the run failed to answer
-    tid["selected"] = len({str(q.id) for q, _, _, _ in work})
-    tid["repeats"] = max((t + 1 for _, _, _, t in work), default=1)
+    tid["selected"] = len(pairs.questions)
+    tid["repeats"] = pairs.repeats()
     identity["source"] = {
         "kind": "traces",
         "paths": [str(s) for s in sources],
-        "pairing": pairing.counts(),
-        "unmatched": len(pairing.unmatched),
-        "ambiguous": len(pairing.ambiguous),
+        "pairing": dict(pairs.counts),
+        "unmatched": pairs.unmatched,
+        "ambiguous": pairs.ambiguous_count,
     }
     run_dir = prepared.directory
     run_dir.write_identity(identity)
-    notes = list(prepared.notes) + traces.notes() + pairing_notes(pairing, len(plan.questions))
+    notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
     plan.run_id = prepared.run_id
     trace_file = run_dir.trace_file(target)
     run_dir.traces_dir.mkdir(parents=True, exist_ok=True)
+    by_id = {str(q.id): q for q in plan.questions}
     with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
         grading_id = new_grading(store, prepared)
         # what the traces covered, trial by trial: a question traced once is not a missing trial
-        record_scope(store, grading_id, {target: {"runs": len(work)}})
+        record_scope(store, grading_id, {target: {"runs": len(pairs)}})
         with trace_file.open("a", encoding="utf-8") as lines:
-            for question, trace, _how, trial in work:
+            for question, trace, _how, trial in pairs.trials(by_id):
                 await grade_paired(
                     plan,
                     store,
@@ -288,6 +270,6 @@ async def agrade_traces(
     return outcome
 
 
-def grade_traces(config: Config, traces: TraceSet, **options: Any) -> RunOutcome:
+def grade_traces(config: Config, traces: TraceSpill, **options: Any) -> RunOutcome:
     """`agrade_traces` for callers without an event loop (the CLI)."""
     return run_without_loop("grade_traces", lambda: agrade_traces(config, traces, **options))

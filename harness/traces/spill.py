@@ -1,0 +1,226 @@
+"""Agent traces of an archive of any size, in bounded memory: spans spilled to a temporary
+SQLite file keyed by trace id as they are read, then each trace read back whole, one at a time.
+
+A collector archive holds the spans of many traces interleaved (each batch the exporter sent
+is one line), so a trace is whole only once the whole archive was read. Holding every span
+until then makes memory grow with the archive; here the spans wait on disk instead, and what
+stays in memory is one trace and SQLite's bounded page cache.
+
+`TraceSpill.traces()` yields each agent trace in start order; `pair_spilled` pairs them with
+the questions and keeps the pairs on disk too, so grading walks them in (start, trace id) order
+without holding them.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import archive
+from .archive import Pair, Pairer, TraceSet
+from .dialects import AgentTrace, agent_trace
+from .spans import Span, files_under, read_spans
+
+__all__ = ["SpilledPairs", "TraceSpill", "spill_trace_files"]
+
+_CACHE_KB = 16 * 1024
+"""SQLite's page cache per connection (KiB): the memory the spill may use, whatever its size."""
+_BATCH = 2_000
+_LISTED = 10
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute(f"PRAGMA cache_size=-{_CACHE_KB}")
+    db.execute("PRAGMA temp_store=FILE")
+    return db
+
+
+class TraceSpill:
+    """Spans on disk by trace id, and what was read (`summary`: a `TraceSet` whose `traces`
+    stays empty; its counts and notes are the archive's)."""
+
+    def __init__(self, directory: Path | str | None = None) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="tracegrade-spill-", dir=directory)
+        self.path = Path(self._dir.name) / "spans.sqlite"
+        self.db = _connect(self.path)
+        self.db.execute("CREATE TABLE spans (trace_id TEXT NOT NULL, start_ns INTEGER, data BLOB)")
+        self.summary = TraceSet()
+        self.agent_traces = 0
+        self._indexed = False
+
+    def close(self) -> None:
+        self.db.close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> TraceSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, spans: Iterable[Span]) -> None:
+        """Spill spans (any order, any number of traces)."""
+        batch: list[tuple[str, int, bytes]] = []
+        insert = "INSERT INTO spans VALUES (?, ?, ?)"
+        self.db.execute("BEGIN")
+        for span in spans:
+            self.summary.spans += 1
+            batch.append((span.trace_id, span.start_ns, pickle.dumps(span, protocol=5)))
+            if len(batch) >= _BATCH:
+                self.db.executemany(insert, batch)
+                batch.clear()
+        self.db.executemany(insert, batch)
+        self.db.execute("COMMIT")
+
+    def traces(self) -> Iterator[AgentTrace]:
+        """Every agent trace, whole, in (start, trace id) order; traces with no agent spans are
+        counted (`summary.not_agent`), traces past the span cap dropped and listed."""
+        if not self._indexed:
+            self.db.execute("CREATE INDEX spans_by_trace ON spans (trace_id)")
+            self._indexed = True
+        order = self.db.execute(
+            "SELECT trace_id, COUNT(*) FROM spans GROUP BY trace_id ORDER BY MIN(start_ns), trace_id"
+        )
+        reader = sqlite3.connect(self.path)  # a second cursor while the first walks the groups
+        try:
+            for trace_id, count in order:
+                if count > archive.MAX_SPANS_PER_TRACE:
+                    self.summary.too_large.append(trace_id)
+                    continue
+                rows = reader.execute("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
+                spans = [pickle.loads(row[0]) for row in rows]
+                trace = agent_trace(spans)
+                if trace is None:
+                    self.summary.not_agent += 1
+                    continue
+                self.agent_traces += 1
+                yield trace
+        finally:
+            reader.close()
+
+    def notes(self) -> list[str]:
+        notes = self.summary.notes()
+        notes[0] = (
+            f"read {self.summary.spans} span(s) in {self.agent_traces + self.summary.not_agent} "
+            "trace(s)"
+        )
+        return notes
+
+
+def spill_trace_files(
+    paths: Sequence[Path | str], directory: Path | str | None = None
+) -> TraceSpill:
+    """Every span of the trace files (directories: the trace files under them), spilled."""
+    files = files_under(paths)
+    spill = TraceSpill(directory)
+    try:
+        for path in files:
+            spill.add(read_spans(path, spill.summary.problems))
+    except BaseException:
+        spill.close()
+        raise
+    return spill
+
+
+class SpilledPairs:
+    """Traces paired with questions, kept on disk in (start, trace id) order; what matched
+    nothing is counted, the first few listed."""
+
+    def __init__(self, spill: TraceSpill) -> None:
+        self.db = spill.db
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS pairs (start_ns INTEGER, trace_id TEXT, question_id TEXT,"
+            " how TEXT, data BLOB)"
+        )
+        self.db.execute("DELETE FROM pairs")
+        self.counts: dict[str, int] = {}
+        self.questions: set[str] = set()
+        self.unmatched = 0
+        self.unmatched_ids: list[str] = []
+        self.ambiguous: list[tuple[str, list[str]]] = []
+        self.ambiguous_count = 0
+        self.outside_window = 0
+
+    def pair(
+        self,
+        traces: Iterable[AgentTrace],
+        pairer: Pairer,
+        *,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+    ) -> None:
+        batch: list[tuple[int, str, str, str, bytes]] = []
+        insert = "INSERT INTO pairs VALUES (?, ?, ?, ?, ?)"
+        for trace in traces:
+            if (since_ns is not None and trace.start_ns < since_ns) or (
+                until_ns is not None and trace.start_ns >= until_ns
+            ):
+                self.outside_window += 1
+                continue
+            found = pairer.pair(trace)
+            if isinstance(found, Pair):
+                qid = str(found.question.id)
+                self.counts[found.how] = self.counts.get(found.how, 0) + 1
+                self.questions.add(qid)
+                data = pickle.dumps(trace, protocol=5)
+                batch.append((trace.start_ns, trace.trace_id, qid, found.how, data))
+                if len(batch) >= _BATCH:
+                    self.db.executemany(insert, batch)
+                    batch.clear()
+            elif isinstance(found, list):
+                self.ambiguous_count += 1
+                if len(self.ambiguous) < _LISTED:
+                    self.ambiguous.append((trace.trace_id, found))
+            else:
+                self.unmatched += 1
+                if len(self.unmatched_ids) < _LISTED:
+                    self.unmatched_ids.append(trace.trace_id)
+        self.db.executemany(insert, batch)
+
+    def __len__(self) -> int:
+        return sum(self.counts.values())
+
+    def trials(self, by_id: dict[str, Any]) -> Iterator[tuple[Any, AgentTrace, str, int]]:
+        """(question, trace, how, trial): a question's traces in start order are its trials."""
+        seen: dict[str, int] = {}
+        rows = self.db.execute(
+            "SELECT question_id, how, data FROM pairs ORDER BY start_ns, trace_id"
+        )
+        for qid, how, data in rows:
+            trial = seen[qid] = seen.get(qid, -1) + 1
+            yield by_id[qid], pickle.loads(data), how, trial
+
+    def repeats(self) -> int:
+        (most,) = self.db.execute(
+            "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM pairs GROUP BY question_id)"
+        ).fetchone()
+        return max(1, int(most))
+
+    def notes(self, questions: int) -> list[str]:
+        how = ", ".join(f"{n} by {k}" for k, n in sorted(self.counts.items())) or "none"
+        notes = [
+            f"paired {len(self)} trace(s) with {len(self.questions)} of {questions} "
+            f"question(s): {how}"
+        ]
+        if self.outside_window:
+            notes.append(f"{self.outside_window} trace(s) outside --since/--until; not graded")
+        if self.unmatched:
+            listed = ", ".join(self.unmatched_ids)
+            more = self.unmatched - len(self.unmatched_ids)
+            notes.append(
+                f"{self.unmatched} trace(s) matched no question: {listed}"
+                + (f" and {more} more" if more else "")
+            )
+        for trace_id, ids in self.ambiguous:
+            notes.append(
+                f"trace {trace_id} matches {len(ids)} questions by its input "
+                f"({', '.join(ids)}); not graded"
+            )
+        return notes
