@@ -47,7 +47,8 @@ def receiving(config_path: Path, run=None, **options):
     """A receiver on a free loopback port, serving in a thread; stopped (and its outcome
     decided) when the block ends."""
     limits = options.pop("limits", None) or Limits(quiet_s=0.1)
-    monitor = Monitor(load_config(config_path), "t", run=run, sample=limits.sample)
+    policy = options.pop("policy", None)
+    monitor = Monitor(load_config(config_path), "t", run=run, sample=limits.sample, policy=policy)
     receiver = Receiver(
         monitor,
         bind("127.0.0.1", 0),

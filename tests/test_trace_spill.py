@@ -91,7 +91,7 @@ def test_pairs_wait_on_disk_and_come_back_as_trials_in_start_order():
         pairs = SpilledPairs(spill)
         question = Q("paris")
         pairs.pair(spill.traces(), archive.Pairer([question]), since_ns=15)
-        trials = list(pairs.trials({"paris": question}))
+        trials = list(pairs.trials(lambda qid, _trace: {"paris": question}[qid]))
         assert [(t.trace_id, trial) for _, t, _, trial in trials] == [
             (f"{3:032x}", 0),
             (f"{1:032x}", 1),

@@ -16,12 +16,21 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from ..errors import ExitCode, TracegradeError
 from ..redaction import RedactingFormatter, console_policy, use_console_policy
 from ..reports.escaping import PrintableStream
 
-__all__ = ["Interrupted", "add_id_flag", "build_parser", "handle_stop_signals", "main"]
+__all__ = [
+    "Interrupted",
+    "add_id_flag",
+    "add_trace_policy_flags",
+    "build_parser",
+    "handle_stop_signals",
+    "main",
+    "trace_policy_of",
+]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -113,6 +122,45 @@ def add_id_flag(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
         "matching id (repeatable)",
+    )
+
+
+def add_trace_policy_flags(parser: argparse.ArgumentParser) -> None:
+    """The trace policy flags of `grade-traces` and `receive` (tracegrade.traces.policy): what
+    traces that match no dataset question are graded against."""
+    group = parser.add_argument_group(
+        "trace policy (traces that match no question; on top of the target's trace_policy:)"
+    )
+    group.add_argument(
+        "--policy",
+        type=Path,
+        metavar="FILE",
+        help="a YAML/JSON file: forbid, only, count, max_calls, goal",
+    )
+    group.add_argument(
+        "--forbid",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="a tool no trace may call (repeatable)",
+    )
+    group.add_argument(
+        "--max-calls", type=int, default=None, metavar="N", help="at most N tool calls a trace"
+    )
+    group.add_argument("--goal", default=None, metavar="TEXT", help="judge each trace against it")
+
+
+def trace_policy_of(args: argparse.Namespace, config: object) -> object:
+    """The policy the target and the flags make (falsy when none)."""
+    from ..traces.policy import trace_policy
+
+    return trace_policy(
+        config,  # type: ignore[arg-type]
+        args.target,
+        policy_file=args.policy,
+        forbid=args.forbid,
+        max_calls=args.max_calls,
+        goal=args.goal,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..reports.flags import add_report_flags, write_reports
-from . import EPILOG
+from . import EPILOG, add_trace_policy_flags, trace_policy_of
 
 __all__ = ["register", "run"]
 
@@ -21,6 +21,8 @@ GenAI conventions' are read into the same tool-call record a run records. Each t
 with a question of the target's dataset by its question id attribute (tracegrade.question.id or
 agentevals.eval.case.id), its gen_ai.conversation.id, or its first user message (exact, then
 normalised); the report says how each was paired and lists the traces that matched nothing.
+With a trace policy (the target's trace_policy:, --policy, --forbid, --max-calls, --goal),
+the traces that match no question are graded against it as questions of their own.
 The result is a normal run directory: show, grade, compare, label and promote work on it, and
 the exit code follows the target's gate as for `run`. The agent is never imported or run.
 """
@@ -64,6 +66,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--until", metavar="TIME", help="only traces that started before TIME (ISO 8601)"
     )
+    add_trace_policy_flags(parser)
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -76,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before any reading
+    policy: Any = trace_policy_of(args, config)
+    if policy:
+        from ..traces.policy import with_policy
+
+        config = with_policy(config, args.target, policy)
     since = parse_time(args.since, key="--since")
     until = parse_time(args.until, key="--until")
     if args.source is None:
@@ -97,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             use_cache=not args.no_cache,
             since_ns=since,
             until_ns=until,
+            policy=policy or None,
         )
     write_reports(args, outcome, config=config)
     return outcome.exit_code

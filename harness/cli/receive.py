@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ExitCode, InputError
 from ..reports.flags import add_report_flags, write_reports
-from . import EPILOG
+from . import EPILOG, add_trace_policy_flags, trace_policy_of
 
 __all__ = ["register", "run"]
 
@@ -20,7 +20,9 @@ Receive OTLP/HTTP traces (POST /v1/traces, protobuf or JSON, gzip or plain) and 
 agent trace when it completes (its root span arrived and no span of it for --quiet-period
 seconds) with the target's dataset, graders and gate, into a monitor run: a normal run directory
 (show, compare, label, promote work on it while it grows) with rollups per hour. Traces are
-read and paired with questions as `grade-traces` does.
+read and paired with questions as `grade-traces` does; with a trace policy (the target's
+trace_policy:, --policy, --forbid, --max-calls, --goal) the traces that match no question are
+graded against it as questions of their own.
 
 Listens on 127.0.0.1 unless --host says otherwise. With a token (--token or the environment
 variable TRACEGRADE_RECEIVE_TOKEN) a request without `Authorization: Bearer TOKEN` is 401.
@@ -130,6 +132,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--gate", action="store_true", help="exit with the monitor run's verdict (see below)"
     )
+    add_trace_policy_flags(parser)
     add_report_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -142,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before anything
+    policy: Any = trace_policy_of(args, config)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     if args.forward and not args.forward.startswith(("http://", "https://")):
         raise InputError(f"--forward {args.forward!r} is not an http(s) URL", key="--forward")
@@ -159,7 +163,12 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         monitor = Monitor(
-            config, args.target, run=args.run, use_cache=not args.no_cache, sample=args.sample
+            config,
+            args.target,
+            run=args.run,
+            use_cache=not args.no_cache,
+            sample=args.sample,
+            policy=policy or None,
         )
     except BaseException:
         sock.close()

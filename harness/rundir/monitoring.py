@@ -19,6 +19,7 @@ _SHOWN = (
     ("passed", "passed"),
     ("failed", "failed"),
     ("errored", "errored"),
+    ("policy", "graded by the trace policy (no question)"),
     ("unmatched", "matched no question"),
     ("ambiguous", "matched several questions"),
     ("not_agent", "not agent traces"),

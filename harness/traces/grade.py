@@ -32,6 +32,7 @@ from ..rundir.verdict import record_scope
 from ..verdicts.scoring import QuestionScore
 from .archive import Pairer
 from .dialects import AgentTrace
+from .policy import TracePolicy
 from .spill import SpilledPairs, TraceSpill
 
 __all__ = ["agrade_traces", "grade_paired", "grade_traces", "record_line"]
@@ -202,10 +203,13 @@ async def agrade_traces(
     run_id: str | None = None,
     since_ns: int | None = None,
     until_ns: int | None = None,
+    policy: TracePolicy | None = None,
 ) -> RunOutcome:
     """Grade the agent traces of `traces` that started in [since, until) against `target`'s
     dataset and graders into a new run directory. The traces are read, paired and graded one at
-    a time from the spill: memory does not grow with the archive while they are."""
+    a time from the spill: memory does not grow with the archive while they are. With a trace
+    `policy` (its graders attached to the config's target, `policy.with_policy`), traces that
+    match no question are graded by it."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -215,7 +219,13 @@ async def agrade_traces(
     )
     plan = prepared.plans[target]
     pairs = SpilledPairs(traces)
-    pairs.pair(traces.traces(), Pairer(plan.questions), since_ns=since_ns, until_ns=until_ns)
+    pairs.pair(
+        traces.traces(),
+        Pairer(plan.questions),
+        since_ns=since_ns,
+        until_ns=until_ns,
+        policy=policy,
+    )
     if not len(pairs):  # nothing to grade: no run directory left behind
         shutil.rmtree(prepared.run_dir, ignore_errors=True)
         if traces.agent_traces <= pairs.outside_window:
@@ -233,7 +243,7 @@ async def agrade_traces(
     tid = identity["targets"][target]
     # the selection is what the traces covered: a question nobody asked in production is not
     # a question the run failed to answer
-    tid["selected"] = len(pairs.questions)
+    tid["selected"] = len(pairs.questions) + len(pairs.by_policy)
     tid["repeats"] = pairs.repeats()
     identity["source"] = {
         "kind": "traces",
@@ -245,16 +255,26 @@ async def agrade_traces(
     run_dir = prepared.directory
     run_dir.write_identity(identity)
     notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
+    if policy:
+        notes.append(policy.note())
     plan.run_id = prepared.run_id
     trace_file = run_dir.trace_file(target)
     run_dir.traces_dir.mkdir(parents=True, exist_ok=True)
     by_id = {str(q.id): q for q in plan.questions}
+
+    def question_of(qid: str, trace: AgentTrace) -> Any:
+        if qid in by_id:
+            return by_id[qid]
+        assert policy is not None  # only the policy pairs a trace with a question of its own
+        plan.ordinals.setdefault(qid, len(plan.ordinals))
+        return policy.question(trace)
+
     with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
         grading_id = new_grading(store, prepared)
         # what the traces covered, trial by trial: a question traced once is not a missing trial
         record_scope(store, grading_id, {target: {"runs": len(pairs)}})
         with trace_file.open("a", encoding="utf-8") as lines:
-            for question, trace, _how, trial in pairs.trials(by_id):
+            for question, trace, _how, trial in pairs.trials(question_of):
                 await grade_paired(
                     plan,
                     store,

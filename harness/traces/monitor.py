@@ -35,9 +35,10 @@ from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore, question_passed
-from .archive import Pairer
+from .archive import Pair, Pairer
 from .dialects import agent_trace
 from .grade import grade_paired
+from .policy import TracePolicy, with_policy
 from .spans import ReadProblems, Span, read_spans, request_of_spans
 
 __all__ = ["Monitor"]
@@ -65,7 +66,11 @@ class Monitor:
         run: str | Path | None = None,
         use_cache: bool = True,
         sample: float = 1.0,
+        policy: TracePolicy | None = None,
     ) -> None:
+        self.policy = policy
+        if policy:  # its graders attached to the target for this run (the manifest says so)
+            config = with_policy(config, target, policy)
         self.config = config
         self.target = target
         self.sample = sample
@@ -218,6 +223,9 @@ class Monitor:
             self._count(ambiguous=1)
             self._list("ambiguous", trace_id)
             return None
+        if pair is None and self.policy:
+            pair = Pair(self.policy.question(trace), trace, "trace policy")
+            self.plan.ordinals.setdefault(str(pair.question.id), len(self.plan.ordinals))
         if pair is None:
             self._count(unmatched=1)
             self._list("unmatched", trace_id)
@@ -239,6 +247,7 @@ class Monitor:
         passed = question_passed(score)
         self._count(
             graded=1,
+            policy=int(pair.how == "trace policy"),
             passed=int(passed is True),
             failed=int(passed is False and not score.errored),
             errored=int(score.errored),
@@ -303,7 +312,10 @@ class Monitor:
                 self.directory, store, self._grading_id or 0, self.targets, self.attached
             )
         self._store = None
-        outcome.notes[:0] = redaction_notes(self.config) + monitor_notes(self.checkpoint_data())
+        policy = [self.policy.note()] if self.policy else []
+        outcome.notes[:0] = (
+            redaction_notes(self.config) + policy + monitor_notes(self.checkpoint_data())
+        )
         outcome.monitor = self.checkpoint_data()
         return outcome
 

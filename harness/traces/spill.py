@@ -16,13 +16,14 @@ from __future__ import annotations
 import pickle
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import archive
 from .archive import Pair, Pairer, TraceSet
 from .dialects import AgentTrace, agent_trace
+from .policy import TracePolicy
 from .spans import Span, files_under, read_spans
 
 __all__ = ["SpilledPairs", "TraceSpill", "spill_trace_files"]
@@ -31,6 +32,8 @@ _CACHE_KB = 16 * 1024
 """SQLite's page cache per connection (KiB): the memory the spill may use, whatever its size."""
 _BATCH = 2_000
 _LISTED = 10
+POLICY = "trace policy"
+"""How a trace the trace policy grades is paired (with a question of its own)."""
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -142,6 +145,9 @@ class SpilledPairs:
         self.db.execute("DELETE FROM pairs")
         self.counts: dict[str, int] = {}
         self.questions: set[str] = set()
+        """The dataset questions paired."""
+        self.by_policy: set[str] = set()
+        """The questions of the traces the trace policy grades (one per trace)."""
         self.unmatched = 0
         self.unmatched_ids: list[str] = []
         self.ambiguous: list[tuple[str, list[str]]] = []
@@ -155,7 +161,10 @@ class SpilledPairs:
         *,
         since_ns: int | None = None,
         until_ns: int | None = None,
+        policy: TracePolicy | None = None,
     ) -> None:
+        """Pair each trace in the window; with a `policy`, a trace that matches no question
+        is paired with its own (`policy.question`), graded by the policy."""
         batch: list[tuple[int, str, str, str, bytes]] = []
         insert = "INSERT INTO pairs VALUES (?, ?, ?, ?, ?)"
         for trace in traces:
@@ -165,10 +174,12 @@ class SpilledPairs:
                 self.outside_window += 1
                 continue
             found = pairer.pair(trace)
+            if found is None and policy:
+                found = Pair(policy.question(trace), trace, POLICY)
             if isinstance(found, Pair):
                 qid = str(found.question.id)
                 self.counts[found.how] = self.counts.get(found.how, 0) + 1
-                self.questions.add(qid)
+                (self.by_policy if found.how == POLICY else self.questions).add(qid)
                 data = pickle.dumps(trace, protocol=5)
                 batch.append((trace.start_ns, trace.trace_id, qid, found.how, data))
                 if len(batch) >= _BATCH:
@@ -187,15 +198,19 @@ class SpilledPairs:
     def __len__(self) -> int:
         return sum(self.counts.values())
 
-    def trials(self, by_id: dict[str, Any]) -> Iterator[tuple[Any, AgentTrace, str, int]]:
-        """(question, trace, how, trial): a question's traces in start order are its trials."""
+    def trials(
+        self, question_of: Callable[[str, AgentTrace], Any]
+    ) -> Iterator[tuple[Any, AgentTrace, str, int]]:
+        """(question, trace, how, trial): a question's traces in start order are its trials
+        (`question_of(question id, trace)` finds the question)."""
         seen: dict[str, int] = {}
         rows = self.db.execute(
             "SELECT question_id, how, data FROM pairs ORDER BY start_ns, trace_id"
         )
         for qid, how, data in rows:
             trial = seen[qid] = seen.get(qid, -1) + 1
-            yield by_id[qid], pickle.loads(data), how, trial
+            trace = pickle.loads(data)
+            yield question_of(qid, trace), trace, how, trial
 
     def repeats(self) -> int:
         (most,) = self.db.execute(
@@ -204,11 +219,17 @@ class SpilledPairs:
         return max(1, int(most))
 
     def notes(self, questions: int) -> list[str]:
-        how = ", ".join(f"{n} by {k}" for k, n in sorted(self.counts.items())) or "none"
+        paired = {k: n for k, n in self.counts.items() if k != POLICY}
+        how = ", ".join(f"{n} by {k}" for k, n in sorted(paired.items())) or "none"
         notes = [
-            f"paired {len(self)} trace(s) with {len(self.questions)} of {questions} "
+            f"paired {sum(paired.values())} trace(s) with {len(self.questions)} of {questions} "
             f"question(s): {how}"
         ]
+        if self.by_policy:
+            notes.append(
+                f"{len(self.by_policy)} trace(s) graded by the trace policy (they match no "
+                "question)"
+            )
         if self.outside_window:
             notes.append(f"{self.outside_window} trace(s) outside --since/--until; not graded")
         if self.unmatched:

@@ -1,0 +1,175 @@
+"""A trace policy: what every agent trace must respect whether or not a dataset question says
+what it should have done. It grades the traces that pair with no question of the target's
+dataset (production traffic nobody wrote a question for), with the graders that need no
+expectation:
+
+- `forbid`, `only`, `count`, `max_calls`: the trajectory vocabulary's constraints that name no
+  expected call (`trajectory_grader`, must pass);
+- `goal`: what a good run achieves (`goal_judge`, on the config's judge).
+
+It comes from a target's `trace_policy:` block (its `file:` naming a YAML or JSON file of the
+same keys), then `--policy FILE`, then `--forbid`, `--max-calls` and `--goal` on the command line,
+each adding to or replacing what came before (forbidden tools add up). Each unmatched trace
+becomes its own question, `trace-<trace id>`, whose input is the trace's first user message:
+stored with its run like any question, so `show`, `label` and `dataset promote` work on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InputError
+from ..inputs.config import Config, GraderEntry
+from ..inputs.trajectory import trajectory_problems
+from ..records import GraderSpec
+from .dialects import AgentTrace
+
+__all__ = ["POLICY_KEYS", "TracePolicy", "trace_policy", "with_policy"]
+
+CONSTRAINTS = ("forbid", "only", "count", "max_calls")
+POLICY_KEYS = (*CONSTRAINTS, "goal", "file")
+TRAJECTORY = "trajectory_grader"
+GOAL = "goal_judge"
+PREFIX = "trace-"
+
+
+@dataclass(frozen=True, slots=True)
+class TracePolicy:
+    trajectory: Mapping[str, Any] = field(default_factory=dict)
+    goal: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.trajectory) or self.goal is not None
+
+    def question(self, trace: AgentTrace) -> Any:
+        """The question an unmatched trace is graded as."""
+        from ..inputs.dataset import Question
+
+        text = (trace.user_message or "").strip() or f"(trace {trace.trace_id}: no user message)"
+        return Question(
+            id=f"{PREFIX}{trace.trace_id}",
+            input=text,
+            trajectory=dict(self.trajectory) or None,
+            goal=self.goal,
+            tags=["trace-policy"],
+        )
+
+    def graders(self, present: Sequence[GraderEntry]) -> list[GraderEntry]:
+        """The graders the policy needs that the target does not attach already."""
+        ids = {g.id for g in present}
+        out = []
+        if self.trajectory and TRAJECTORY not in ids:
+            out.append(GraderEntry(id=TRAJECTORY, spec=GraderSpec(must_pass=True)))
+        if self.goal is not None and GOAL not in ids:
+            out.append(GraderEntry(id=GOAL))
+        return out
+
+    def note(self) -> str:
+        parts = [f"{k} {v}" for k, v in self.trajectory.items()]
+        if self.goal is not None:
+            parts.append("a goal")
+        return (
+            f"trace policy ({', '.join(self.sources)}): {'; '.join(parts)}; traces that match "
+            "no question are graded by it as questions trace-<trace id>"
+        )
+
+
+def _read_file(path: Path, key: str) -> dict[str, Any]:
+    from ..inputs.sourcefile import load_document
+
+    if not path.is_file():
+        raise InputError("no such policy file", file=str(path), key=key)
+    data = load_document(path).data
+    if not isinstance(data, dict):
+        raise InputError("a policy file is a mapping (forbid, max_calls, goal...)", file=str(path))
+    return data
+
+
+def _merge(into: dict[str, Any], raw: Mapping[str, Any], *, file: str, key: str) -> None:
+    for name, value in raw.items():
+        if name not in POLICY_KEYS or (name == "file" and key != "trace_policy"):
+            raise InputError(
+                f"unknown trace policy key {name!r}",
+                file=file,
+                key=f"{key}/{name}",
+                hint=f"a trace policy has {', '.join(k for k in POLICY_KEYS if k != 'file')}",
+            )
+        if name == "forbid" and isinstance(value, list) and isinstance(into.get("forbid"), list):
+            into["forbid"] = [*into["forbid"], *(v for v in value if v not in into["forbid"])]
+        elif name != "file":
+            into[name] = value
+
+
+def trace_policy(
+    config: Config,
+    target: str,
+    *,
+    policy_file: Path | None = None,
+    forbid: Sequence[str] = (),
+    max_calls: int | None = None,
+    goal: str | None = None,
+) -> TracePolicy:
+    """The target's trace policy with the command line's on top; exit 4 naming the file and
+    key of a malformed one."""
+    tc = config.select_targets([target])[0]
+    merged: dict[str, Any] = {}
+    sources = []
+    block = tc.raw.get("trace_policy")
+    where = f"/targets/{target}/trace_policy"
+    if block:
+        if not isinstance(block, dict):
+            raise ConfigError("trace_policy must be a mapping", **tc.where("trace_policy"))
+        if "file" in block:
+            path = Path(str(block["file"]))
+            path = path if path.is_absolute() else tc.base_dir / path
+            _merge(merged, _read_file(path, f"{where}/file"), file=str(path), key="")
+            sources.append(str(path))
+        _merge(merged, block, file=str(config.path), key="trace_policy")
+        sources.append(f"{config.path.name}: targets.{target}.trace_policy")
+    if policy_file is not None:
+        _merge(merged, _read_file(policy_file, "--policy"), file=str(policy_file), key="")
+        sources.append(str(policy_file))
+    flags: dict[str, Any] = {}
+    if forbid:
+        flags["forbid"] = list(forbid)
+    if max_calls is not None:
+        flags["max_calls"] = max_calls
+    if goal is not None:
+        flags["goal"] = goal
+    if flags:
+        _merge(merged, flags, file="", key="")
+        sources.append("the command line")
+    goal_text = merged.pop("goal", None)
+    if goal_text is not None and not (isinstance(goal_text, str) and goal_text.strip()):
+        raise InputError("the trace policy's goal must be text", key="goal")
+    trajectory = {k: merged[k] for k in CONSTRAINTS if k in merged}
+    if trajectory:
+        problems = trajectory_problems(trajectory)
+        if problems:
+            pointer, message = problems[0]
+            raise InputError(
+                f"trace policy: {message}",
+                file=sources[-1] if sources else None,
+                key=f"trace_policy{pointer}",
+            )
+    return TracePolicy(trajectory, goal_text, tuple(sources))
+
+
+def with_policy(config: Config, target: str, policy: TracePolicy) -> Config:
+    """`config` with `target` also attaching the graders `policy` needs (the config file
+    is untouched; the run's manifest records what was attached)."""
+    if not policy:
+        return config
+    tc = config.select_targets([target])[0]
+    extra = policy.graders(tc.graders)
+    if not extra:
+        return config
+    options = {GOAL: {"goal": policy.goal}} if policy.goal is not None else {}
+    extra = [dataclasses.replace(g, options=options.get(g.id, g.options)) for g in extra]
+    changed = dataclasses.replace(tc, graders=[*tc.graders, *extra])
+    return dataclasses.replace(config, targets={**config.targets, target: changed})
