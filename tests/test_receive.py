@@ -1,7 +1,7 @@
 """`tracegrade receive`: OTLP/HTTP on loopback (real uvicorn, real HTTP), each agent trace graded
 as it completes into a monitor run with the verdicts `tracegrade run` gives the same agent;
 the OTLP/HTTP answers (415, 400, 413, 401, partial success, gzip); the bounds counted; the
-forwarder; a graceful stop and a restart that grades nothing twice."""
+forwarder; a graceful stop, a kill -9 mid-batch and a restart that grades nothing twice."""
 
 from __future__ import annotations
 
@@ -348,6 +348,38 @@ def _start_cli(config: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     return process, url
 
 
+_GRADE_THEN_KILL = """
+import asyncio, json, os, signal, sys
+from tracegrade.inputs.config import load_config
+from tracegrade.traces.ingest import JSON, decode_request
+from tracegrade.traces.monitor import Monitor
+
+config, run, requests = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+monitor = Monitor(load_config(config), "t", run=run)
+monitor.start()
+
+
+async def grade(request):
+    spans = decode_request(json.dumps(request).encode(), JSON)
+    await monitor.grade(spans[0].trace_id, spans)
+
+
+async def main():
+    for request in requests[:2]:
+        await grade(request)
+    monitor.commit()  # a batch stored, then its rollups, as the receiver's ticker does
+    monitor.checkpoint()
+    for request in requests[2:]:  # the next batch graded, not committed yet
+        await grade(request)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+asyncio.run(main())
+"""
+"""A monitor on run argv[2] that commits a batch of two traces, grades two more and is killed
+(SIGKILL) before committing them."""
+
+
 def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run(tmp_path):
     config = _project(tmp_path / "proj")
     process, url = _start_cli(config)
@@ -384,26 +416,43 @@ def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run
     assert sorted(graded) == sorted(sent)  # every answered request graded, each once
     assert sorted(r.trial for r in rows) == list(range(len(sent)))
     assert (run_dir / "pending.jsonl").is_file()
+    # kill -9 with a batch graded and not committed: it is lost whole, never half recorded
+    batch = [f"e{n:031x}" for n in range(4)]
+    requests = json.dumps([_trace(t) for t in batch])
+    killed = subprocess.run(
+        [sys.executable, "-c", _GRADE_THEN_KILL, str(config), run_id, requests],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with ResultStore.open_readonly(run_dir) as store:
+        rows = store.load_runs("t")
+    assert sorted(r.trace_id for r in rows) == sorted([*sent, *batch[:2]])
     # restart on the same run: the root of the pending trace completes it; a trace sent again
-    # after it was graded is late, not graded twice
+    # after it was graded is late, not graded twice; the traces the kill lost are graded now
     process, url = _start_cli(
         config, "--run", run_id, "--window", "3", "--gate", "--json", str(tmp_path / "r.json")
     )
     _, root = _without_root(_trace("f" * 32, "cancel", tool="cancel"))
     assert httpx.post(url, json=root).status_code == 200
-    assert httpx.post(url, json=_trace(sent[0])).status_code == 200
+    for tid in [sent[0], *batch]:
+        assert httpx.post(url, json=_trace(tid)).status_code == 200
     out, err = process.communicate(timeout=60)
     report = json.loads((tmp_path / "r.json").read_text())
     assert process.returncode == report["gate"]["exit_code"] == 0, err
     with ResultStore.open_readonly(run_dir) as store:
         rows = store.load_runs("t")
-    assert sorted(r.trace_id for r in rows) == sorted([*sent, "f" * 32])
+    assert sorted(r.trace_id for r in rows) == sorted([*sent, *batch, "f" * 32])
+    paris = sorted(r.trial for r in rows if r.question_id == "paris")
+    assert paris == list(range(len(sent) + len(batch)))  # trials number on, none reused
     assert not (run_dir / "pending.jsonl").exists()
     total = {}
     for hour in report["monitor"]["hours"].values():
         for key, value in hour.items():
             total[key] = total.get(key, 0) + value
-    assert total["graded"] == len(sent) + 1 and total["spans_late"] == 4
+    assert total["graded"] == len(rows) and total["spans_late"] == 3 * 4
 
 
 def test_a_canary_window_exits_with_the_gate(tmp_path):

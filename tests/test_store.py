@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from tracegrade.rundir.store import QuestionRun, ResultStore
 from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
 
@@ -88,3 +90,21 @@ def test_schema_has_no_column_for_tool_arguments(tmp_path):
         columns = [r[1] for r in store._db.execute("PRAGMA table_info(questions)")]
     assert "has_record" in columns and "tool_call_count" in columns
     assert not [c for c in columns if "argument" in c or c in ("args", "tool_calls")]
+
+
+def test_a_batch_of_questions_is_one_commit_read_back_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with ResultStore(path) as store:
+        gid = store.new_grading(mode="run")
+        batch = [(_run(f"q{i}", ordinal=i), _score(f"q{i}", float(i % 6))) for i in range(40)]
+        store.commit_questions(batch, grading_id=gid)
+        # a batch that fails half way (a value no column can hold) leaves nothing of it
+        bad = [(_run("x", ordinal=40), _score("x")), (_run("y", ordinal=41), _score("y"))]
+        bad[1][1].graders[0].sample_scores = [object()]
+        with pytest.raises(TypeError):
+            store.commit_questions(bad, grading_id=gid)
+    with ResultStore(path) as store:  # reopened: the first batch, whole
+        assert [r.question_id for r in store.load_runs()] == [f"q{i}" for i in range(40)]
+        scores = store.load_scores()
+        assert [s.composite for s in scores] == [float(i % 6) for i in range(40)]
+        assert all(s.content_sha256 for s in scores)

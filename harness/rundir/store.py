@@ -1,8 +1,9 @@
 """The results store of a run: one SQLite file (WAL) in the run directory.
 
-Append-only: each finished question is one committed transaction (its run row, its grade rows,
-its score row), so an interrupted run loses at most the questions in flight and a run never
-rewrites what it already wrote. Re-grading adds rows under a new grading id.
+Append-only: each finished question (its run row, its grade rows, its score row) is committed in
+one transaction, alone or with others finished beside it (`commit_questions`), so an interrupted
+run loses at most the questions in flight and a run never rewrites what it already wrote.
+Re-grading adds rows under a new grading id.
 
 Result rows carry no tool arguments (seed 000): the tool-call record stays in the run's trace
 file; a row only says whether a record existed and how many calls it held. Every text a row
@@ -261,21 +262,27 @@ class ResultStore:
         self._db.execute("DELETE FROM meta WHERE key = ?", (f"unfinished_grading:{grading_id}",))
 
     # -- writing ---------------------------------------------------------------------------
-    @_writes
     def commit_question(self, run: QuestionRun, score: QuestionScore, *, grading_id: int) -> None:
         """Write one finished question (run row, grade rows, score row) in one transaction."""
+        self.commit_questions([(run, score)], grading_id=grading_id)
+
+    @_writes
+    def commit_questions(
+        self, items: Sequence[tuple[QuestionRun, QuestionScore]], *, grading_id: int
+    ) -> None:
+        """Write finished questions (each its run row, grade rows and score row) in one
+        transaction: all of them or none. A caller grading many (a monitor run) commits them
+        together, so a question costs its rows rather than a transaction of its own."""
         db = self._db
         redact = self.redaction
-        row = redact.value(run.row)
-        # From the row as stored, so a run migrated from an older store (fingerprinted from
-        # its stored row) and a new run fingerprint the same question alike.
-        fingerprint = run.content_sha256 or question_fingerprint(row)
-        score.content_sha256 = fingerprint
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute(
-                f"INSERT OR REPLACE INTO questions ({', '.join(QUESTION_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(QUESTION_COLUMNS))})",
+        values = []
+        for run, score in items:
+            row = redact.value(run.row)
+            # From the row as stored, so a run migrated from an older store (fingerprinted
+            # from its stored row) and a new run fingerprint the same question alike.
+            fingerprint = run.content_sha256 or question_fingerprint(row)
+            score.content_sha256 = fingerprint
+            values.append(
                 (
                     run.target,
                     run.question_id,
@@ -300,9 +307,17 @@ class ResultStore:
                     run.outcome,
                     _optional(redact, run.outcome_reason),
                     int(run.outcome_expected),
-                ),
+                )
             )
-            self._write_score(run.target, score, grading_id)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                f"INSERT OR REPLACE INTO questions ({', '.join(QUESTION_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(QUESTION_COLUMNS))})",
+                values,
+            )
+            for run, score in items:
+                self._write_score(run.target, score, grading_id)
             db.execute("COMMIT")
         except BaseException:
             rollback(db)

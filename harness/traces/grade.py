@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .. import semconv as sc
@@ -27,7 +28,7 @@ from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
 from ..rundir.outcome import RunOutcome, Selection
-from ..rundir.store import ResultStore
+from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_scope
 from ..verdicts.scoring import QuestionScore
 from .archive import Pairer
@@ -35,7 +36,15 @@ from .dialects import AgentTrace
 from .policy import TracePolicy
 from .spill import SpilledPairs, TraceSpill
 
-__all__ = ["agrade_traces", "grade_paired", "grade_traces", "record_line"]
+__all__ = [
+    "COMMIT_BATCH",
+    "GradedTrace",
+    "agrade_traces",
+    "commit_graded",
+    "grade_paired",
+    "grade_traces",
+    "record_line",
+]
 
 
 def _kv(attributes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -146,20 +155,25 @@ def record_line(
     return json.dumps(request, ensure_ascii=False)
 
 
+COMMIT_BATCH = 64
+"""The most graded traces committed in one transaction (a kill loses at most these)."""
+
+
+@dataclass(slots=True)
+class GradedTrace:
+    """A trace graded as a question's trial, not yet committed (`commit_graded`)."""
+
+    line: str
+    """Its record in the run's trace file (`record_line`)."""
+    run: QuestionRun
+    score: QuestionScore
+
+
 async def grade_paired(
-    plan: Any,
-    store: ResultStore,
-    grading_id: int,
-    lines: TextIO,
-    question: Any,
-    trace: AgentTrace,
-    trial: int,
-    *,
-    policy: RedactionPolicy,
-) -> QuestionScore:
-    """Grade one trace as question `question`'s trial `trial`: its record written to the run's
-    trace file (`lines`, flushed before the row is committed), then graded by the plan's graders
-    and committed to `store` under `grading_id`, as the runner commits a question it ran."""
+    plan: Any, question: Any, trace: AgentTrace, trial: int, *, policy: RedactionPolicy
+) -> GradedTrace:
+    """Grade one trace as question `question`'s trial `trial` with the plan's graders, as the
+    runner grades a question it ran; nothing is written until `commit_graded`."""
     record = trace.record
     run = RunRecord(
         question_id=str(question.id),
@@ -175,22 +189,30 @@ async def grade_paired(
         problems = "; ".join(record.problems) or "record incomplete"
         run.error = f"capture failed: {problems}"[:2000]
         run.error_type = "CaptureError"
-    lines.write(
-        record_line(
-            trace,
-            record,
-            run_id=str(plan.run_id),
-            target=plan.target.name,
-            question_id=str(question.id),
-            trial=trial,
-            policy=policy,
-        )
-        + "\n"
+    line = record_line(
+        trace,
+        record,
+        run_id=str(plan.run_id),
+        target=plan.target.name,
+        question_id=str(question.id),
+        trial=trial,
+        policy=policy,
     )
-    lines.flush()  # the record is on disk before its row
     stored, score = await agrade_recorded(plan, question, run, record)
-    store.commit_question(stored, score, grading_id=grading_id)
-    return score
+    return GradedTrace(line, stored, score)
+
+
+def commit_graded(
+    store: ResultStore, grading_id: int, lines: TextIO, graded: Sequence[GradedTrace]
+) -> None:
+    """Write graded traces: their records to the run's trace file (`lines`, flushed first, so
+    a record is on disk before its row), then their rows to `store` under `grading_id` in one
+    transaction (all of them or none)."""
+    if not graded:
+        return
+    lines.write("".join(g.line + "\n" for g in graded))
+    lines.flush()
+    store.commit_questions([(g.run, g.score) for g in graded], grading_id=grading_id)
 
 
 async def agrade_traces(
@@ -274,17 +296,17 @@ async def agrade_traces(
         # what the traces covered, trial by trial: a question traced once is not a missing trial
         record_scope(store, grading_id, {target: {"runs": len(pairs)}})
         with trace_file.open("a", encoding="utf-8") as lines:
-            for question, trace, _how, trial in pairs.trials(question_of):
-                await grade_paired(
-                    plan,
-                    store,
-                    grading_id,
-                    lines,
-                    question,
-                    trace,
-                    trial,
-                    policy=config.redaction,
-                )
+            batch: list[GradedTrace] = []
+            try:
+                for question, trace, _how, trial in pairs.trials(question_of):
+                    batch.append(
+                        await grade_paired(plan, question, trace, trial, policy=config.redaction)
+                    )
+                    if len(batch) >= COMMIT_BATCH:
+                        done, batch = batch, []
+                        commit_graded(store, grading_id, lines, done)
+            finally:  # what was graded is kept however the loop ends (an interrupt too)
+                commit_graded(store, grading_id, lines, batch)
         outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
     outcome.notes[:0] = redaction_notes(config) + notes
     return outcome

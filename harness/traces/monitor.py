@@ -5,6 +5,8 @@ The run is a normal run directory (store, trace file, manifest), so `show`, `com
 `promote` and the HTML report work on it while it grows and after. Each trace is paired with a
 question of the target's dataset as `grade-traces` pairs it, and graded by the same
 `grade_paired`; a question answered by several traces gets trials 0, 1, ... in grading order.
+Graded traces are committed together (`commit`: one transaction for what the receiver graded
+since the last), their rows being what a restart reads back as graded.
 
 What the receiver saw is rolled up per hour (UTC) in the store (`MONITOR_META`): traces graded,
 passed, failed, errored, unmatched, not agent traces; spans received, sampled out, late; traces
@@ -37,7 +39,7 @@ from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore, question_passed
 from .archive import Pair, Pairer
 from .dialects import agent_trace
-from .grade import grade_paired
+from .grade import GradedTrace, commit_graded, grade_paired
 from .policy import TracePolicy, with_policy
 from .spans import ReadProblems, Span, read_spans, request_of_spans
 
@@ -86,6 +88,8 @@ class Monitor:
         self._runs = 0
         self._recorded = -1
         self._seen: Counter[str] = Counter()
+        self._graded: list[tuple[GradedTrace, bool]] = []
+        """Graded and not committed yet (`commit`), each with whether the policy paired it."""
         if run is None:
             self._create(use_cache)
         else:
@@ -211,8 +215,9 @@ class Monitor:
             self.listed[kind].append(trace_id)
 
     async def grade(self, trace_id: str, spans: list[Span]) -> QuestionScore | None:
-        """Grade one complete trace (paired with its question); None when it is not an agent
-        trace or pairs with no question (counted, and listed up to a point)."""
+        """Grade one complete trace (paired with its question), stored at the next `commit`;
+        None when it is not an agent trace or pairs with no question (counted, and listed up
+        to a point)."""
         assert self._store is not None and self._lines is not None, "start() first"
         trace = agent_trace(spans)
         if trace is None:
@@ -234,26 +239,36 @@ class Monitor:
         trial = self.trials.get(qid, 0)
         self.trials[qid] = trial + 1
         self._runs += 1
-        score = await grade_paired(
-            self.plan,
-            self._store,
-            self._grading_id or 0,
-            self._lines,
-            pair.question,
-            trace,
-            trial,
-            policy=self.config.redaction,
+        graded = await grade_paired(
+            self.plan, pair.question, trace, trial, policy=self.config.redaction
         )
-        passed = question_passed(score)
-        self._count(
-            graded=1,
-            policy=int(pair.how == "trace policy"),
-            passed=int(passed is True),
-            failed=int(passed is False and not score.errored),
-            errored=int(score.errored),
-            degraded=int(score.degraded),
-        )
-        return score
+        self._graded.append((graded, pair.how == "trace policy"))
+        return graded.score
+
+    @property
+    def uncommitted(self) -> int:
+        """Traces graded and not committed yet."""
+        return len(self._graded)
+
+    def commit(self) -> None:
+        """Commit the traces graded since the last commit, in one transaction: their rows are
+        what a restart reads back as graded, so a kill before it leaves them ungraded (and
+        uncounted), never half recorded. Counted in the rollups once committed; on a failure
+        nothing of them is stored, and it is raised."""
+        assert self._store is not None and self._lines is not None, "start() first"
+        graded, self._graded = self._graded, []
+        commit_graded(self._store, self._grading_id or 0, self._lines, [g for g, _ in graded])
+        for trace, by_policy in graded:
+            score = trace.score
+            passed = question_passed(score)
+            self._count(
+                graded=1,
+                policy=int(by_policy),
+                passed=int(passed is True),
+                failed=int(passed is False and not score.errored),
+                errored=int(score.errored),
+                degraded=int(score.degraded),
+            )
 
     def receiver_counts(self, counts: Mapping[str, int]) -> None:
         """The receiver's running counts (spans received, dropped...): what changed since the
@@ -306,6 +321,7 @@ class Monitor:
             raise NothingToRunError("the monitor never started")
         store = self._store
         with self._held:
+            self.commit()
             self.checkpoint()
             record_lost_spans(store, self._grading_id or 0, lost_spans)
             outcome = decided(
