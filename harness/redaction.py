@@ -34,7 +34,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import re2
 
@@ -189,6 +189,20 @@ def compile_pattern(pattern: str) -> Any:
         raise ValueError(f"not a valid RE2 pattern: {reason}") from None
 
 
+_MEMO_CHARS = 1_000
+"""Texts and names up to this long are remembered by a policy, with what they became..."""
+_MEMO_ENTRIES = 4_096
+"""... that many of each at most (then forgotten all at once): memory stays bounded."""
+
+_Known = TypeVar("_Known")
+
+
+def _remember(memo: dict[str, _Known], key: str, value: _Known) -> None:
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+
+
 @dataclass(frozen=True, slots=True)
 class RedactionPolicy:
     """Which names and values are secrets. Immutable; build one per run."""
@@ -209,6 +223,10 @@ class RedactionPolicy:
     _allowed_values: frozenset[str] = field(init=False, repr=False, compare=False)
     _regex: Any = field(init=False, repr=False, compare=False)
     _aws: Any = field(init=False, repr=False, compare=False)
+    _memo: dict[str, str] = field(init=False, repr=False, compare=False)
+    """Short texts already scanned, and what they became (`text`)."""
+    _names: dict[str, bool] = field(init=False, repr=False, compare=False)
+    """Names already judged (`is_secret_name`)."""
 
     def __post_init__(self) -> None:
         fragments = tuple(
@@ -234,6 +252,10 @@ class RedactionPolicy:
         # One alternation, one linear scan per string.
         object.__setattr__(self, "_regex", compile_pattern("|".join(alternatives)))
         object.__setattr__(self, "_aws", compile_pattern(_AWS_SECRET_RUN[:-1]))
+        # The policy never changes, so neither does what a text or a name becomes: the same
+        # question, tool and grader texts recur in every trace a monitor grades.
+        object.__setattr__(self, "_memo", {})
+        object.__setattr__(self, "_names", {})
 
     @classmethod
     def from_config(cls, block: Mapping[str, Any] | None) -> RedactionPolicy:
@@ -250,6 +272,15 @@ class RedactionPolicy:
     # -- names -------------------------------------------------------------------------------
     def is_secret_name(self, name: str) -> bool:
         """True when `name` contains a secret-name fragment and is not allowed."""
+        if type(name) is str and len(name) <= _MEMO_CHARS:
+            known = self._names.get(name)
+            if known is None:
+                known = self._is_secret_name(name)
+                _remember(self._names, name, known)
+            return known
+        return self._is_secret_name(name)
+
+    def _is_secret_name(self, name: str) -> bool:
         try:
             lowered = str(name).lower()
             if lowered in self._allowed_names:
@@ -270,6 +301,15 @@ class RedactionPolicy:
     # -- values ------------------------------------------------------------------------------
     def text(self, text: str) -> str:
         """`text` with every secret-looking value replaced by `(redacted)`."""
+        if type(text) is str and len(text) <= _MEMO_CHARS:
+            known = self._memo.get(text)
+            if known is None:
+                known = self._text(text)
+                _remember(self._memo, text, known)
+            return known
+        return self._text(text)
+
+    def _text(self, text: str) -> str:
         try:
             return self._scan(text)
         except UnicodeError:  # lone surrogates cannot reach RE2 (UTF-8): scan a clean copy

@@ -179,6 +179,19 @@ def test_config_names_patterns_and_allow_extend_the_policy():
     assert DEFAULT_POLICY.value({"max_tokens": 50}) == {"max_tokens": REDACTED}
 
 
+def test_a_text_seen_again_is_redacted_again_each_policy_by_its_own_rules():
+    text = "order ACME-123456 for ana, password=Hunter2Plaintext"
+    acme = RedactionPolicy(names=("nan",), patterns=(r"ACME-[0-9]{6}",))
+    for _ in range(3):  # what a policy remembers of a text is what its rules made of it
+        assert "Hunter2Plaintext" not in DEFAULT_POLICY.text(text)
+        assert "ACME-123456" in DEFAULT_POLICY.text(text)
+        assert "ACME-123456" not in acme.text(text) and "Hunter2Plaintext" not in acme.text(text)
+        assert acme.is_secret_name("banana") and not DEFAULT_POLICY.is_secret_name("banana")
+    long = "x " * 3000 + text  # longer than a policy remembers: scanned every time
+    assert "Hunter2Plaintext" not in DEFAULT_POLICY.text(long)
+    assert "ACME-123456" not in acme.text(long)
+
+
 def test_a_pattern_that_does_not_compile_is_exit_4_naming_file_line_and_key(tmp_path, capsys):
     path = write_project(
         tmp_path, config={"redaction": {"patterns": ["ok-[0-9]+", "(?<=look)behind"]}}
