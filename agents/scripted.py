@@ -62,6 +62,12 @@ class ScriptedChatModel(BaseChatModel):
     bound_tools: tuple[str, ...] = ()
     default: str = "I have nothing scripted for this."
     """Answer given once a script runs out (or no script matches the conversation)."""
+    usage: str = "fixed"
+    """The token usage each call reports (`usage_metadata`): `fixed` (10 in, 5 out),
+    `measured` (about four characters a token, of the messages sent and the answer given), or
+    `none` (no usage reported, as some providers do)."""
+    prompt_padding: int = 0
+    """Extra input tokens each call reports (a bloated prompt: the planted expensive variant)."""
 
     @property
     def _llm_type(self) -> str:
@@ -93,17 +99,34 @@ class ScriptedChatModel(BaseChatModel):
         # A fresh copy: the same scripted turn may be replayed by many concurrent runs.
         return message.model_copy(deep=True)
 
-    def _result(self, message: AIMessage) -> ChatResult:
+    def _result(self, message: AIMessage, messages: list[BaseMessage]) -> ChatResult:
         message.response_metadata = {**message.response_metadata, "model_name": self.model_name}
-        message.usage_metadata = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+        if self.usage == "measured":
+            sent = sum(
+                len(str(m.content)) + len(str(getattr(m, "tool_calls", ""))) for m in messages
+            )
+            said = len(str(message.content)) + len(str(message.tool_calls or ""))
+            inp, out = max(1, sent // 4) + self.prompt_padding, max(1, said // 4)
+            message.usage_metadata = {
+                "input_tokens": inp,
+                "output_tokens": out,
+                "total_tokens": inp + out,
+            }
+        elif self.usage == "fixed":
+            inp = 10 + self.prompt_padding
+            message.usage_metadata = {
+                "input_tokens": inp,
+                "output_tokens": 5,
+                "total_tokens": inp + 5,
+            }
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         if self.latency_s:
             time.sleep(self.latency_s)
-        return self._result(self.next_message(messages))
+        return self._result(self.next_message(messages), messages)
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self._result(self.next_message(messages))
+        return self._result(self.next_message(messages), messages)

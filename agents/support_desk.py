@@ -26,10 +26,12 @@ from tracegrade.environment import SQLiteEnvironment
 
 __all__ = [
     "AGENT_NAME",
+    "EXPENSIVE_PADDING",
     "QUESTIONS",
     "REFUND_LIMIT",
     "SCHEMA_SQL",
     "SCRIPTS",
+    "build_expensive_graph",
     "build_graph",
     "build_regressed_graph",
     "make_environment",
@@ -311,10 +313,15 @@ SCRIPTS: dict[str, dict[str, list]] = {"good": _good_script(), "regressed": _reg
 
 
 def scripted_model(
-    script: Literal["good", "regressed"] = "good", *, latency_s: float | None = None
+    script: Literal["good", "regressed"] = "good",
+    *,
+    latency_s: float | None = None,
+    prompt_padding: int = 0,
 ):
     """The offline model for this agent; latency from the argument or $TRACEGRADE_DEMO_LATENCY."""
-    return tool_loop.scripted_model(SCRIPTS, script, latency_s=latency_s, name="scripted-support")
+    return tool_loop.scripted_model(
+        SCRIPTS, script, latency_s=latency_s, name="scripted-support", prompt_padding=prompt_padding
+    )
 
 
 def build_graph(
@@ -323,11 +330,16 @@ def build_graph(
     model: BaseChatModel | None = None,
     script: Literal["good", "regressed"] = "good",
     latency_s: float | None = None,
+    prompt_padding: int = 0,
 ) -> CompiledStateGraph:
     """The support desk graph, named `support_desk`, acting on `environment` (a fresh one
     when omitted). `model` replaces the scripted model; `script` picks the scripted behaviour."""
     env = environment if environment is not None else make_environment()
-    chat = model if model is not None else scripted_model(script, latency_s=latency_s)
+    chat = (
+        model
+        if model is not None
+        else scripted_model(script, latency_s=latency_s, prompt_padding=prompt_padding)
+    )
     return build_tool_loop(name=AGENT_NAME, model=chat, tools=make_tools(env))
 
 
@@ -336,3 +348,16 @@ def build_regressed_graph(
 ) -> CompiledStateGraph:
     """`build_graph` on the regressed script: the factory the `support_desk_regressed` target names."""
     return build_graph(environment=environment, script="regressed", **options)
+
+
+EXPENSIVE_PADDING = 2000
+"""Input tokens the expensive variant adds to every model call."""
+
+
+def build_expensive_graph(
+    *, environment: SQLiteEnvironment | None = None, **options: Any
+) -> CompiledStateGraph:
+    """`build_graph` following the policy exactly, but sending a bloated prompt with every
+    model call (2,000 more input tokens a call): every answer still passes, the bill does not.
+    The factory the `support_desk_expensive` target names."""
+    return build_graph(environment=environment, prompt_padding=EXPENSIVE_PADDING, **options)

@@ -59,14 +59,24 @@ _schemas: dict[tuple[str, str], tuple[Any, str]] = {}
 
 
 def scripted_model(
-    scripts: dict[str, dict[str, list]], script: str, *, latency_s: float | None, name: str
+    scripts: dict[str, dict[str, list]],
+    script: str,
+    *,
+    latency_s: float | None,
+    name: str,
+    prompt_padding: int = 0,
 ) -> ScriptedChatModel:
     """The offline model replaying `scripts[script]`; latency from the argument or
-    $TRACEGRADE_DEMO_LATENCY."""
+    $TRACEGRADE_DEMO_LATENCY. It reports token usage measured from what it was sent and what
+    it answered (`prompt_padding` more input tokens a call: a bloated prompt)."""
     if script not in scripts:
         raise ValueError(f"unknown script {script!r}; choose one of {sorted(scripts)}")
     return ScriptedChatModel(
-        script=scripts[script], latency_s=demo_latency(latency_s), model_name=f"{name}-{script}"
+        script=scripts[script],
+        latency_s=demo_latency(latency_s),
+        model_name=f"{name}-{script}",
+        usage="measured",
+        prompt_padding=prompt_padding,
     )
 
 

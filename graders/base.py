@@ -62,6 +62,9 @@ class GraderServices:
     """The config's named judge panels (`judge_panels:`)."""
     base_dir: Path | None = None
     """The config file's directory (paths in judge blocks resolve against it)."""
+    prices: Any = None
+    """The run's `tracegrade.usage.PriceTable` (the config's `pricing:` over the bundled
+    table); None: the bundled table."""
     _member_clients: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def member_client(self, block: Mapping[str, Any]) -> Any:

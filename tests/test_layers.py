@@ -23,6 +23,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.otlp": 1,
     "tracegrade.loading": 1,
     "tracegrade.plugins": 1,
+    "tracegrade.usage": 1,
     "tracegrade.inputs": 2,
     "tracegrade.capture": 2,
     "tracegrade.judging": 2,

@@ -34,6 +34,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from .. import semconv as sc
 from ..records import Outcome, ToolRecord, finalize_calls, finalize_interruptions
 from ..redaction import truncate
+from ..usage import ModelCall, model_call
 from .reconcile import (
     genai_messages,
     messages_in,
@@ -138,6 +139,9 @@ class Recorder(BaseCallbackHandler):
         self._record: ToolRecord | None = None
         self._interrupts: dict[str, InterruptState] = {}
         self._turn_starts: list[int] = []
+        self.model_calls: list[ModelCall] = []
+        """Each chat model call with the usage it reported (None counts: unknown) and its
+        latency, in the order they ended."""
 
     # -- public --------------------------------------------------------------------------
     def question_span(self) -> _QuestionScope:
@@ -443,8 +447,13 @@ class Recorder(BaseCallbackHandler):
                     run.span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, text)
                     run.span.set_attribute(sc.OI_OUTPUT_VALUE, text)
                     run.span.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_JSON)
+                usage = getattr(message, "usage_metadata", None) if message is not None else None
+                if usage is None and isinstance(response.llm_output, Mapping):
+                    usage = response.llm_output.get("token_usage") or None
+                self.model_calls.append(
+                    model_call(run.name, usage, (time.time_ns() - run.start_ns) / 1e9)
+                )
                 if message is not None:
-                    usage = getattr(message, "usage_metadata", None)
                     if usage:
                         self._set_usage(run.span, usage)
                     agent = run.agent
@@ -487,6 +496,9 @@ class Recorder(BaseCallbackHandler):
                 run = self._runs.pop(run_id.int, None)
                 if run is None or run.span is None:
                     return
+                self.model_calls.append(
+                    model_call(run.name, None, (time.time_ns() - run.start_ns) / 1e9)
+                )
                 run.span.set_attribute(sc.ERROR_TYPE, type(error).__name__)
                 run.span.set_status(Status(StatusCode.ERROR, type(error).__name__))
                 run.span.end()

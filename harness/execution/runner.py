@@ -30,6 +30,7 @@ from ..records import RunRecord, ToolRecord
 from ..rundir.directory import RunDirectory
 from ..rundir.store import QuestionRun, ResultStore
 from ..verdicts.scoring import QuestionScore, score_question
+from .accounting import account
 from .conversation import (
     Ending,
     agrade_conversation,
@@ -276,6 +277,7 @@ async def _run_one(
             run.error = f"{where} factory raised {describe_agent_error(exc)}"
             run.error_type = type(exc).__name__
             run.latency_s = time.perf_counter() - started
+            run.usage = account(plan, (), None, run.latency_s)
             return _finish(plan, question, row, run, record, [])
         agent_name = getattr(runnable, "name", None) or target.name
         recorder = record_class(
@@ -347,6 +349,7 @@ async def _run_one(
                 run.error_type = "CaptureError"
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
+        run.usage = account(plan, getattr(recorder, "model_calls", ()), sealed, run.latency_s)
         # graded while the environment is still open (state graders read it)
         return await agrade_recorded(
             plan, question, run, record, environment=environment, ending=ending, workdir=workdir

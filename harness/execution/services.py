@@ -35,8 +35,9 @@ def redaction_notes(config: Config) -> list[str]:
 
 
 def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
-    """The grader services (judge provider, cache, rubrics, redaction) a run grades with."""
-    return build_services(
+    """The grader services (judge provider, cache, rubrics, redaction, the price table) a run
+    grades with."""
+    services = build_services(
         judge=config.judge,
         judge_panels=config.judge_panels,
         redaction=config.redaction,
@@ -46,6 +47,8 @@ def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
         use_cache=use_cache,
         workdir=run_dir,
     )
+    services.prices = config.pricing
+    return services
 
 
 def judge_identity(services: Any) -> dict[str, Any] | None:

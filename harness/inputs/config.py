@@ -28,6 +28,7 @@ from ..otlp import (
 )
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern, use_console_policy
+from ..usage import PriceTable
 from .files import not_a_file
 from .sourcefile import (
     Document,
@@ -85,6 +86,20 @@ class GateConfig:
     """Minimum share of questions whose trials all passed (pass^k; with one trial the plain
     pass rate). Default 1.0 (the safe default): any failing question fails the gate; 0 (or
     None in code) relaxes it."""
+    max_cost: float | None = None
+    """Budget for the agent's model calls over the whole run, in the price table's currency;
+    an unpriced model or calls without usage fail it (the cost is unknown, never free)."""
+    max_cost_per_question: float | None = None
+    """Budget per question run: a question over it fails, its reason naming the figure."""
+    max_tokens_per_question: int | None = None
+    """Input plus output tokens of the agent's calls per question run."""
+    max_p95_latency_s: float | None = None
+    """The 95th percentile of the question runs' wall times, in seconds."""
+
+    @property
+    def budgets(self) -> bool:
+        """A per-question budget is set (a question can fail on what it cost or used)."""
+        return self.max_cost_per_question is not None or self.max_tokens_per_question is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,6 +242,8 @@ class Config:
     in the run's own process; with `executor: ray`, the number of Ray actors."""
     executor: str = "local"
     """`local` (this machine) or `ray` (`executor:`; `--executor` overrides)."""
+    pricing: PriceTable = field(default_factory=PriceTable.build)
+    """Model prices (`pricing:`): the bundled table overridden by the config's entries."""
     ray_address: str | None = None
     """`ray.address`: the Ray cluster to join; None: `RAY_ADDRESS`, else a local Ray."""
     dataset_store: Path = Path("datasets.sqlite")
@@ -428,6 +445,14 @@ def parse_gate(raw: dict[str, Any] | None) -> GateConfig:
         zero_critical_failures=bool(raw.get("zero_critical_failures", True)),
         allow_review=bool(raw.get("allow_review", False)),
         min_pass_rate=raw.get("min_pass_rate", DEFAULT_MIN_PASS_RATE),
+        max_cost=_optional_float(raw.get("max_cost")),
+        max_cost_per_question=_optional_float(raw.get("max_cost_per_question")),
+        max_tokens_per_question=(
+            None
+            if raw.get("max_tokens_per_question") is None
+            else int(raw["max_tokens_per_question"])
+        ),
+        max_p95_latency_s=_optional_float(raw.get("max_p95_latency_s")),
     )
 
 
@@ -491,6 +516,10 @@ def config_from_document(doc: Document) -> Config:
         workers=int(data.get("workers", 1)),
         executor=str(data.get("executor", "local")),
         ray_address=(data.get("ray") or {}).get("address"),
+        pricing=PriceTable.build(
+            (data.get("pricing") or {}).get("models"),
+            currency=str((data.get("pricing") or {}).get("currency", "USD")),
+        ),
         dataset_store=_resolve(base, data.get("dataset_store", "datasets.sqlite")),
     )
     # The console prints log lines and errors of the run this config drives: its policy there.

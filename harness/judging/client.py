@@ -7,10 +7,12 @@ the process (and before the cache keys or keeps it), and serves repeated request
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..usage import model_call, record_judge_call
 from .cache import complete_cached
 from .provider import JudgeProvider, JudgeReply, JudgeRequest
 
@@ -59,11 +61,21 @@ class JudgeClient:
         self, request: JudgeRequest, *, accept: Callable[[JudgeReply], bool] | None = None
     ) -> JudgeReply:
         """One judge call: redacted, through the cache (a reply is stored only when
-        `accept(reply)`), else the provider with all its policies. Raises `ProviderError`."""
-        return await complete_cached(
+        `accept(reply)`), else the provider with all its policies. Raises `ProviderError`.
+        A call the provider answered is metered for the question being graded (a cached answer
+        cost nothing and is not a call)."""
+        started = time.perf_counter()
+        reply = await complete_cached(
             self.provider,
             redact_request(request, self.redaction),
             cache=self.cache,
             use_cache=self.use_cache,
             accept=accept,
         )
+        if not reply.cached:
+            usage = reply.usage
+            if usage is None and isinstance(reply.raw.get("usage"), Mapping):
+                usage = reply.raw["usage"]
+            model = reply.model or self.model or "judge"
+            record_judge_call(model_call(model, usage, time.perf_counter() - started))
+        return reply

@@ -103,6 +103,7 @@ class LangChainBackend:
             logprobs=logprobs,
             model=str(metadata.get("model_name") or metadata.get("model") or self.model),
             raw={"response_metadata": _jsonable(metadata)},
+            usage=_jsonable(getattr(message, "usage_metadata", None)) or None,
         )
 
     def classify(self, error: Exception) -> Failure | None:

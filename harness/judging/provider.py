@@ -60,6 +60,9 @@ class JudgeReply:
     structured: bool = False
     """True when the answer came through structured output (a JSON schema the provider
     enforced); False when it is free text the judge parses."""
+    usage: dict[str, Any] | None = None
+    """Token usage the provider reported (LangChain's `usage_metadata` or an OpenAI-style
+    `usage`); None when it reported none (then the call's tokens are unknown)."""
 
 
 @runtime_checkable

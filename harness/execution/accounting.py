@@ -1,0 +1,27 @@
+"""What a question run cost and how long it took, as the runner records it: the recorder's model
+calls priced by the run's table with each tool call's seconds (`account`, the store's `usage`
+JSON), and the judges' calls of a grading laid beside them (`with_judges`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..records import Outcome, ToolRecord
+from ..usage import ModelCall, question_usage
+
+__all__ = ["account"]
+
+
+def account(
+    plan: Any, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
+) -> dict[str, Any]:
+    """The question's accounting as the store keeps it (`tracegrade.usage.QuestionUsage` as
+    JSON): the agent's model calls priced by the run's table (`plan.services.prices`), and each
+    tool call's seconds (calls that never ran left out)."""
+    tools: dict[str, list[float]] = {}
+    for c in record or ():
+        if c.end_ns and c.start_ns and c.outcome is not Outcome.NOT_EXECUTED:
+            tools.setdefault(c.name, []).append((c.end_ns - c.start_ns) / 1e9)
+    usage = question_usage(calls, wall_s=wall_s, tools=tools, prices=plan.services.prices)
+    return usage.model_dump(mode="json")

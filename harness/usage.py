@@ -1,0 +1,477 @@
+"""What a question run cost and how long it took: the tokens its model calls used (from the
+usage the chat models report), what they cost (priced by a table), and how long the question,
+each model call and each tool call took.
+
+A model call that reported no usage is counted as unknown, never as zero tokens: a figure
+built on unknown calls says so ("+2 calls without usage"), and a model the price table does
+not know is "unpriced", never free. The agent's calls and the judges' calls are accounted
+apart: budgets hold the agent (what a team ships); the judges' cost is reported beside it.
+
+Plain data (floor 1): the recorder fills `ModelCall`s, the runner folds them into a
+`QuestionUsage`, the store keeps it as JSON, and every report, `compare` and the gate read it
+back through `QuestionUsage.model_validate`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BUNDLED_PRICES",
+    "BUNDLED_VERSION",
+    "UNPRICED",
+    "Latency",
+    "ModelCall",
+    "ModelTokens",
+    "Price",
+    "PriceTable",
+    "QuestionUsage",
+    "RunTotals",
+    "Tokens",
+    "format_cost",
+    "format_seconds",
+    "format_tokens",
+    "judge_meter",
+    "model_call",
+    "percentile",
+    "question_usage",
+    "record_judge_call",
+    "run_totals",
+]
+
+UNPRICED = "unpriced"
+"""How every report shows the cost of a model the price table does not know."""
+
+BUNDLED_VERSION = "bundled-2026-11"
+"""Version of the bundled table (prices as published in November 2026; a config's `pricing:`
+overrides any of them, and the table a run used is recorded in its identity)."""
+
+BUNDLED_PRICES: dict[str, tuple[float, float, float | None]] = {
+    # pattern: (input, output, cached input) in USD per million tokens
+    "gpt-4o": (2.50, 10.00, 1.25),
+    "gpt-4o-2024-*": (2.50, 10.00, 1.25),
+    "gpt-4o-mini*": (0.15, 0.60, 0.075),
+    "gpt-4.1": (2.00, 8.00, 0.50),
+    "gpt-4.1-mini*": (0.40, 1.60, 0.10),
+    "gpt-4.1-nano*": (0.10, 0.40, 0.025),
+    "o3": (2.00, 8.00, 0.50),
+    "o4-mini*": (1.10, 4.40, 0.275),
+    "claude-3-5-haiku*": (0.80, 4.00, 0.08),
+    "claude-3-7-sonnet*": (3.00, 15.00, 0.30),
+    "claude-sonnet-4*": (3.00, 15.00, 0.30),
+    "claude-opus-4*": (15.00, 75.00, 1.50),
+    "gemini-2.0-flash*": (0.10, 0.40, 0.025),
+    "gemini-2.5-flash*": (0.30, 2.50, 0.075),
+    "gemini-2.5-pro*": (1.25, 10.00, 0.31),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One chat model call as the recorder saw it. Token counts are None when the model
+    reported no usage (unknown, not zero)."""
+
+    model: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    """Input tokens served from the provider's prompt cache (a part of `input_tokens`)."""
+    latency_s: float = 0.0
+
+    @property
+    def reported(self) -> bool:
+        return self.input_tokens is not None or self.output_tokens is not None
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value)
+
+
+def model_call(model: str, usage: Mapping[str, Any] | None, latency_s: float) -> ModelCall:
+    """A `ModelCall` from LangChain's `usage_metadata` (`input_tokens`, `output_tokens`,
+    `input_token_details.cache_read`) or an OpenAI-style `usage` (`prompt_tokens`,
+    `completion_tokens`, `prompt_tokens_details.cached_tokens`); None or {}: unknown."""
+    if not usage:
+        return ModelCall(model=model, latency_s=latency_s)
+    inp = _count(usage.get("input_tokens", usage.get("prompt_tokens")))
+    out = _count(usage.get("output_tokens", usage.get("completion_tokens")))
+    details = usage.get("input_token_details") or usage.get("prompt_tokens_details") or {}
+    cached = None
+    if isinstance(details, Mapping):
+        cached = _count(details.get("cache_read", details.get("cached_tokens")))
+    return ModelCall(model, inp, out, cached, latency_s)
+
+
+_JUDGE_CALLS: ContextVar[list[ModelCall] | None] = ContextVar(
+    "tracegrade_judge_calls", default=None
+)
+
+
+@contextmanager
+def judge_meter() -> Iterator[list[ModelCall]]:
+    """The judge calls made while grading one question (in this task and the tasks and
+    threads it starts) are appended to the list it yields."""
+    calls: list[ModelCall] = []
+    token = _JUDGE_CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _JUDGE_CALLS.reset(token)
+
+
+def record_judge_call(call: ModelCall) -> None:
+    """A judge call, metered for the question being graded (none: not metered)."""
+    calls = _JUDGE_CALLS.get()
+    if calls is not None:
+        calls.append(call)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+
+class ModelTokens(_Model):
+    """One model's calls within a question (or a run)."""
+
+    calls: int = 0
+    """Model calls made."""
+    unknown_calls: int = 0
+    """Calls that reported no usage: their tokens are unknown, not zero."""
+    input_tokens: int = 0
+    """Input tokens over the calls that reported usage (cached ones included)."""
+    output_tokens: int = 0
+    """Output tokens over the calls that reported usage."""
+    cached_tokens: int = 0
+    """Input tokens served from the provider's cache."""
+
+    def add(self, other: ModelTokens) -> None:
+        self.calls += other.calls
+        self.unknown_calls += other.unknown_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+
+
+class Tokens(_Model):
+    """The calls of one side (the agent's, or the judges'), per model, priced."""
+
+    models: dict[str, ModelTokens] = Field(default_factory=dict)
+    """Per model name."""
+    cost: float | None = None
+    """What the calls that reported usage cost, in `currency`; None when a model is unpriced
+    or no call reported usage."""
+    currency: str | None = None
+    """The price table's currency."""
+    unpriced: list[str] = Field(default_factory=list)
+    """Models the price table has no price for (their cost is unknown, never zero)."""
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls for m in self.models.values())
+
+    @property
+    def unknown_calls(self) -> int:
+        return sum(m.unknown_calls for m in self.models.values())
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(m.input_tokens for m in self.models.values())
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(m.output_tokens for m in self.models.values())
+
+    @property
+    def cached_tokens(self) -> int:
+        return sum(m.cached_tokens for m in self.models.values())
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output tokens; None when no call reported usage."""
+        if self.calls and self.unknown_calls == self.calls:
+            return None
+        return self.input_tokens + self.output_tokens
+
+    def add(self, calls: Iterable[ModelCall]) -> None:
+        for c in calls:
+            m = self.models.setdefault(c.model, ModelTokens())
+            m.calls += 1
+            if not c.reported:
+                m.unknown_calls += 1
+                continue
+            m.input_tokens += c.input_tokens or 0
+            m.output_tokens += c.output_tokens or 0
+            m.cached_tokens += c.cached_tokens or 0
+
+    def merged(self, others: Iterable[Tokens]) -> Tokens:
+        """This side plus `others` (a run's total), priced as their parts were."""
+        out = Tokens(currency=self.currency)
+        parts = [self, *others]
+        costs = []
+        for part in parts:
+            for name, m in part.models.items():
+                out.models.setdefault(name, ModelTokens()).add(m)
+            out.unpriced = sorted(set(out.unpriced) | set(part.unpriced))
+            out.currency = out.currency or part.currency
+            if part.calls:
+                costs.append(part.cost)
+        known = [c for c in costs if c is not None]
+        out.cost = None if out.unpriced or len(known) < len(costs) else math.fsum(known)
+        return out
+
+
+class Latency(_Model):
+    """How long a question took: its wall time, each model call and each tool call."""
+
+    wall_s: float = 0.0
+    """The question run's wall time (agent run, not grading)."""
+    model_calls: list[float] = Field(default_factory=list)
+    """Each model call's seconds, in order."""
+    tools: dict[str, list[float]] = Field(default_factory=dict)
+    """Each tool call's seconds, by tool name."""
+
+
+class QuestionUsage(_Model):
+    """A question run's accounting: the agent's calls, the judges' calls, latencies."""
+
+    agent: Tokens = Field(default_factory=Tokens)
+    """The agent's model calls."""
+    judges: Tokens = Field(default_factory=Tokens)
+    """The judges' model calls while grading it (cached answers cost nothing and are not
+    calls)."""
+    latency: Latency = Field(default_factory=Latency)
+    """Wall, model-call and tool-call latencies."""
+    prices: str | None = None
+    """Version of the price table it was priced with."""
+
+    @property
+    def cost(self) -> float | None:
+        """The agent's cost (what budgets hold); None when unpriced or unknown."""
+        return self.agent.cost
+
+    @property
+    def tokens(self) -> int | None:
+        """The agent's input plus output tokens; None when no call reported usage."""
+        return self.agent.total_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Per million tokens."""
+
+    input: float
+    output: float
+    cached: float | None = None
+    """Cached input tokens; None: charged as input."""
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTable:
+    """Model name or glob pattern -> `Price`, in one currency. An exact name wins over a
+    pattern; patterns are tried in order (the config's before the bundled ones)."""
+
+    entries: tuple[tuple[str, Price], ...] = ()
+    currency: str = "USD"
+    version: str = ""
+
+    @classmethod
+    def build(
+        cls, config: Mapping[str, Mapping[str, Any]] | None = None, *, currency: str = "USD"
+    ) -> PriceTable:
+        """The bundled table (USD) overridden by a config's `pricing.models`; a config in
+        another currency replaces the bundled table (prices in two currencies never add up)."""
+        own = [
+            (pattern, Price(float(p["input"]), float(p["output"]), _opt(p.get("cached"))))
+            for pattern, p in (config or {}).items()
+        ]
+        bundled = (
+            [(k, Price(*v)) for k, v in BUNDLED_PRICES.items() if k not in dict(own)]
+            if currency == "USD"
+            else []
+        )
+        version = BUNDLED_VERSION if bundled else "none"
+        if own:
+            digest = hashlib.sha256(
+                json.dumps([currency, [(k, p.input, p.output, p.cached) for k, p in own]]).encode()
+            ).hexdigest()[:12]
+            version = f"{version}+config-{digest}"
+        return cls(tuple(own + bundled), currency, version)
+
+    def price_of(self, model: str) -> Price | None:
+        for pattern, price in self.entries:
+            if pattern == model:
+                return price
+        for pattern, price in self.entries:
+            if fnmatch.fnmatchcase(model, pattern):
+                return price
+        return None
+
+    def price(self, tokens: Tokens) -> Tokens:
+        """`tokens` with its cost filled in (in place; returned)."""
+        tokens.currency = self.currency
+        unpriced, total = [], []
+        for name, m in tokens.models.items():
+            price = self.price_of(name)
+            if price is None:
+                unpriced.append(name)
+                continue
+            cached = min(m.cached_tokens, m.input_tokens)
+            cached_price = price.input if price.cached is None else price.cached
+            total.append(
+                ((m.input_tokens - cached) * price.input + cached * cached_price)
+                + m.output_tokens * price.output
+            )
+        tokens.unpriced = sorted(unpriced)
+        reported = tokens.calls - tokens.unknown_calls
+        if unpriced or (tokens.calls and not reported):
+            tokens.cost = None
+        else:
+            tokens.cost = math.fsum(total) / 1_000_000
+        return tokens
+
+    def describe(self) -> dict[str, Any]:
+        """The table as the run identity records it."""
+        return {
+            "version": self.version,
+            "currency": self.currency,
+            "models": {
+                k: {"input": p.input, "output": p.output, "cached": p.cached}
+                for k, p in self.entries
+            },
+        }
+
+
+def _opt(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def question_usage(
+    agent_calls: Sequence[ModelCall],
+    *,
+    wall_s: float,
+    tools: Mapping[str, list[float]] | None = None,
+    prices: PriceTable | None = None,
+) -> QuestionUsage:
+    """The agent side of a question's accounting, priced by `prices` (None: the bundled
+    table)."""
+    table = prices if prices is not None else PriceTable.build()
+    agent = Tokens()
+    agent.add(agent_calls)
+    table.price(agent)
+    return QuestionUsage(
+        agent=agent,
+        latency=Latency(
+            wall_s=wall_s,
+            model_calls=[round(c.latency_s, 6) for c in agent_calls],
+            tools={k: [round(v, 6) for v in vs] for k, vs in (tools or {}).items()},
+        ),
+        prices=table.version,
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The nearest-rank `q` percentile (0–100) of `values`; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class RunTotals:
+    """A run's (or a target's) accounting over its questions."""
+
+    agent: Tokens
+    judges: Tokens
+    questions: int
+    """Question runs with an accounting (older runs have none)."""
+    wall: list[float]
+    model_calls: list[float]
+    tools: dict[str, list[float]]
+
+    @property
+    def cost(self) -> float | None:
+        return self.agent.cost
+
+    def tool_latency(self) -> dict[str, dict[str, float | int | None]]:
+        """p50, p95 and max seconds per tool, with its call count."""
+        return {
+            name: {
+                "calls": len(vs),
+                "p50": percentile(vs, 50),
+                "p95": percentile(vs, 95),
+                "max": max(vs) if vs else None,
+            }
+            for name, vs in sorted(self.tools.items())
+        }
+
+
+def run_totals(usages: Iterable[QuestionUsage | None]) -> RunTotals:
+    """Sum question accountings (None: a question without one, e.g. a run from an older
+    release)."""
+    got = [u for u in usages if u is not None]
+    agent = Tokens().merged(u.agent for u in got) if got else Tokens()
+    judges = Tokens().merged(u.judges for u in got) if got else Tokens()
+    tools: dict[str, list[float]] = {}
+    for u in got:
+        for name, vs in u.latency.tools.items():
+            tools.setdefault(name, []).extend(vs)
+    return RunTotals(
+        agent=agent,
+        judges=judges,
+        questions=len(got),
+        wall=[u.latency.wall_s for u in got],
+        model_calls=[v for u in got for v in u.latency.model_calls],
+        tools=tools,
+    )
+
+
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
+
+
+def format_cost(tokens: Tokens | None) -> str:
+    """A cost as every report shows it: `$0.0123`, `unpriced`, `unknown` (no call reported
+    usage), a `+N calls without usage` suffix when some did not, `-` with no accounting."""
+    if tokens is None:
+        return "-"
+    if tokens.unpriced:
+        return UNPRICED
+    if tokens.cost is None:
+        return "unknown" if tokens.calls else "-"
+    symbol = _SYMBOLS.get(tokens.currency or "USD")
+    amount = f"{symbol}{tokens.cost:.4f}" if symbol else f"{tokens.cost:.4f} {tokens.currency}"
+    unknown = tokens.unknown_calls
+    return f"{amount} +{unknown} call(s) without usage" if unknown else amount
+
+
+def format_tokens(tokens: Tokens | None) -> str:
+    """Input/output tokens as reports show them (`1,234 in / 56 out`), `unknown` when no call
+    reported usage."""
+    if tokens is None or not tokens.calls:
+        return "-"
+    total = tokens.total_tokens
+    if total is None:
+        return "unknown"
+    text = f"{tokens.input_tokens:,} in / {tokens.output_tokens:,} out"
+    if tokens.cached_tokens:
+        text += f" ({tokens.cached_tokens:,} cached)"
+    if tokens.unknown_calls:
+        text += f" +{tokens.unknown_calls} unknown"
+    return text
+
+
+def format_seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}s" if value < 10 else f"{value:.1f}s"
