@@ -350,7 +350,7 @@ def build_regressed_graph(
     return build_graph(environment=environment, script="regressed", **options)
 
 
-EXPENSIVE_PADDING = 2000
+EXPENSIVE_PADDING = 500
 """Input tokens the expensive variant adds to every model call."""
 
 
@@ -358,6 +358,6 @@ def build_expensive_graph(
     *, environment: SQLiteEnvironment | None = None, **options: Any
 ) -> CompiledStateGraph:
     """`build_graph` following the policy exactly, but sending a bloated prompt with every
-    model call (2,000 more input tokens a call): every answer still passes, the bill does not.
+    model call (500 more input tokens a call): every answer still passes, the bill does not.
     The factory the `support_desk_expensive` target names."""
     return build_graph(environment=environment, prompt_padding=EXPENSIVE_PADDING, **options)

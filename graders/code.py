@@ -18,6 +18,7 @@ import yaml
 from ..abandon import in_daemon_thread
 from ..errors import JudgeError
 from ..records import GradeResult, GraderSpec, RunRecord
+from ..usage import QuestionUsage
 from .base import Attachment, Grader, GraderServices, with_safe_defaults
 from .context import RESERVED_KEYS
 
@@ -36,7 +37,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _MISSING = object()
-GRADER_ARGUMENTS = ("output", "question", "workdir", "record", "judge")
+GRADER_ARGUMENTS = (
+    "output",
+    "question",
+    "workdir",
+    "record",
+    "judge",
+    "cost",
+    "tokens",
+    "latency",
+)
 """What a `@grader` function may ask for, by parameter name."""
 
 
@@ -254,6 +264,11 @@ class FunctionGrader(CodeGrader):
             "workdir": lambda: context.get("workdir", self.services.workdir),
             "record": lambda: _record_of(response, context),
             "judge": lambda: _goal_judge(self.services, response),
+            # What the agent's run cost (None: unpriced or unknown), its input plus output
+            # tokens (None: no call reported usage) and its wall seconds.
+            "cost": lambda: _usage_figure(context, "cost"),
+            "tokens": lambda: _usage_figure(context, "tokens"),
+            "latency": lambda: _record_of(response, context).latency_s,
         }
         kwargs = {name: available[name]() for name in self.wants}
         function = type(self).function
@@ -305,6 +320,14 @@ def _record_of(response: str, context: Mapping[str, Any]) -> RunRecord:
         messages=list(context.get("messages", [])),
         tool_calls=context.get("tool_calls"),
     )
+
+
+def _usage_figure(context: Mapping[str, Any], figure: str) -> Any:
+    record = context.get("run_record")
+    usage = getattr(record, "usage", None)
+    if not usage:
+        return None
+    return getattr(QuestionUsage.model_validate(usage), figure)
 
 
 _GOAL_TAGS = ("goal", "output")

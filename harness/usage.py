@@ -44,9 +44,11 @@ __all__ = [
     "judge_meter",
     "model_call",
     "percentile",
+    "priced",
     "question_usage",
     "record_judge_call",
     "run_totals",
+    "stored_usage",
 ]
 
 UNPRICED = "unpriced"
@@ -357,6 +359,13 @@ def _opt(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def priced(calls: Iterable[ModelCall], prices: PriceTable | None = None) -> Tokens:
+    """`calls` summed per model and priced (None: the bundled table)."""
+    tokens = Tokens()
+    tokens.add(calls)
+    return (prices if prices is not None else PriceTable.build()).price(tokens)
+
+
 def question_usage(
     agent_calls: Sequence[ModelCall],
     *,
@@ -379,6 +388,17 @@ def question_usage(
         ),
         prices=table.version,
     )
+
+
+def stored_usage(agent: Mapping[str, Any], judges: Mapping[str, Any]) -> QuestionUsage | None:
+    """A question's accounting from the store: its run row's `usage` (the agent's side) and
+    its grading's `judge_usage`; None when the run recorded none (an older release)."""
+    if not agent:
+        return None
+    usage = QuestionUsage.model_validate(agent)
+    if judges:
+        usage.judges = Tokens.model_validate(judges)
+    return usage
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

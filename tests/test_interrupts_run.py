@@ -179,6 +179,6 @@ def test_a_store_from_before_outcomes_migrates_keeping_its_rows(tmp_path):
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2
     with ResultStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         (run,) = store.load_runs()
         assert run.response == "Done: $40.00 is refunded to order A-17." and run.outcome is None

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..comparison.rules import DEFAULT_FAIL_ON, FAIL_ON
+from ..comparison.rules import DEFAULT_FAIL_ON, fail_on_rule
 from . import EPILOG
 
 __all__ = ["register", "run"]
@@ -33,6 +33,12 @@ Exit 2 when the candidate regresses (--fail-on, repeatable; default gate):
   significant  the composite interval lies wholly below zero; alone, the opt-in for noisy
                repeated runs, where one question flipping is not yet a regression
   any          any of the above, or any grader newly below its bar
+  cost:+20%    the agent's cost over the aligned questions more than 20% above the baseline's,
+               naming the questions over it (also tokens:+N%, and latency:+N% on the mean
+               question wall time); an unknown figure (an unpriced model, calls without
+               usage) cannot be held and counts as a regression
+Cost, token and latency deltas (per run, and the questions that changed most) are printed with
+their paired bootstrap intervals whatever the rule.
 The statistics (McNemar, bootstrap) are reported whatever the rule.
 Exit 3 (incomplete) when the candidate leaves baseline questions out (a --limit, another
 selection), never finished (interrupted, never resumed) or has degraded questions (their
@@ -76,9 +82,12 @@ def add_compare_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         action="append",
-        choices=FAIL_ON,
+        type=fail_on_rule,
         default=None,
-        help="what counts as a regression (repeatable; default gate: a question newly failing)",
+        metavar="RULE",
+        help="what counts as a regression (repeatable; default gate: a question newly failing): "
+        "gate, must-pass, significant, any, or cost:+N%%, tokens:+N%%, latency:+N%% (a relative "
+        "increase over the baseline)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)"

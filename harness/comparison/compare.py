@@ -22,6 +22,7 @@ from ..errors import ExitCode, InputError, NothingToRunError
 from ..rundir.history import StoredRun
 from ..rundir.record import QuestionResult, ToolCallResult
 from ..verdicts.scoring import all_passed
+from .costs import FIGURES, CostComparison, compare_costs, parse_thresholds
 from .rules import DEFAULT_FAIL_ON, FAIL_ON
 from .stats import BootstrapInterval, McNemar, mcnemar_exact, paired_bootstrap
 
@@ -218,6 +219,8 @@ class Comparison:
     evaluation failed (degraded). Exit 3 unless `allow_missing`."""
     allow_missing: bool = False
     """`--allow-missing`: an incomplete comparison is listed, not exit 3."""
+    costs: CostComparison | None = None
+    """Cost, token and latency deltas of the aligned questions (`--fail-on cost:+20%`)."""
 
     def with_status(self, status: str) -> list[QuestionChange]:
         return [q for q in self.questions if q.status == status]
@@ -255,6 +258,8 @@ class Comparison:
             if below:
                 names = ", ".join(f"{qid} ({gid})" for qid, gid in below)
                 reasons.append(f"{len(below)} grader verdict(s) newly below their bar: {names}")
+        if self.costs is not None:
+            reasons += self.costs.regressions
         return reasons
 
     @property
@@ -475,9 +480,14 @@ def compare_runs(
     must-pass signal `label:<id>`; unlabelled or stale: undecided)."""
     if label is not None:
         base, cand = _by_label(base, label), _by_label(cand, label)
-    unknown = [f for f in fail_on if f not in FAIL_ON]
+    thresholds = parse_thresholds(fail_on)
+    unknown = [f for f in fail_on if f not in FAIL_ON and f.split(":", 1)[0] not in FIGURES]
     if unknown:
-        raise InputError(f"unknown --fail-on {unknown[0]!r}; one of {', '.join(FAIL_ON)}")
+        raise InputError(
+            f"unknown --fail-on {unknown[0]!r}; one of {', '.join(FAIL_ON)}, or "
+            "cost:+N%, tokens:+N%, latency:+N%",
+            key="--fail-on",
+        )
     notes: list[str] = []
     b_all, c_all = _by_question(base), _by_question(cand)
     pairs = _pair_targets(b_all, c_all, notes)
@@ -486,6 +496,7 @@ def compare_runs(
     only_base = [f"{t}/{q}" for t in b_all if t not in paired_b for q in b_all[t]]
     only_cand = [f"{t}/{q}" for t in c_all if t not in paired_c for q in c_all[t]]
     changes: list[QuestionChange] = []
+    aligned: list[tuple[str, list[QuestionResult], list[QuestionResult]]] = []
     drifted: list[DriftedQuestion] = []
     for bt, ct in pairs:
         bq, cq = b_all[bt], c_all[ct]
@@ -499,6 +510,7 @@ def compare_runs(
                 drifted.append(drift)
                 continue
             changes.append(_question_change(ct, bq[qid], trials))
+            aligned.append((ct, bq[qid], trials))
     for run in (base, cand):
         if any(q.content_sha256 is None for q in run.questions):
             notes.append(
@@ -537,4 +549,5 @@ def compare_runs(
         notes=notes,
         incomplete=_incomplete(cand, only_base, changes),
         allow_missing=allow_missing,
+        costs=compare_costs(aligned, thresholds=thresholds, resamples=resamples, seed=seed),
     )

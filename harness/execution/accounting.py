@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..records import Outcome, ToolRecord
-from ..usage import ModelCall, question_usage
+from ..usage import ModelCall, QuestionUsage, priced, question_usage
 
-__all__ = ["account"]
+__all__ = ["account", "with_judges"]
 
 
 def account(
@@ -25,3 +25,15 @@ def account(
             tools.setdefault(c.name, []).append((c.end_ns - c.start_ns) / 1e9)
     usage = question_usage(calls, wall_s=wall_s, tools=tools, prices=plan.services.prices)
     return usage.model_dump(mode="json")
+
+
+def with_judges(
+    usage: dict[str, Any], judge_calls: Sequence[ModelCall], prices: Any
+) -> QuestionUsage | None:
+    """The question's stored accounting with the judges' calls of this grading, priced; None
+    for a run that recorded none."""
+    if not usage:
+        return None
+    out = QuestionUsage.model_validate(usage)
+    out.judges = priced(judge_calls, prices)
+    return out

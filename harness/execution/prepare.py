@@ -226,6 +226,7 @@ def prepare_run(
         "config_path": str(config.path.resolve()),
         "selection": selection.as_dict(),
         "judge": judge_identity(services),
+        "pricing": config.pricing.describe(),
         "packages": package_versions(),
         "git_commit": git_commit(config.base_dir),
         "targets": {},

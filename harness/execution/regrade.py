@@ -21,7 +21,9 @@ from ..rundir.directory import RunDirectory
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_scope
+from ..usage import ModelCall, judge_meter
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
+from .accounting import with_judges
 from .changed import refuse_changed_rubrics
 from .conversation import agrade_conversation
 from .grading import (
@@ -94,6 +96,7 @@ async def _regrade_question(
         error = f"capture failed: {'; '.join(record.problems) or 'record incomplete'}"
         error_type = "CaptureError"
     graders: list[GraderScore] = []
+    judge_calls: list[ModelCall] = []
     if error is None:
         fresh = [a for a in attached if not reads_environment(a.grader)]
         messages = _input_messages(row, stored, target.system_prompt)
@@ -107,19 +110,20 @@ async def _regrade_question(
             trace_id=stored.trace_id,
             trial=stored.trial,
         )
-        scored = await agrade_conversation(
-            fresh,
-            services=services,
-            target=target,
-            row=row,
-            input=stored.input,
-            messages=list(messages),
-            response=stored.response,
-            record=record if stored.has_record else None,
-            environment=None,
-            run=run,
-            turns=_turns_sent(row, stored),
-        )
+        with judge_meter() as judge_calls:
+            scored = await agrade_conversation(
+                fresh,
+                services=services,
+                target=target,
+                row=row,
+                input=stored.input,
+                messages=list(messages),
+                response=stored.response,
+                record=record if stored.has_record else None,
+                environment=None,
+                run=run,
+                turns=_turns_sent(row, stored),
+            )
         by_id = {s.grader_id: s for s in scored}
         for a in attached:
             if a.grader.id in by_id:
@@ -160,6 +164,7 @@ async def _regrade_question(
             outcome=stored.outcome,
             outcome_reason=stored.outcome_reason,
             outcome_expected=stored.outcome_expected,
+            usage=with_judges(stored.usage, judge_calls, getattr(services, "prices", None)),
         )
     )
 

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,10 @@ from ..inputs.config import TargetConfig
 from ..records import RunRecord, ToolRecord
 from ..rundir.directory import RunDirectory
 from ..rundir.store import QuestionRun, ResultStore
+from ..usage import ModelCall, judge_meter
+from ..verdicts.budgets import question_budget_failures
 from ..verdicts.scoring import QuestionScore, score_question
-from .accounting import account
+from .accounting import account, with_judges
 from .conversation import (
     Ending,
     agrade_conversation,
@@ -383,27 +385,29 @@ async def agrade_recorded(
     target = plan.target
     row = question.row()
     graders: list = []
+    judge_calls: list[ModelCall] = []
     graded = graded_input, graded_messages = grader_input(question, target.system_prompt)
     turns = ending.turns if ending is not None else []
     if turns:
         # Graders see the whole conversation the agent had, not only its opening.
         graded = graded_input, graded_messages = transcript(run.messages)
     if run.error is None:
-        graders = await agrade_conversation(
-            plan.attached,
-            services=plan.services,
-            target=target,
-            row=row,
-            input=graded_input,
-            messages=graded_messages,
-            response=run.response,
-            record=record,
-            environment=environment,
-            run=run,
-            turns=question.user_turns()[: len(turns)] if turns else [],
-            workdir=workdir,
-        )
-    return _finish(plan, question, row, run, record, graders, graded)
+        with judge_meter() as judge_calls:
+            graders = await agrade_conversation(
+                plan.attached,
+                services=plan.services,
+                target=target,
+                row=row,
+                input=graded_input,
+                messages=graded_messages,
+                response=run.response,
+                record=record,
+                environment=environment,
+                run=run,
+                turns=question.user_turns()[: len(turns)] if turns else [],
+                workdir=workdir,
+            )
+    return _finish(plan, question, row, run, record, graders, graded, judge_calls)
 
 
 def _finish(
@@ -414,6 +418,7 @@ def _finish(
     record: ToolRecord | None,
     graders: list,
     graded: tuple[str, list[dict]] | None = None,
+    judge_calls: Sequence[ModelCall] = (),
 ) -> tuple[QuestionRun, QuestionScore]:
     """The question's stored row and its score (`graded`: the input and messages the graders
     read; by default what the question's input gave the agent)."""
@@ -458,8 +463,10 @@ def _finish(
             outcome=run.outcome,
             outcome_reason=run.outcome_reason,
             outcome_expected=run.outcome_expected,
+            usage=with_judges(run.usage, judge_calls, plan.services.prices),
         )
     )
+    score.over_budget = question_budget_failures(score.usage, target.gate)
     return stored, score
 
 

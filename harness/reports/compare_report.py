@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import fmt
+from .costs import comparison_cost_dict, comparison_cost_lines
 from .escaping import md_code, md_text
 
 __all__ = [
@@ -123,6 +124,7 @@ def render_comparison_console(c: Any) -> str:
         if names:
             lines.append(f"  {title}: {', '.join(names)}")
     lines += ["  " + s for s in comparison_statistics(c)]
+    lines += ["  " + s for s in comparison_cost_lines(c)]
     words = verdict_words(c)
     if not words.startswith("no regression"):  # a verdict that fails CI stands out
         words = words.split(";")[0].upper() + words[len(words.split(";")[0]) :]
@@ -156,7 +158,9 @@ def render_comparison_markdown(c: Any) -> str:
     lines += [f"- {md_text(r)}" for r in [*c.incomplete, *reasons]]
     if c.unflagged:
         lines.append(f"- {md_text(c.unflagged)}")
-    lines += ["", *[f"{s}  " for s in comparison_statistics(c)], ""]
+    lines += ["", *[f"{s}  " for s in comparison_statistics(c)]]
+    lines += [f"{md_text(s)}  " for s in comparison_cost_lines(c)]
+    lines.append("")
     changed = [q for q in c.questions if q.changed]
     if changed:
         lines += ["| question | status | composite | tool calls |", "|---|---|---|---|"]
@@ -256,6 +260,7 @@ def comparison_to_dict(c: Any) -> dict[str, Any]:
         "only_base": c.only_base,
         "only_candidate": c.only_cand,
         "notes": c.notes,
+        "costs": comparison_cost_dict(c),
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..usage import QuestionUsage
 from ..verdicts.scoring import GraderVerdict, QuestionScore, question_passed
 
 __all__ = [
@@ -104,6 +105,10 @@ class RunManifest(_Model):
     """The CLI's filters (targets, split, bundles, tags, limit), so a resume asks the same."""
     judge: dict[str, Any] | None = None
     """Judge provider identity and pinned knobs; None without a judge."""
+    pricing: dict[str, Any] | None = None
+    """The price table the run's costs were priced with: `version` (the bundled table's,
+    with `+config-<hash>` when the config's `pricing:` overrode it), `currency`, `models`;
+    None for a run written by an older release."""
     packages: dict[str, str] = Field(default_factory=dict)
     """Versions of Python and the packages that decide a run's behaviour."""
     git_commit: str | None = None
@@ -176,6 +181,15 @@ class QuestionResult(_Model):
     rubric_version, status, severity, required, reason, ..."""
     tool_calls: list[ToolCallResult] | None = None
     """The calls the agent made (from the trace file); None when no record is known."""
+    usage: QuestionUsage | None = None
+    """What it cost and how long it took: the agent's model calls (`agent`: per model
+    `calls`, `unknown_calls` (no usage reported), `input_tokens`, `output_tokens`,
+    `cached_tokens`; `cost` in `currency`, None when `unpriced` names a model or no call
+    reported usage), the judges' calls (`judges`, the same shape), `latency` (`wall_s`,
+    `model_calls`, `tools` by name, in seconds) and the price table's version (`prices`);
+    None for a run written by an older release."""
+    over_budget: list[str] = Field(default_factory=list)
+    """The gate's per-question budgets it exceeded, each naming the figure (it failed)."""
     annotations: list[dict[str, Any]] = Field(default_factory=list)
     """What people answered about it with `tracegrade label`: `label` (a checklist id, or
     `review:<check id>`), `answer` (yes/pass true), `note`, `by`, `created`, `answer_sha256`
@@ -219,6 +233,8 @@ class QuestionResult(_Model):
             graders=[g.model_copy() for g in q.graders],
             checks=[{"grader": g.grader_id, **c} for g in q.graders for c in g.checks],
             tool_calls=tool_calls,
+            usage=q.usage.model_copy(deep=True) if q.usage is not None else None,
+            over_budget=list(q.over_budget),
             annotations=[dict(a) for a in getattr(q, "annotations", [])],
         )
 
@@ -251,6 +267,8 @@ class QuestionRun:
     trace_id: str | None = None
     latency_s: float = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
+    """The agent's side of `tracegrade.usage.QuestionUsage` (model calls per model, priced;
+    wall, model-call and tool-call seconds) as JSON; {} in a run from an older release."""
     has_record: bool = False
     """A tool-call record existed (agent mode, captured). False in chat mode."""
     tool_call_count: int | None = None

@@ -19,13 +19,14 @@ __all__ = [
     "rollback",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """`PRAGMA user_version` of a store this release writes. 0: the first release (no version,
 no trials, graders' details dropped); 1: a trial index on every row, graders' details kept,
 each question's content fingerprint (what `compare` checks for drift); 2: the `annotations`
 table (answers a person gave with `tracegrade label`); 3: how a conversation ended when it
 did not end with an answer (`outcome`: interrupted, user_budget; its reason; whether the
-question expected it)."""
+question expected it); 4: the judges' model calls of each grading (`scores.judge_usage`; the
+agent's calls and latencies live in the `usage` JSON every version has)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,6 +92,7 @@ CREATE TABLE IF NOT EXISTS scores (
     composite REAL, objective REAL,
     degraded INTEGER NOT NULL,
     error TEXT, error_type TEXT,
+    judge_usage TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (grading_id, target, question_id, trial)
 );
 """
@@ -137,6 +139,11 @@ _MIGRATE_2_TO_3 = """
 ALTER TABLE questions ADD COLUMN outcome TEXT;
 ALTER TABLE questions ADD COLUMN outcome_reason TEXT;
 ALTER TABLE questions ADD COLUMN outcome_expected INTEGER NOT NULL DEFAULT 0;
+"""
+
+
+_MIGRATE_3_TO_4 = """
+ALTER TABLE scores ADD COLUMN judge_usage TEXT NOT NULL DEFAULT '{}';
 """
 
 
@@ -242,6 +249,10 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
         columns = {r[1] for r in db.execute("PRAGMA table_info(questions)")}
         if "outcome" not in columns:  # 2 -> 3: how a conversation ended
             for statement in _statements(_MIGRATE_2_TO_3):
+                db.execute(statement)
+        columns = {r[1] for r in db.execute("PRAGMA table_info(scores)")}
+        if "judge_usage" not in columns:  # 3 -> 4: the judges' calls per grading
+            for statement in _statements(_MIGRATE_3_TO_4):
                 db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..usage import stored_usage
 from ..verdicts.scoring import GraderScore, QuestionScore, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
 from .record import QuestionRun, question_fingerprint
@@ -45,6 +46,7 @@ def _optional(redact: RedactionPolicy, text: str | None) -> str | None:
 _JSON_COLUMNS = {
     "questions": ("tags", "row", "messages", "usage"),
     "grades": ("samples", "checks", "details"),
+    "scores": ("judge_usage",),
     "gradings": ("graders",),
     "meta": ("value",),
 }
@@ -367,7 +369,7 @@ class ResultStore:
         )
         self._db.execute(
             "INSERT OR REPLACE INTO scores (grading_id, target, question_id, trial, composite, "
-            "objective, degraded, error, error_type) VALUES (?,?,?,?,?,?,?,?,?)",
+            "objective, degraded, error, error_type, judge_usage) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 grading_id,
                 target,
@@ -378,6 +380,7 @@ class ResultStore:
                 int(score.degraded),
                 _optional(redact, score.error),
                 score.error_type,
+                _dumps(score.usage.judges.model_dump(mode="json")) if score.usage else "{}",
             ),
         )
 
@@ -432,7 +435,7 @@ class ResultStore:
         # Only the columns a score needs: rows, inputs and responses stay on disk.
         sql = (
             "SELECT target, question_id, trial, split, bundle, tags, trace_id, content_sha256, "
-            "outcome, outcome_reason, outcome_expected FROM questions"
+            "outcome, outcome_reason, outcome_expected, usage FROM questions"
         )
         args: tuple[Any, ...] = ()
         if target is not None:
@@ -448,6 +451,7 @@ class ResultStore:
                 "outcome": r[8],
                 "outcome_reason": r[9],
                 "outcome_expected": bool(r[10]),
+                "usage": json.loads(r[11]),
             }
             for r in self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
         }
@@ -478,9 +482,9 @@ class ResultStore:
         # The error is the grading's own: a re-grade can degrade a question the run scored
         # (its record missing from the trace file).
         scored = {
-            (r[0], r[1], r[2]): (r[3], r[4])
+            (r[0], r[1], r[2]): (r[3], r[4], json.loads(r[5]))
             for r in self._db.execute(
-                "SELECT target, question_id, trial, error, error_type FROM scores "
+                "SELECT target, question_id, trial, error, error_type, judge_usage FROM scores "
                 "WHERE grading_id = ?",
                 (grading_id,),
             )
@@ -493,6 +497,7 @@ class ResultStore:
         for key, run in runs.items():
             if key not in scored:
                 continue
+            usage = stored_usage(run.pop("usage"), scored[key][2])
             question = QuestionScore(
                 question_id=key[1],
                 target=key[0],
@@ -500,6 +505,7 @@ class ResultStore:
                 graders=grades.get(key, []),
                 error=scored[key][0],
                 error_type=scored[key][1],
+                usage=usage,
                 **run,
             )
             # A person's Review decisions replace the judge's "review" before scoring.

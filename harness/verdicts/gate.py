@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ExitCode
 from ..inputs.config import GateConfig
+from .budgets import apply_budgets, budget_rule, run_budget_reasons
 from .scoring import QuestionScore, _fmt, _mean, is_unscored, pass_rate, question_passed
 
 __all__ = ["GateVerdict", "combine_exit_codes", "describe_gate", "evaluate_gate"]
@@ -96,6 +97,7 @@ def describe_gate(gate: GateConfig) -> str:
     )
     if gate.allow_review:
         parts.append("checks left in Review allowed")
+    parts += budget_rule(gate)
     return ", ".join(parts)
 
 
@@ -114,8 +116,10 @@ def evaluate_gate(
     An errored question (the agent failed) scores 0 in the mean, fails the gate and each
     must-pass grader; a question with a grader error is left out of the mean, but its decided
     must-pass and rubric failures still count (a verdict that was reached is evidence). Both
-    count against the error budget. A target that scored nothing is incomplete."""
-    reasons: list[str] = []
+    count against the error budget. A target that scored nothing is incomplete. A question over
+    a per-question budget fails (its `over_budget` set here, from its accounting)."""
+    apply_budgets(questions, gate)
+    reasons: list[str] = run_budget_reasons(questions, gate)
     degraded = [q for q in questions if q.degraded]
     errored = [q for q in questions if q.errored]
     in_mean = [q for q in questions if q.errored or not q.degraded]

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from ..records import GradeResult, GraderSpec, map_to_composite
+from ..usage import QuestionUsage
 
 __all__ = [
     "GraderScore",
@@ -311,6 +312,11 @@ class QuestionScore:
     outcome_reason: str | None = None
     outcome_expected: bool = False
     """The question said it would end this way (then it is no failure)."""
+    usage: QuestionUsage | None = None
+    """What the question run cost and how long it took; None for a run written by an older
+    release."""
+    over_budget: list[str] = field(default_factory=list)
+    """The gate's per-question budgets it exceeded, each naming the figure: it fails."""
 
     @property
     def ended_early(self) -> bool:
@@ -384,7 +390,7 @@ def question_passed(question: QuestionScore, *, critical_fails: bool = True) -> 
     evaluation, not the agent, failed). `critical_fails=False` (a gate with
     `zero_critical_failures: false`) lets a critical check that is not required fail without
     failing the question."""
-    if question.errored or question.ended_early:
+    if question.errored or question.ended_early or question.over_budget:
         return False
     if any(g.error for g in question.graders):
         return None

@@ -1,0 +1,187 @@
+"""Cost, tokens and latency as every report words them: a run's totals and per-tool latency
+(console, Markdown, JUnit properties, `show`), a question's cells, and a comparison's deltas.
+
+One wording everywhere: `tracegrade.usage.format_cost` ("unpriced" for a model no price covers,
+"unknown" when no call reported usage, never "$0").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..usage import (
+    QuestionUsage,
+    RunTotals,
+    format_cost,
+    format_seconds,
+    format_tokens,
+    percentile,
+    run_totals,
+)
+
+__all__ = [
+    "comparison_cost_dict",
+    "comparison_cost_lines",
+    "question_cells",
+    "run_cost_lines",
+    "run_cost_properties",
+    "totals_of",
+]
+
+
+def totals_of(questions: Iterable[Any]) -> RunTotals:
+    """The totals of question scores or results (anything with a `usage`)."""
+    return run_totals(getattr(q, "usage", None) for q in questions)
+
+
+def question_cells(usage: QuestionUsage | None) -> tuple[str, str, str]:
+    """(tokens, cost, latency) of one question as a table shows them."""
+    if usage is None:
+        return "-", "-", "-"
+    return (
+        format_tokens(usage.agent),
+        format_cost(usage.agent),
+        format_seconds(usage.latency.wall_s),
+    )
+
+
+def run_cost_lines(questions: Sequence[Any]) -> list[str]:
+    """The run's accounting in a few lines (empty when no question has one)."""
+    totals = totals_of(questions)
+    if not totals.questions:
+        return []
+    agent = totals.agent
+    lines = [
+        f"cost {format_cost(agent)} over {totals.questions} question run(s) "
+        f"({agent.calls} model call(s): {format_tokens(agent)})"
+    ]
+    if agent.unpriced:
+        lines.append(f"unpriced model(s): {', '.join(agent.unpriced)} (add them under pricing:)")
+    if totals.judges.calls:
+        lines.append(
+            f"judges: {format_cost(totals.judges)} ({totals.judges.calls} call(s): "
+            f"{format_tokens(totals.judges)})"
+        )
+    wall = totals.wall
+    lines.append(
+        f"latency per question p50 {format_seconds(percentile(wall, 50))}, "
+        f"p95 {format_seconds(percentile(wall, 95))}, max {format_seconds(max(wall))}; "
+        f"model calls p50 {format_seconds(percentile(totals.model_calls, 50))}, "
+        f"p95 {format_seconds(percentile(totals.model_calls, 95))}"
+    )
+    tools = totals.tool_latency()
+    if tools:
+        lines.append(
+            "tool latency: "
+            + "; ".join(
+                f"{name} x{t['calls']} p50 {format_seconds(t['p50'])} p95 "
+                f"{format_seconds(t['p95'])} max {format_seconds(t['max'])}"
+                for name, t in tools.items()
+            )
+        )
+    return lines
+
+
+def run_cost_properties(questions: Sequence[Any]) -> dict[str, str]:
+    """The run's accounting as JUnit properties (`tracegrade.cost`, ...)."""
+    totals = totals_of(questions)
+    if not totals.questions:
+        return {}
+    agent = totals.agent
+    props = {
+        "tracegrade.cost": format_cost(agent),
+        "tracegrade.tokens.input": str(agent.input_tokens),
+        "tracegrade.tokens.output": str(agent.output_tokens),
+        "tracegrade.tokens.cached": str(agent.cached_tokens),
+        "tracegrade.model_calls": str(agent.calls),
+        "tracegrade.model_calls.unknown": str(agent.unknown_calls),
+        "tracegrade.judges.cost": format_cost(totals.judges),
+        "tracegrade.latency.p50_s": f"{percentile(totals.wall, 50):.3f}",
+        "tracegrade.latency.p95_s": f"{percentile(totals.wall, 95):.3f}",
+    }
+    if agent.unpriced:
+        props["tracegrade.unpriced"] = ", ".join(agent.unpriced)
+    return props
+
+
+def _interval(figure: str, f: Any, show: Any) -> str:
+    b = f.interval
+    if b is None:
+        return ""
+    lo, hi = (_signed(figure, b.low, show), _signed(figure, b.high, show))
+    return (
+        f"; per question {_signed(figure, b.mean, show)}, {b.confidence:.0%} paired bootstrap "
+        f"interval [{lo}, {hi}] over {b.n}"
+    )
+
+
+def _signed(figure: str, value: float, show: Any) -> str:
+    text = show(figure, abs(value))
+    return ("-" if value < 0 else "+") + text
+
+
+def _percent(value: float | None) -> str:
+    if value is None:
+        return ""
+    return " (+inf%)" if math.isinf(value) else f" ({value * 100:+.0f}%)"
+
+
+def comparison_cost_lines(c: Any) -> list[str]:
+    """The cost, token and latency deltas of a comparison, and the questions that moved most."""
+    costs = getattr(c, "costs", None)
+    if costs is None or not costs.available:
+        return []
+    lines = []
+    titles = {"cost": "cost", "tokens": "tokens", "latency": "mean question latency"}
+    for figure, f in costs.figures.items():
+        if f.unknown:
+            lines.append(f"{titles[figure]}: unknown ({f.unknown})")
+            continue
+        lines.append(
+            f"{titles[figure]} {costs.show(figure, f.base)} -> {costs.show(figure, f.cand)}"
+            f"{_percent(f.relative)}{_interval(figure, f, costs.show)}"
+        )
+    for figure in ("cost", "latency"):
+        moved = costs.most_changed(figure, 3)
+        if moved and not costs.figures[figure].unknown:
+            lines.append(
+                f"{figure} changed most: "
+                + ", ".join(
+                    f"{q.question_id} {costs.show(figure, q.base[figure])} -> "
+                    f"{costs.show(figure, q.cand[figure])}"
+                    for q in moved
+                )
+            )
+    return lines
+
+
+def comparison_cost_dict(c: Any) -> dict[str, Any] | None:
+    """The deltas as the comparison's JSON writes them (`costs`)."""
+    costs = getattr(c, "costs", None)
+    if costs is None:
+        return None
+    out: dict[str, Any] = {"currency": costs.currency, "thresholds": dict(costs.thresholds)}
+    for figure, f in costs.figures.items():
+        b = f.interval
+        out[figure] = {
+            "base": f.base,
+            "cand": f.cand,
+            "relative": None if f.relative is None or math.isinf(f.relative) else f.relative,
+            "unknown": f.unknown,
+            "interval": None
+            if b is None
+            else {
+                "mean": b.mean,
+                "low": b.low,
+                "high": b.high,
+                "n": b.n,
+                "confidence": b.confidence,
+            },
+        }
+    out["questions"] = [
+        {"target": q.target, "id": q.question_id, "base": q.base, "cand": q.cand}
+        for q in costs.questions
+    ]
+    return out
