@@ -15,6 +15,7 @@ from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.usage import ModelCall, PriceTable, QuestionUsage, priced, question_usage
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderScore,
@@ -24,6 +25,18 @@ from tracegrade.verdicts.scoring import (
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+PRICES = PriceTable.build({"scripted-desk": {"input": 0.4, "output": 1.6}})
+
+
+def _usage(model: str, calls: int, wall: float, *, judge: int = 0) -> QuestionUsage:
+    usage = question_usage(
+        [ModelCall(model, 1200, 80, latency_s=0.25)] * calls,
+        wall_s=wall,
+        tools={"lookup_customer": [0.01 * calls], "book_appointment": [0.02]},
+        prices=PRICES,
+    )
+    usage.judges = priced([ModelCall("gpt-4o-mini", 900, 30)] * judge, PRICES)
+    return usage
 
 
 def _g(gid, score, hi=5.0, **kw):
@@ -41,6 +54,7 @@ def outcome() -> RunOutcome:
             bundle="bookings",
             tags=["booking"],
             trace_id="a" * 32,
+            usage=_usage("scripted-desk", 3, 1.5, judge=1),
             graders=[
                 _g("tool_usage_grader", 5.0, must_pass=True, threshold=5.0),
                 _g("groundedness_grader", 1.0, hi=1.0, binary=True),
@@ -52,6 +66,7 @@ def outcome() -> RunOutcome:
             split="test",
             bundle="cancellations",
             trace_id="b" * 32,
+            usage=_usage("my-local-llama", 2, 0.9),
             graders=[
                 _g(
                     "tool_usage_grader",
@@ -68,6 +83,7 @@ def outcome() -> RunOutcome:
             target="desk",
             split="validation",
             trace_id="c" * 32,
+            usage=_usage("scripted-desk", 2, 1.1),
             graders=[
                 _g("tool_usage_grader", 5.0, must_pass=True, threshold=5.0),
                 _g(

@@ -113,6 +113,7 @@ def question_reasons(question: QuestionScore) -> list[str]:
     reasons += [_grader_reason(g) for g in question.graders if g.error]
     reasons += [_grader_reason(g) for g in question.unmet]
     reasons += [_check_line(what, check) for what, check in check_problems(question)]
+    reasons += [f"over budget: {why}" for why in question.over_budget]
     return reasons
 
 
@@ -140,7 +141,11 @@ def unscored_line(ids: Sequence[str], show: Any = str) -> str:
 
 def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:
     """Questions with something to say, worst first: errored, degraded, then by composite."""
-    flagged = [q for q in questions if q.degraded or q.unmet or q.ended_early or check_problems(q)]
+    flagged = [
+        q
+        for q in questions
+        if q.degraded or q.unmet or q.ended_early or q.over_budget or check_problems(q)
+    ]
     flagged.sort(
         key=lambda q: (
             not q.errored,

@@ -13,6 +13,7 @@ from .common import (
     unscored_line,
     worst_questions,
 )
+from .costs import question_cells, run_cost_lines
 from .escaping import one_line
 
 __all__ = ["render_console"]
@@ -47,6 +48,26 @@ def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
             f"    {s.question_id}: {s.passed}/{s.trials} passed, pass@k {_yes(s.pass_at_k)}, "
             f"pass^k {_yes(s.pass_hat_k)}; composite {fmt(s.composite_mean)}{spread}"
         )
+    return lines
+
+
+def _cost_cells(q) -> str:
+    if q.usage is None:
+        return ""
+    tokens, cost, latency = question_cells(q.usage)
+    return f"; tokens {tokens}, cost {cost}, {latency}"
+
+
+def _costliest(questions, limit: int = 3) -> list[str]:
+    """The questions that cost most (or, unpriced, used the most tokens), with their figures."""
+    have = [q for q in questions if q.usage is not None and q.usage.agent.calls]
+    if not have:
+        return []
+    have.sort(key=lambda q: (-(q.usage.cost or 0.0), -(q.usage.tokens or 0), q.question_id))
+    lines = ["  costliest questions:"]
+    for q in have[:limit]:
+        tokens, cost, latency = question_cells(q.usage)
+        lines.append(f"    {one_line(question_label(q))}: {cost}, {tokens}, {latency}")
     return lines
 
 
@@ -88,13 +109,16 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             f"  errored {v.errored}, degraded {v.degraded} of {v.questions} "
             f"(error budget {v.max_errored}); critical failures {v.critical_failures}"
         )
+        lines.extend(f"  {line}" for line in run_cost_lines(t.questions))
         if verbose:  # -v: every question's objective (the weighted mean of its graders, 0-1)
             lines.append("  per question:")
             lines.extend(
                 f"    {question_label(q)}: objective {fmt(q.objective)}, composite "
-                f"{fmt(q.composite)}" + (" (errored)" if q.errored else "")
+                f"{fmt(q.composite)}" + (" (errored)" if q.errored else "") + _cost_cells(q)
                 for q in t.questions
             )
+        else:
+            lines.extend(_costliest(t.questions))
         if v.incomplete:
             verdict = "INCOMPLETE (exit 3)"
         elif v.passed:

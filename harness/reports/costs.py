@@ -73,14 +73,12 @@ def run_cost_lines(questions: Sequence[Any]) -> list[str]:
     )
     tools = totals.tool_latency()
     if tools:
-        lines.append(
-            "tool latency: "
-            + "; ".join(
-                f"{name} x{t['calls']} p50 {format_seconds(t['p50'])} p95 "
-                f"{format_seconds(t['p95'])} max {format_seconds(t['max'])}"
-                for name, t in tools.items()
-            )
-        )
+        lines.append("tool latency (calls, p50, p95, max):")
+        lines += [
+            f"  {name}: {t['calls']}, {format_seconds(t['p50'])}, {format_seconds(t['p95'])}, "
+            f"{format_seconds(t['max'])}"
+            for name, t in tools.items()
+        ]
     return lines
 
 
@@ -97,10 +95,11 @@ def run_cost_properties(questions: Sequence[Any]) -> dict[str, str]:
         "tracegrade.tokens.cached": str(agent.cached_tokens),
         "tracegrade.model_calls": str(agent.calls),
         "tracegrade.model_calls.unknown": str(agent.unknown_calls),
-        "tracegrade.judges.cost": format_cost(totals.judges),
         "tracegrade.latency.p50_s": f"{percentile(totals.wall, 50):.3f}",
         "tracegrade.latency.p95_s": f"{percentile(totals.wall, 95):.3f}",
     }
+    if totals.judges.calls:
+        props["tracegrade.judges.cost"] = format_cost(totals.judges)
     if agent.unpriced:
         props["tracegrade.unpriced"] = ", ".join(agent.unpriced)
     return props

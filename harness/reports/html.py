@@ -22,6 +22,7 @@ from typing import Any
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .common import fmt, fmt_score, question_reasons, worst_questions
 from .html_assets import CSS, SCRIPT
+from .html_costs import cost_block
 from .html_data import build_question, load_sources, trace_link
 
 __all__ = [
@@ -269,6 +270,9 @@ def _target_section(t: Any, index: int) -> str:
     out.append(_histogram(t.target, t.questions, slug))
     out.append(_pass_rates(t.target, t.graders, slug))
     out.append("</div>")
+    costs = cost_block(t.target, t.questions, slug)
+    if costs:
+        out.append(costs)
     flagged = worst_questions(t.questions, 10)
     if flagged:
         out.append(f'<h3 id="{slug}-worst">Questions to look at first</h3><ul class="worst">')

@@ -191,6 +191,8 @@ function buildControls() {
     h("option", {value: "worst", text: "worst first"}),
     h("option", {value: "composite-asc", text: "composite, low to high"}),
     h("option", {value: "composite-desc", text: "composite, high to low"}),
+    h("option", {value: "cost", text: "cost, highest first"}),
+    h("option", {value: "latency", text: "latency, slowest first"}),
     h("option", {value: "order", text: "run order"}),
     h("option", {value: "id", text: "question id"}));
   controls.sort = sort;
@@ -216,11 +218,14 @@ function filtered() {
     return true;
   });
   var comp = function (q, dflt) { return q.composite === null ? dflt : q.composite; };
+  var desc = function (k) { return function (a, b) { return (b[k] === null ? -1 : b[k]) -
+    (a[k] === null ? -1 : a[k]) || a._i - b._i; }; };  /* unknown or unpriced: last, never 0 */
   var sorters = {
     worst: function (a, b) { return RANK[a.verdict] - RANK[b.verdict] ||
       comp(a, 6) - comp(b, 6) || a._i - b._i; },
     "composite-asc": function (a, b) { return comp(a, 6) - comp(b, 6) || a._i - b._i; },
     "composite-desc": function (a, b) { return comp(b, -1) - comp(a, -1) || a._i - b._i; },
+    cost: desc("cost_value"), latency: desc("latency"),
     order: function (a, b) { return a._i - b._i; },
     id: function (a, b) { return a.id < b.id ? -1 : a.id > b.id ? 1 : a._i - b._i; }
   };
@@ -238,7 +243,9 @@ function row(q) {
     h("td", null, h("span", {cls: "badge v-" + q.verdict, text: q.verdict})),
     h("td", {cls: "num"}, fmt(q.composite)),
     h("td", null, q.split || "-"), h("td", null, q.bundle || "-"), h("td", null, tags),
-    h("td", {cls: "num"}, q.record === "present" ? String(q.calls.length) : "-"));
+    h("td", {cls: "num"}, q.record === "present" ? String(q.calls.length) : "-"),
+    h("td", {cls: "num"}, q.tokens), h("td", {cls: "num"}, q.cost), h("td", {cls: "num"},
+      q.latency === null ? "-" : fmt(q.latency) + " s"));
 }
 function renderList() {
   var rows = filtered();
@@ -260,10 +267,12 @@ function renderList() {
   }
 }
 function buildList() {
-  var head = h("thead", null, h("tr", null,
-    ["question", "target", "verdict", "composite", "split", "bundle", "tags", "calls"].map(
-      function (c, i) { return h("th", {scope: "col", cls: i === 3 || i === 7 ? "num" : null,
-        text: c}); })));
+  var sortBy = function (c) { return h("button", {type: "button", text: c, title: "sort by " +
+    c, onclick: function () { state.sort = controls.sort.value = c; renderList(); }}); };
+  var head = h("thead", null, h("tr", null, ["question", "target", "verdict", "composite",
+    "split", "bundle", "tags", "calls", "tokens", "cost", "latency"].map(function (c, i) {
+      return h("th", {scope: "col", "data-col": c, cls: i === 3 || i >= 7 ? "num" : null},
+        c === "cost" || c === "latency" ? sortBy(c) : c); })));
   var table = h("table", {cls: "grid qtable", id: "question-table"},
     h("caption", {text: "Questions (arrow keys move between rows; / focuses the search)"}),
     head, tableBody);

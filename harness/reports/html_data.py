@@ -26,6 +26,7 @@ from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
 from ..verdicts.scoring import QuestionScore, can_fail, pass_bar
 from .common import outcome_line
+from .costs import question_cells
 
 __all__ = [
     "RESULT_CHARS",
@@ -317,6 +318,22 @@ def _check(c: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
     return out
 
 
+def _cost_fields(q: QuestionScore) -> dict[str, Any]:
+    """Tokens and cost as the list shows them, and the numbers it sorts by (None: unknown,
+    unpriced or not recorded: sorted last, never as 0)."""
+    if q.usage is None:
+        return {"tokens": "-", "cost": "-", "cost_value": None, "tokens_value": None}
+    _, cost, _ = question_cells(q.usage)
+    total = q.usage.tokens
+    return {
+        "tokens": "unknown" if total is None else f"{total:,}",
+        "cost": cost,
+        "cost_value": q.usage.cost,
+        "tokens_value": q.usage.tokens,
+        "latency": round(q.usage.latency.wall_s, 3),
+    }
+
+
 def build_question(
     q: QuestionScore,
     *,
@@ -351,6 +368,7 @@ def build_question(
         "trace_id": q.trace_id,
         "trace_url": trace_url,
         "latency": round(stored.latency_s, 3) if stored is not None else None,
+        **_cost_fields(q),
         "input": _messages(stored, policy),
         "response": cut(policy.answer(stored.response), TEXT_CHARS) if stored is not None else None,
         "graders": [_grader(g, policy) for g in q.graders],

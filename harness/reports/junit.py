@@ -12,8 +12,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..usage import format_cost
 from ..verdicts.scoring import QuestionScore, is_unscored
 from .common import check_label, check_problems, fmt, fmt_score, outcome_line, question_label
+from .costs import question_cells, run_cost_properties
 
 __all__ = ["render_junit", "write_junit"]
 
@@ -39,6 +41,7 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
         ("objective", fmt(q.objective)),
         ("split", q.split),
         ("bundle", q.bundle),
+        *_cost_properties(q),
     ):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=str(value))
@@ -93,12 +96,32 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
         )
         fail.text = str(check.get("reason") or check_label(check))
         failures += 1
+    for why in q.over_budget:  # a per-question budget of the gate
+        fail = ET.SubElement(case, "failure", message=f"over budget: {why}", type="budget")
+        fail.text = why
+        failures += 1
     return failures, errors
 
 
-def _suite_properties(suite: ET.Element, verdict) -> None:
-    """The gate's figures, critical failures counted apart so no average can hide them."""
+def _cost_properties(q: QuestionScore) -> list[tuple[str, str | None]]:
+    """tokens, cost (`unpriced`, `unknown`: never 0) and latency of one question."""
+    if q.usage is None:
+        return []
+    tokens, cost, _ = question_cells(q.usage)
+    return [
+        ("tokens", tokens),
+        ("cost", cost),
+        ("latency_s", f"{q.usage.latency.wall_s:.3f}"),
+        ("judges.cost", format_cost(q.usage.judges) if q.usage.judges.calls else None),
+    ]
+
+
+def _suite_properties(suite: ET.Element, verdict, questions=()) -> None:
+    """The gate's figures, critical failures counted apart so no average can hide them, and
+    the run's cost, tokens and latency."""
     props = ET.SubElement(suite, "properties")
+    for name, text in run_cost_properties(questions).items():
+        ET.SubElement(props, "property", name=name, value=text)
     for name, value in (
         ("gate", "passed" if verdict.passed and not verdict.incomplete else "failed"),
         ("exit_code", verdict.exit_code),
@@ -133,7 +156,7 @@ def render_junit(outcome) -> str:
     total_f = total_e = total_t = 0
     for t in outcome.targets:
         suite = ET.SubElement(root, "testsuite", name=t.target)
-        _suite_properties(suite, t.verdict)
+        _suite_properties(suite, t.verdict, t.questions)
         failures = errors = 0
         for q in t.questions:
             # JUnit counts test cases, not elements: a case with an error is an error, else

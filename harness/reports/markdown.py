@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..usage import format_seconds
 from .common import (
     annotation_lines,
     fmt,
@@ -14,6 +15,7 @@ from .common import (
     unscored_line,
     worst_questions,
 )
+from .costs import question_cells, run_cost_lines, totals_of
 from .escaping import md_code, md_text
 
 __all__ = ["render_markdown", "write_markdown"]
@@ -63,6 +65,7 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         ]
         if v.unscored:
             lines += ["", f"> {unscored_line(v.unscored, md_code)}"]
+        lines += _cost_section(t.questions)
         if v.reasons:
             lines.append("")
             lines += [f"- {md_text(r)}" for r in v.reasons]
@@ -91,6 +94,31 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
 
         lines += ["", *render_comparison_markdown(comparison).rstrip("\n").split("\n")]
     return "\n".join(lines) + "\n"
+
+
+def _cost_section(questions) -> list[str]:
+    """The run's cost, tokens and latency, and each question's in a folded table."""
+    summary = run_cost_lines(questions)
+    if not summary:
+        return []
+    lines = [""]
+    lines += [f"{md_text(line)}  " for line in summary if not line.startswith(("  ", "tool "))]
+    totals = totals_of(questions)
+    tools = totals.tool_latency()
+    if tools:
+        lines += ["", "| tool | calls | p50 | p95 | max |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {md_code(name)} | {t['calls']} | {format_seconds(t['p50'])} | "
+            f"{format_seconds(t['p95'])} | {format_seconds(t['max'])} |"
+            for name, t in tools.items()
+        ]
+    lines += ["", "<details><summary>Cost and latency per question</summary>", ""]
+    lines += ["| question | tokens | cost | latency |", "|---|---|---|---|"]
+    for q in questions:
+        tokens, cost, latency = question_cells(q.usage)
+        lines.append(f"| {md_code(question_label(q))} | {tokens} | {cost} | {latency} |")
+    lines += ["", "</details>"]
+    return lines
 
 
 def write_markdown(outcome, path: Path | str) -> Path:
