@@ -472,9 +472,18 @@ def format_cost(tokens: Tokens | None) -> str:
     if tokens.cost is None:
         return "unknown" if tokens.calls else "-"
     symbol = _SYMBOLS.get(tokens.currency or "USD")
-    amount = f"{symbol}{tokens.cost:.4f}" if symbol else f"{tokens.cost:.4f} {tokens.currency}"
+    number = _amount(tokens.cost)
+    amount = f"{symbol}{number}" if symbol else f"{number} {tokens.currency}"
     unknown = tokens.unknown_calls
     return f"{amount} +{unknown} call(s) without usage" if unknown else amount
+
+
+def _amount(value: float) -> str:
+    """Four decimals; a fraction of a cent to two significant digits (`0.0011`, `0.000040`),
+    never `0.0000`."""
+    if 0 < abs(value) < 0.01:
+        return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
+    return f"{value:.4f}"
 
 
 def format_tokens(tokens: Tokens | None) -> str:
@@ -494,4 +503,11 @@ def format_tokens(tokens: Tokens | None) -> str:
 
 
 def format_seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}s" if value < 10 else f"{value:.1f}s"
+    """`850 µs`, `12.5 ms`, `1.25 s`, `42.0 s`."""
+    if value is None:
+        return "-"
+    if value < 0.001:
+        return f"{value * 1e6:.0f} µs"
+    if value < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"

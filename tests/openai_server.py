@@ -350,7 +350,18 @@ def _completion(body: dict[str, Any], answer: Answer, model: str | None) -> dict
         "created": 0,
         "model": model or body.get("model", ""),
         "choices": [choice],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": _usage(body, answer),
+    }
+
+
+def _usage(body: dict[str, Any], answer: Answer) -> dict[str, int]:
+    """Token counts as a provider reports them: about four characters a token."""
+    sent = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
+    prompt, completion = max(1, sent // 4), max(1, len(answer.content) // 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
     }
 
 

@@ -133,7 +133,8 @@ def test_every_question_is_listed_and_the_summary_names_the_gate(report, tmp_pat
         "cancel_booking",
         "refund_over_limit",
     }
-    assert page.locator("svg.chart").count() == 2
+    # the composite histogram, the pass rates and the per-tool latency chart
+    assert page.locator("svg.chart").count() == 3
     shot = _save(page, "summary.png", tmp_path)
     assert shot.stat().st_size > 10_000
     assert report.errors == []
@@ -274,6 +275,7 @@ def test_the_summary_is_readable_with_scripts_off(browser, pages):
         assert "tool_usage_grader" in table and "5/9" in table
         worst = page.inner_text("ul.worst")
         assert "cancel_booking" in worst and "never called" in worst
-        assert page.locator("svg.chart").count() == 2
+        assert page.locator("svg.chart").count() == 3  # drawn without scripts
+        assert "cost $" in page.inner_text("ul.cost")
     finally:
         report.close()

@@ -13,6 +13,7 @@ from tracegrade.usage import (
     QuestionUsage,
     Tokens,
     format_cost,
+    format_seconds,
     format_tokens,
     judge_meter,
     model_call,
@@ -58,6 +59,8 @@ def test_some_calls_without_usage_are_said_beside_the_figure():
     PriceTable.build().price(tokens)
     assert tokens.cost == pytest.approx(2.50)
     assert format_cost(tokens) == "$2.5000 +1 call(s) without usage"
+    assert format_seconds(0.0004) == "400 µs" and format_seconds(0.0125) == "12.5 ms"
+    assert format_seconds(1.25) == "1.25 s"
 
 
 def test_cached_tokens_are_charged_at_the_cached_price():
@@ -145,3 +148,11 @@ async def test_the_judge_meter_collects_calls_of_its_question_only():
         record_judge_call(ModelCall("j", 1, 1))
     record_judge_call(ModelCall("j", 1, 1))
     assert len(calls) == 1
+
+
+def test_a_fraction_of_a_cent_is_never_shown_as_zero():
+    tokens = Tokens(cost=0.00004, currency="USD")
+    assert format_cost(tokens) == "$0.000040"
+    assert format_cost(Tokens(cost=0.0011436, currency="USD")) == "$0.0011"
+    assert format_cost(Tokens(cost=0.0011, currency="USD")) == "$0.0011"
+    assert format_cost(Tokens(cost=12.5, currency="USD")) == "$12.5000"

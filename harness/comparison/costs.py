@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..rundir.record import QuestionResult
-from ..usage import UNPRICED, format_cost
+from ..usage import UNPRICED, format_cost, format_seconds
 from .stats import BootstrapInterval, paired_bootstrap
 
 __all__ = [
@@ -155,7 +155,7 @@ class CostComparison:
             return format_cost(_money(value, self.currency))
         if figure == "tokens":
             return f"{value:,.0f}"
-        return f"{value:.3f}s"
+        return format_seconds(value)
 
 
 def _money(value: float, currency: str):  # a Tokens only to format the amount alike
