@@ -8,6 +8,9 @@
 #   4. the refund desk, an agent that stops to ask a person (an approval interrupt answered
 #      from the dataset, a two-turn conversation)  -> passes (expected exit 0); the same agent
 #      refunding without asking                    -> its gate fails (expected exit 2)
+#   5. the support desk with a bloated prompt: every answer as good, every call dearer
+#      -> its gate passes; `compare --fail-on cost:+20%` against the first run fails (exit 2),
+#         naming the questions whose cost rose
 #
 # The reports are written to files in runs/demo/ (printed once, by the runs themselves), and
 # the last lines say what to run next. Bold headings only on a terminal, never with NO_COLOR.
@@ -73,6 +76,13 @@ asking=$?
 run_target refund_desk_regressed
 not_asking=$?
 
+run_target support_desk_expensive
+expensive=$?
+step "tracegrade compare $OUT/support_desk.json $OUT/support_desk_expensive.json --fail-on cost:+20%"
+"$TRACEGRADE_BIN" compare "$OUT/support_desk.json" "$OUT/support_desk_expensive.json" \
+  --fail-on cost:+20% --markdown "$OUT/compare_cost.md" --json "$OUT/compare_cost.json"
+costlier=$?
+
 meaning() {
   case "$1" in
     0) echo "ran, every gate passed" ;;
@@ -93,7 +103,9 @@ printf '  support_desk_regressed  exited %s (%s), expected 2\n' "$regressed" "$(
 printf '  compare                 exited %s (%s), expected 2\n' "$compared" "$([ "$compared" -eq 2 ] && echo 'the candidate regressed' || meaning "$compared")"
 printf '  refund_desk             exited %s (%s), expected 0\n' "$asking" "$(meaning "$asking")"
 printf '  refund_desk_regressed   exited %s (%s), expected 2\n' "$not_asking" "$(meaning "$not_asking")"
-echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md and compare.json; an HTML page per"
+printf '  support_desk_expensive  exited %s (%s), expected 0\n' "$expensive" "$(meaning "$expensive")"
+printf '  compare --fail-on cost  exited %s (%s), expected 2\n' "$costlier" "$([ "$costlier" -eq 2 ] && echo 'the candidate costs more' || meaning "$costlier")"
+echo "  reports: $OUT/ (Markdown, JUnit XML, JSON; compare.md, compare.json and compare_cost.*; an HTML page per"
 echo "           target), written to files, not printed again here"
 
 run_id() {  # run_id REPORT.json -> the run id it reports
@@ -104,7 +116,8 @@ tg="$TRACEGRADE_BIN"
 [ "$tg" = .venv/bin/tracegrade ] || tg=tracegrade
 
 if [ "$passing" -eq 0 ] && [ "$regressed" -eq 2 ] && [ "$compared" -eq 2 ] \
-  && [ "$asking" -eq 0 ] && [ "$not_asking" -eq 2 ]; then
+  && [ "$asking" -eq 0 ] && [ "$not_asking" -eq 2 ] && [ "$expensive" -eq 0 ] \
+  && [ "$costlier" -eq 2 ]; then
   echo
   echo "demo: as expected. The regressed agent's mistakes were caught from what it did, not what it said."
   status=0

@@ -194,6 +194,17 @@ def test_demo_exits_0_after_a_passing_and_a_regressed_run(demo):
     assert "support_desk_regressed  exited 2" in demo.stdout
     assert "refund_desk             exited 0" in demo.stdout
     assert "refund_desk_regressed   exited 2" in demo.stdout
+    assert "support_desk_expensive  exited 0" in demo.stdout
+    assert "compare --fail-on cost  exited 2 (the candidate costs more)" in demo.stdout
+
+
+def test_the_demo_reports_each_questions_cost_and_fails_the_dearer_variant(demo, checkout):
+    summary = (checkout / "reports" / "support_desk.md").read_text()
+    assert "| `book_consultation` |" in summary and " in / " in summary and "| $0.0" in summary
+    verdict = demo.stdout[demo.stdout.index("--fail-on cost:+20%") :]
+    assert "allowed cost:+20%" in verdict and "book_consultation" in verdict
+    compared = json.loads((checkout / "reports" / "compare_cost.json").read_text())
+    assert compared["exit_code"] == 2 and compared["costs"]["cost"]["relative"] > 0.2
 
 
 def test_the_demo_catches_a_refund_issued_without_asking(demo, checkout):
