@@ -188,3 +188,50 @@ def test_a_store_from_before_the_accounting_migrates_and_still_opens(tmp_path):
         assert "judge_usage" in columns
         (score_,) = store.load_scores()
         assert score_.usage is None and score_.composite is not None
+
+
+def test_a_model_that_reports_no_usage_is_unknown_never_zero():
+    from agents.scripted import ScriptedChatModel, call, say
+    from agents.testing_graphs import lookup, react_agent
+    from tracegrade.capture.recorder import Recorder
+    from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade.inputs.config import GateConfig
+    from tracegrade.usage import format_cost, question_usage
+    from tracegrade.verdicts.budgets import question_budget_failures
+
+    script = [call(("lookup", {"q": "x"})), say("done")]
+    model = ScriptedChatModel(script=script, usage="none", model_name="gpt-4o")
+    graph = react_agent(model, [lookup], name="quiet")
+    with RunTelemetry(trace_file=None) as telemetry:
+        recorder = Recorder(
+            tracer=telemetry.tracer, question_id="q", dataset="d", target="t", agent_name="quiet"
+        )
+        with recorder.question_span():
+            state = graph.invoke({"messages": [("user", "hi")]}, {"callbacks": [recorder]})
+        recorder.seal(state)
+    assert [(c.model, c.reported) for c in recorder.model_calls] == [("gpt-4o", False)] * 2
+    assert all(c.latency_s > 0 for c in recorder.model_calls)
+    usage = question_usage(recorder.model_calls, wall_s=0.1)
+    assert usage.agent.unknown_calls == 2 and usage.tokens is None and usage.cost is None
+    assert format_cost(usage.agent) == "unknown"
+    reasons = question_budget_failures(usage, GateConfig(max_tokens_per_question=1_000))
+    assert reasons == [
+        "tokens unknown (2 model call(s) reported no usage): max_tokens_per_question 1,000 "
+        "cannot be held"
+    ]
+
+
+@pytest.mark.parametrize(
+    "gate, key",
+    [
+        ({"max_cost_per_question": -0.5}, "max_cost_per_question"),
+        ({"max_tokens_per_question": 12.5}, "max_tokens_per_question"),
+        ({"max_p95_latency_s": "fast"}, "max_p95_latency_s"),
+    ],
+)
+def test_a_bad_budget_is_exit_4_naming_file_line_and_key(tmp_path, capsys, gate, key):
+    config = write_project(tmp_path, questions=["paris"], target={"gate": gate})
+    assert main(["run", "--config", str(config)]) == 4
+    err = capsys.readouterr().err
+    line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if key in text)
+    assert f"{config}:{line}: at /targets/t/gate/{key}" in err, err

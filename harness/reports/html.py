@@ -299,6 +299,7 @@ def _question_hash(target: str, q: Any) -> str:
 def comparison_section(c: Any) -> str:
     """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
     from .compare_report import comparison_statistics, tool_change_lines
+    from .costs import comparison_cost_lines
 
     reasons = c.regressions
     state, word = ("failed", "regressed") if reasons else ("passed", "no regression")
@@ -313,6 +314,7 @@ def comparison_section(c: Any) -> str:
         out.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in reasons))
         out.append("</ul>")
     out += [f"<p>{_e(line)}</p>" for line in comparison_statistics(c)]
+    out += [f'<p class="cost-delta">{_e(line)}</p>' for line in comparison_cost_lines(c)]
     changed = [q for q in c.questions if q.changed]
     if changed:
         out.append(
