@@ -33,7 +33,8 @@ from agents.testing_graphs import lookup, react_agent
 from tracegrade.capture.recorder import Recorder
 from tracegrade.capture.telemetry import RunTelemetry
 from tracegrade.execution.runner import account
-from tracegrade.usage import PriceTable, QuestionUsage
+from tracegrade.pricing import PriceTable
+from tracegrade.usage import QuestionUsage
 
 TOOL_CALLS = 3
 INPUTS = {"messages": [("user", "find three things")]}

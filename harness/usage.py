@@ -14,27 +14,23 @@ back through `QuestionUsage.model_validate`.
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+if TYPE_CHECKING:
+    from .pricing import PriceTable
+
 __all__ = [
-    "BUNDLED_PRICES",
-    "BUNDLED_VERSION",
     "UNPRICED",
     "Latency",
     "ModelCall",
     "ModelTokens",
-    "Price",
-    "PriceTable",
     "QuestionUsage",
     "RunTotals",
     "Tokens",
@@ -53,29 +49,6 @@ __all__ = [
 
 UNPRICED = "unpriced"
 """How every report shows the cost of a model the price table does not know."""
-
-BUNDLED_VERSION = "bundled-2026-11"
-"""Version of the bundled table (prices as published in November 2026; a config's `pricing:`
-overrides any of them, and the table a run used is recorded in its identity)."""
-
-BUNDLED_PRICES: dict[str, tuple[float, float, float | None]] = {
-    # pattern: (input, output, cached input) in USD per million tokens
-    "gpt-4o": (2.50, 10.00, 1.25),
-    "gpt-4o-2024-*": (2.50, 10.00, 1.25),
-    "gpt-4o-mini*": (0.15, 0.60, 0.075),
-    "gpt-4.1": (2.00, 8.00, 0.50),
-    "gpt-4.1-mini*": (0.40, 1.60, 0.10),
-    "gpt-4.1-nano*": (0.10, 0.40, 0.025),
-    "o3": (2.00, 8.00, 0.50),
-    "o4-mini*": (1.10, 4.40, 0.275),
-    "claude-3-5-haiku*": (0.80, 4.00, 0.08),
-    "claude-3-7-sonnet*": (3.00, 15.00, 0.30),
-    "claude-sonnet-4*": (3.00, 15.00, 0.30),
-    "claude-opus-4*": (15.00, 75.00, 1.50),
-    "gemini-2.0-flash*": (0.10, 0.40, 0.025),
-    "gemini-2.5-flash*": (0.30, 2.50, 0.075),
-    "gemini-2.5-pro*": (1.25, 10.00, 0.31),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,101 +242,19 @@ class QuestionUsage(_Model):
         return self.agent.total_tokens
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
-    """Per million tokens."""
-
-    input: float
-    output: float
-    cached: float | None = None
-    """Cached input tokens; None: charged as input."""
-
-
-@dataclass(frozen=True, slots=True)
-class PriceTable:
-    """Model name or glob pattern -> `Price`, in one currency. An exact name wins over a
-    pattern; patterns are tried in order (the config's before the bundled ones)."""
-
-    entries: tuple[tuple[str, Price], ...] = ()
-    currency: str = "USD"
-    version: str = ""
-
-    @classmethod
-    def build(
-        cls, config: Mapping[str, Mapping[str, Any]] | None = None, *, currency: str = "USD"
-    ) -> PriceTable:
-        """The bundled table (USD) overridden by a config's `pricing.models`; a config in
-        another currency replaces the bundled table (prices in two currencies never add up)."""
-        own = [
-            (pattern, Price(float(p["input"]), float(p["output"]), _opt(p.get("cached"))))
-            for pattern, p in (config or {}).items()
-        ]
-        bundled = (
-            [(k, Price(*v)) for k, v in BUNDLED_PRICES.items() if k not in dict(own)]
-            if currency == "USD"
-            else []
-        )
-        version = BUNDLED_VERSION if bundled else "none"
-        if own:
-            digest = hashlib.sha256(
-                json.dumps([currency, [(k, p.input, p.output, p.cached) for k, p in own]]).encode()
-            ).hexdigest()[:12]
-            version = f"{version}+config-{digest}"
-        return cls(tuple(own + bundled), currency, version)
-
-    def price_of(self, model: str) -> Price | None:
-        for pattern, price in self.entries:
-            if pattern == model:
-                return price
-        for pattern, price in self.entries:
-            if fnmatch.fnmatchcase(model, pattern):
-                return price
-        return None
-
-    def price(self, tokens: Tokens) -> Tokens:
-        """`tokens` with its cost filled in (in place; returned)."""
-        tokens.currency = self.currency
-        unpriced, total = [], []
-        for name, m in tokens.models.items():
-            price = self.price_of(name)
-            if price is None:
-                unpriced.append(name)
-                continue
-            cached = min(m.cached_tokens, m.input_tokens)
-            cached_price = price.input if price.cached is None else price.cached
-            total.append(
-                ((m.input_tokens - cached) * price.input + cached * cached_price)
-                + m.output_tokens * price.output
-            )
-        tokens.unpriced = sorted(unpriced)
-        reported = tokens.calls - tokens.unknown_calls
-        if unpriced or (tokens.calls and not reported):
-            tokens.cost = None
-        else:
-            tokens.cost = math.fsum(total) / 1_000_000
-        return tokens
-
-    def describe(self) -> dict[str, Any]:
-        """The table as the run identity records it."""
-        return {
-            "version": self.version,
-            "currency": self.currency,
-            "models": {
-                k: {"input": p.input, "output": p.output, "cached": p.cached}
-                for k, p in self.entries
-            },
-        }
-
-
-def _opt(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
 def priced(calls: Iterable[ModelCall], prices: PriceTable | None = None) -> Tokens:
     """`calls` summed per model and priced (None: the bundled table)."""
     tokens = Tokens()
     tokens.add(calls)
-    return (prices if prices is not None else PriceTable.build()).price(tokens)
+    return _table(prices).price(tokens)
+
+
+def _table(prices: PriceTable | None) -> PriceTable:
+    if prices is not None:
+        return prices
+    from .pricing import PriceTable  # pricing builds on this module's Tokens
+
+    return PriceTable.build()
 
 
 def question_usage(
@@ -375,7 +266,7 @@ def question_usage(
 ) -> QuestionUsage:
     """The agent side of a question's accounting, priced by `prices` (None: the bundled
     table)."""
-    table = prices if prices is not None else PriceTable.build()
+    table = _table(prices)
     agent = Tokens()
     agent.add(agent_calls)
     table.price(agent)

@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.loading": 1,
     "tracegrade.plugins": 1,
     "tracegrade.usage": 1,
+    "tracegrade.pricing": 1,
     "tracegrade.inputs": 2,
     "tracegrade.capture": 2,
     "tracegrade.judging": 2,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tracegrade.pricing import BUNDLED_VERSION, PriceTable
 from tracegrade.usage import (
-    BUNDLED_VERSION,
     UNPRICED,
     ModelCall,
-    PriceTable,
     QuestionUsage,
     Tokens,
     format_cost,

@@ -26,9 +26,9 @@ from ..otlp import (
     exporting_from_env,
     resolve_protocol,
 )
+from ..pricing import PriceTable
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern, use_console_policy
-from ..usage import PriceTable
 from .files import not_a_file
 from .sourcefile import (
     Document,
