@@ -13,13 +13,13 @@ import fnmatch
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .usage import Tokens
+from .usage import Latency, ModelCall, QuestionUsage, Tokens
 
-__all__ = ["BUNDLED_PRICES", "BUNDLED_VERSION", "Price", "PriceTable"]
+__all__ = ["BUNDLED_PRICES", "BUNDLED_VERSION", "Price", "PriceTable", "priced", "question_usage"]
 
 BUNDLED_VERSION = "bundled-2026-11"
 """Version of the bundled table (prices as published in November 2026; a config's `pricing:`
@@ -133,3 +133,34 @@ class PriceTable:
 
 def _opt(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def priced(calls: Iterable[ModelCall], prices: PriceTable | None = None) -> Tokens:
+    """`calls` summed per model and priced (None: the bundled table)."""
+    tokens = Tokens()
+    tokens.add(calls)
+    return (prices if prices is not None else PriceTable.build()).price(tokens)
+
+
+def question_usage(
+    agent_calls: Sequence[ModelCall],
+    *,
+    wall_s: float,
+    tools: Mapping[str, list[float]] | None = None,
+    prices: PriceTable | None = None,
+) -> QuestionUsage:
+    """The agent side of a question's accounting, priced by `prices` (None: the bundled
+    table)."""
+    table = prices if prices is not None else PriceTable.build()
+    agent = Tokens()
+    agent.add(agent_calls)
+    table.price(agent)
+    return QuestionUsage(
+        agent=agent,
+        latency=Latency(
+            wall_s=wall_s,
+            model_calls=[round(c.latency_s, 6) for c in agent_calls],
+            tools={k: [round(v, 6) for v in vs] for k, vs in (tools or {}).items()},
+        ),
+        prices=table.version,
+    )

@@ -19,12 +19,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from .pricing import PriceTable
 
 __all__ = [
     "UNPRICED",
@@ -40,8 +37,6 @@ __all__ = [
     "judge_meter",
     "model_call",
     "percentile",
-    "priced",
-    "question_usage",
     "record_judge_call",
     "run_totals",
     "stored_usage",
@@ -240,45 +235,6 @@ class QuestionUsage(_Model):
     def tokens(self) -> int | None:
         """The agent's input plus output tokens; None when no call reported usage."""
         return self.agent.total_tokens
-
-
-def priced(calls: Iterable[ModelCall], prices: PriceTable | None = None) -> Tokens:
-    """`calls` summed per model and priced (None: the bundled table)."""
-    tokens = Tokens()
-    tokens.add(calls)
-    return _table(prices).price(tokens)
-
-
-def _table(prices: PriceTable | None) -> PriceTable:
-    if prices is not None:
-        return prices
-    from .pricing import PriceTable  # pricing builds on this module's Tokens
-
-    return PriceTable.build()
-
-
-def question_usage(
-    agent_calls: Sequence[ModelCall],
-    *,
-    wall_s: float,
-    tools: Mapping[str, list[float]] | None = None,
-    prices: PriceTable | None = None,
-) -> QuestionUsage:
-    """The agent side of a question's accounting, priced by `prices` (None: the bundled
-    table)."""
-    table = _table(prices)
-    agent = Tokens()
-    agent.add(agent_calls)
-    table.price(agent)
-    return QuestionUsage(
-        agent=agent,
-        latency=Latency(
-            wall_s=wall_s,
-            model_calls=[round(c.latency_s, 6) for c in agent_calls],
-            tools={k: [round(v, 6) for v in vs] for k, vs in (tools or {}).items()},
-        ),
-        prices=table.version,
-    )
 
 
 def stored_usage(agent: Mapping[str, Any], judges: Mapping[str, Any]) -> QuestionUsage | None:

@@ -196,7 +196,8 @@ def test_a_model_that_reports_no_usage_is_unknown_never_zero():
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
     from tracegrade.inputs.config import GateConfig
-    from tracegrade.usage import format_cost, question_usage
+    from tracegrade.pricing import question_usage
+    from tracegrade.usage import format_cost
     from tracegrade.verdicts.budgets import question_budget_failures
 
     script = [call(("lookup", {"q": "x"})), say("done")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracegrade.pricing import BUNDLED_VERSION, PriceTable
+from tracegrade.pricing import BUNDLED_VERSION, PriceTable, question_usage
 from tracegrade.usage import (
     UNPRICED,
     ModelCall,
@@ -17,7 +17,6 @@ from tracegrade.usage import (
     judge_meter,
     model_call,
     percentile,
-    question_usage,
     record_judge_call,
     run_totals,
 )
