@@ -70,7 +70,7 @@ def tool_latency_chart(target: str, tools: dict[str, dict[str, Any]], slug: str)
         f'<text x="{label_w + 64}" y="{legend}" class="name">p95</text>'
         f'<line x1="{label_w + 106}" y1="{legend - 10}" x2="{label_w + 106}" y2="{legend + 1}" '
         f'stroke="{_MAX}" stroke-width="2"/>'
-        f'<text x="{label_w + 112}" y="{legend}" class="name">max (seconds)</text>'
+        f'<text x="{label_w + 112}" y="{legend}" class="name">max</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
