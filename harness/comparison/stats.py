@@ -61,6 +61,18 @@ class BootstrapInterval:
     confidence: float
     """Nominal coverage, e.g. 0.95."""
 
+    def as_dict(self) -> dict[str, float | int]:
+        """The interval as the comparison's JSON writes it."""
+        return {
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "confidence": self.confidence,
+            "resamples": self.resamples,
+            "seed": self.seed,
+        }
+
     @property
     def below_zero(self) -> bool:
         """The whole interval lies below zero: the candidate is worse beyond resampling noise."""

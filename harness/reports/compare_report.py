@@ -204,17 +204,7 @@ def comparison_to_dict(c: Any) -> dict[str, Any]:
             "fail_to_pass": c.mcnemar.fail_to_pass,
             "p_value": c.mcnemar.p_value,
         },
-        "composite_delta": None
-        if b is None
-        else {
-            "mean": b.mean,
-            "low": b.low,
-            "high": b.high,
-            "n": b.n,
-            "confidence": b.confidence,
-            "resamples": b.resamples,
-            "seed": b.seed,
-        },
+        "composite_delta": None if b is None else b.as_dict(),
         "questions": [
             {
                 "target": q.target,

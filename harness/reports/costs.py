@@ -169,15 +169,7 @@ def comparison_cost_dict(c: Any) -> dict[str, Any] | None:
             "cand": f.cand,
             "relative": None if f.relative is None or math.isinf(f.relative) else f.relative,
             "unknown": f.unknown,
-            "interval": None
-            if b is None
-            else {
-                "mean": b.mean,
-                "low": b.low,
-                "high": b.high,
-                "n": b.n,
-                "confidence": b.confidence,
-            },
+            "interval": None if b is None else b.as_dict(),
         }
     out["questions"] = [
         {"target": q.target, "id": q.question_id, "base": q.base, "cand": q.cand}
