@@ -32,6 +32,7 @@ __all__ = [
     "RunTotals",
     "Tokens",
     "format_cost",
+    "format_over",
     "format_seconds",
     "format_tokens",
     "judge_meter",
@@ -273,6 +274,45 @@ class RunTotals:
     def cost(self) -> float | None:
         return self.agent.cost
 
+    def wall_percentile(self, q: float) -> float | None:
+        """The `q` percentile of the questions' wall times: what the console prints, the
+        JSON report writes and `max_p95_latency_s` holds."""
+        return percentile(self.wall, q)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The totals as the JSON report writes them (`summary.<target>.totals`, `totals`):
+        the agent's tokens and cost (None: unpriced or unknown, never 0), the judges' apart,
+        question latency p50/p95/max, model-call p50/p95 and each tool's latency."""
+
+        def side(t: Tokens) -> dict[str, Any]:
+            return {
+                "cost": t.cost,
+                "currency": t.currency,
+                "unpriced": list(t.unpriced),
+                "model_calls": t.calls,
+                "unknown_calls": t.unknown_calls,
+                "input_tokens": t.input_tokens,
+                "output_tokens": t.output_tokens,
+                "cached_tokens": t.cached_tokens,
+                "total_tokens": t.total_tokens,
+            }
+
+        return {
+            "questions": self.questions,
+            "agent": side(self.agent),
+            "judges": side(self.judges),
+            "latency_s": {
+                "p50": self.wall_percentile(50),
+                "p95": self.wall_percentile(95),
+                "max": max(self.wall) if self.wall else None,
+            },
+            "model_call_latency_s": {
+                "p50": percentile(self.model_calls, 50),
+                "p95": percentile(self.model_calls, 95),
+            },
+            "tools": self.tool_latency(),
+        }
+
     def tool_latency(self) -> dict[str, dict[str, float | int | None]]:
         """p50, p95 and max seconds per tool, with its call count."""
         return {
@@ -309,9 +349,10 @@ def run_totals(usages: Iterable[QuestionUsage | None]) -> RunTotals:
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 
 
-def format_cost(tokens: Tokens | None) -> str:
+def format_cost(tokens: Tokens | None, *, digits: int | None = None) -> str:
     """A cost as every report shows it: `$0.0123`, `unpriced`, `unknown` (no call reported
-    usage), a `+N calls without usage` suffix when some did not, `-` with no accounting."""
+    usage), a `+N calls without usage` suffix when some did not, `-` with no accounting.
+    `digits`: the decimals to show (default: four, or two significant digits below a cent)."""
     if tokens is None:
         return "-"
     if tokens.unpriced:
@@ -319,7 +360,7 @@ def format_cost(tokens: Tokens | None) -> str:
     if tokens.cost is None:
         return "unknown" if tokens.calls else "-"
     symbol = _SYMBOLS.get(tokens.currency or "USD")
-    number = _amount(tokens.cost)
+    number = _amount(tokens.cost) if digits is None else f"{tokens.cost:.{digits}f}"
     amount = f"{symbol}{number}" if symbol else f"{number} {tokens.currency}"
     unknown = tokens.unknown_calls
     return f"{amount} +{unknown} call(s) without usage" if unknown else amount
@@ -331,6 +372,21 @@ def _amount(value: float) -> str:
     if 0 < abs(value) < 0.01:
         return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
     return f"{value:.4f}"
+
+
+def format_over(actual: Tokens, limit: float) -> tuple[str, str]:
+    """`actual`'s cost and a `limit` it exceeds, as a reason compares them: with as many
+    decimals as tell the two apart (`$0.00151 > $0.00150`, never `$0.0015 > $0.0015`)."""
+    bound = Tokens(cost=limit, currency=actual.currency)
+    shown, limit_text = format_cost(actual), format_cost(bound)
+    cost = actual.cost
+    if cost is None or cost == limit or _amount(cost) != _amount(limit):
+        return shown, limit_text
+    digits = len(_amount(limit).partition(".")[2])
+    most = 17 - math.floor(math.log10(limit)) if limit > 0 else 17  # a float's precision
+    while digits < most and f"{cost:.{digits}f}" == f"{limit:.{digits}f}":
+        digits += 1
+    return format_cost(actual, digits=digits), format_cost(bound, digits=digits)
 
 
 def format_tokens(tokens: Tokens | None) -> str:

@@ -66,8 +66,8 @@ def run_cost_lines(questions: Sequence[Any]) -> list[str]:
         )
     wall = totals.wall
     lines.append(
-        f"latency per question p50 {format_seconds(percentile(wall, 50))}, "
-        f"p95 {format_seconds(percentile(wall, 95))}, max {format_seconds(max(wall))}; "
+        f"latency per question p50 {format_seconds(totals.wall_percentile(50))}, "
+        f"p95 {format_seconds(totals.wall_percentile(95))}, max {format_seconds(max(wall))}; "
         f"model calls p50 {format_seconds(percentile(totals.model_calls, 50))}, "
         f"p95 {format_seconds(percentile(totals.model_calls, 95))}"
     )
@@ -95,8 +95,8 @@ def run_cost_properties(questions: Sequence[Any]) -> dict[str, str]:
         "tracegrade.tokens.cached": str(agent.cached_tokens),
         "tracegrade.model_calls": str(agent.calls),
         "tracegrade.model_calls.unknown": str(agent.unknown_calls),
-        "tracegrade.latency.p50_s": f"{percentile(totals.wall, 50):.3f}",
-        "tracegrade.latency.p95_s": f"{percentile(totals.wall, 95):.3f}",
+        "tracegrade.latency.p50_s": f"{totals.wall_percentile(50):.3f}",
+        "tracegrade.latency.p95_s": f"{totals.wall_percentile(95):.3f}",
     }
     if totals.judges.calls:
         props["tracegrade.judges.cost"] = format_cost(totals.judges)

@@ -9,7 +9,7 @@
  "weight", "threshold", "pass_bar", "samples", "spread", "details"}], "checks": [{"grader",
  "id", "version", "rubric", "rubric_version", "rubric_ref", "kind", "status", "severity",
  "required", "reason", ...}]}],
- "summary": {"<target>": {...}}, "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
+ "summary": {"<target>": {..., "totals"}}, "totals", "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
 ```
 Version 1 only ever gains keys; a removed or renamed key is version 2. A question entry is a
 `tracegrade.rundir.record.QuestionResult` (every field documented there).
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir.record import QuestionResult
+from .costs import totals_of
 from .jsontext import to_json_text
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
@@ -81,6 +82,7 @@ def build_json_report(outcome) -> dict[str, Any]:
                 "advisories": list(t.advisories),
                 "pass_rate": t.verdict.pass_rate,
                 "trials": _trials(t.questions),
+                "totals": totals_of(t.questions).as_dict(),
             }
             for t in outcome.targets
         },
@@ -89,6 +91,7 @@ def build_json_report(outcome) -> dict[str, Any]:
             "passed": outcome.exit_code == 0,
             "targets": {t.target: t.verdict.to_dict() for t in outcome.targets},
         },
+        "totals": totals_of(q for t in outcome.targets for q in t.questions).as_dict(),
         "notes": list(outcome.notes),
         "comparison": _comparison(outcome),
         **({"monitor": outcome.monitor} if getattr(outcome, "monitor", None) else {}),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..inputs.config import GateConfig
-from ..usage import QuestionUsage, Tokens, format_cost, percentile, run_totals
+from ..usage import QuestionUsage, Tokens, format_cost, format_over, run_totals
 
 if TYPE_CHECKING:
     from .scoring import QuestionScore
@@ -44,7 +44,8 @@ def question_budget_failures(usage: QuestionUsage | None, gate: GateConfig) -> l
         if agent.cost is None:
             out.append(f"{_unknown_cost(agent)}: max_cost_per_question {limit} cannot be held")
         elif agent.cost > gate.max_cost_per_question:
-            out.append(f"cost {format_cost(agent)} > max_cost_per_question {limit}")
+            shown, limit = format_over(agent, gate.max_cost_per_question)
+            out.append(f"cost {shown} > max_cost_per_question {limit}")
     if gate.max_tokens_per_question is not None:
         tokens = agent.total_tokens
         if tokens is None or agent.unknown_calls:
@@ -90,14 +91,24 @@ def run_budget_reasons(questions: Sequence[QuestionScore], gate: GateConfig) -> 
         elif totals.cost is None:
             reasons.append(f"run {_unknown_cost(totals.agent)}: max_cost {limit} cannot be held")
         elif totals.cost > gate.max_cost:
-            reasons.append(f"run cost {format_cost(totals.agent)} > max_cost {limit}")
+            shown, limit = format_over(totals.agent, gate.max_cost)
+            reasons.append(f"run cost {shown} > max_cost {limit}")
     if gate.max_p95_latency_s is not None:
-        p95 = percentile(totals.wall, 95)
+        p95 = totals.wall_percentile(95)
         if p95 is not None and p95 > gate.max_p95_latency_s:
             reasons.append(
-                f"p95 question latency {p95:.2f}s > max_p95_latency_s {gate.max_p95_latency_s:g}"
+                f"p95 question latency {_seconds_over(p95, gate.max_p95_latency_s)}s > "
+                f"max_p95_latency_s {gate.max_p95_latency_s:g}"
             )
     return reasons
+
+
+def _seconds_over(value: float, limit: float) -> str:
+    """`value` with as many decimals as show it above `limit` (`1.234` over `1.23`)."""
+    digits = 2
+    while digits < 9 and float(f"{value:.{digits}f}") <= limit:
+        digits += 1
+    return f"{value:.{digits}f}"
 
 
 def budget_rule(gate: GateConfig) -> list[str]:
