@@ -19,9 +19,7 @@ PRICED = {"pricing": {"models": {"scripted": {"input": 1.0, "output": 2.0}}}}
 PER_CALL = (10 * 1.0 + 5 * 2.0) / 1_000_000  # the scripted model: 10 in, 5 out a call
 
 
-def test_the_json_report_has_the_run_totals_the_console_prints_and_the_gate_holds(
-    tmp_path, capsys
-):
+def test_the_json_report_has_the_run_totals_the_console_prints_and_the_gate_holds(tmp_path, capsys):
     # a p95 budget every question breaks: the gate's figure must be the JSON's figure
     gate = {"max_p95_latency_s": 1e-9, "max_cost": 1.0}
     config = write_project(tmp_path, config=PRICED, target={"gate": gate})
