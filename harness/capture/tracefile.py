@@ -53,7 +53,7 @@ def _redact_json_text(text: str, policy: RedactionPolicy) -> str:
         return policy.text(text)  # no secret-named key can be inside: values only
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return policy.text(text)
     if isinstance(value, (Mapping, list)):
         return json.dumps(policy.value(value), ensure_ascii=False)
@@ -324,7 +324,7 @@ def _spans_of(path: Path, broken: dict[int, set[str]]) -> Iterator[tuple[int, di
                 ]
                 if not all(isinstance(span, dict) for span in spans):
                     raise ValueError("a span that is not a JSON object")
-            except (ValueError, TypeError, AttributeError) as exc:
+            except (ValueError, TypeError, AttributeError, RecursionError) as exc:
                 log.warning("%s:%d: not an OTLP JSON line (%s); skipped", path, line_no, exc)
                 broken[line_no] = set(m.lower() for m in _TRACE_ID.findall(line))
                 continue
@@ -336,7 +336,7 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
     arguments_text = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, "{}")
     try:
         arguments = json.loads(arguments_text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         arguments = {"input": arguments_text}
     result = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
     if result is not None and attrs.get(sc.TG_RESULT_ENCODING) == sc.RESULT_JSON:
@@ -374,7 +374,7 @@ def _json_attribute(text: Any) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return text
 
 
@@ -507,7 +507,13 @@ def read_question_runs(
     for line_no, span in _spans_of(path, broken):
         try:
             _read_span(span, questions, calls, interrupts)
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a span of another shape
+        except (
+            ValueError,
+            TypeError,
+            AttributeError,
+            KeyError,
+            RecursionError,
+        ) as exc:  # another shape
             log.warning("%s:%d: not an OTLP span (%s); skipped", path, line_no, exc)
             trace_id = span.get("traceId")
             broken.setdefault(line_no, set()).update(

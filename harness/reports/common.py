@@ -13,6 +13,7 @@ __all__ = [
     "check_problems",
     "fmt",
     "fmt_score",
+    "lost_spans_reason",
     "question_label",
     "question_reasons",
     "rubric_findings",
@@ -28,6 +29,15 @@ def fmt(value: float | None, digits: int = 2) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def lost_spans_reason(lost: int) -> str:
+    """Why a run whose gates passed is still incomplete: spans it lost (agent traces dropped
+    unread, records not written to its trace file) were never graded."""
+    return (
+        f"{lost} span(s) of agent traces were lost (dropped before grading or not written): "
+        "a lost trace is never a pass, so the run is incomplete"
+    )
 
 
 def fmt_score(score: float | None, max_score: float) -> str:

@@ -7,6 +7,7 @@ from .common import (
     annotation_lines,
     fmt,
     fmt_score,
+    lost_spans_reason,
     question_label,
     question_reasons,
     rubric_findings,
@@ -119,7 +120,8 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             )
         else:
             lines.extend(_costliest(t.questions))
-        if v.incomplete:
+        lost = int(getattr(outcome, "lost_spans", 0) or 0)
+        if v.incomplete or lost:
             verdict = "INCOMPLETE (exit 3)"
         elif v.passed:
             verdict = "PASSED"
@@ -130,6 +132,8 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             lines.append(f"    rule: {v.rule}")
         for reason in v.reasons:
             lines.append(f"    - {one_line(reason)}")
+        if lost:
+            lines.append(f"    - {lost_spans_reason(lost)}")
         findings = rubric_findings(t.questions)
         if findings:
             lines.append("  rubric checks to look at:")

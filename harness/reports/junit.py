@@ -14,7 +14,15 @@ from pathlib import Path
 
 from ..usage import format_cost
 from ..verdicts.scoring import QuestionScore, is_unscored
-from .common import check_label, check_problems, fmt, fmt_score, outcome_line, question_label
+from .common import (
+    check_label,
+    check_problems,
+    fmt,
+    fmt_score,
+    lost_spans_reason,
+    outcome_line,
+    question_label,
+)
 from .costs import question_cells, run_cost_properties
 
 __all__ = ["render_junit", "write_junit"]
@@ -168,6 +176,13 @@ def render_junit(outcome) -> str:
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
         total_f, total_e, total_t = total_f + failures, total_e + errors, total_t + len(t.questions)
+    lost = int(getattr(outcome, "lost_spans", 0) or 0)
+    if lost:  # one test that errored: "every agent trace was graded"
+        suite = ET.SubElement(root, "testsuite", name="run", tests="1", failures="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="run", name="every agent trace graded")
+        error = ET.SubElement(case, "error", message=lost_spans_reason(lost), type="incomplete")
+        error.text = lost_spans_reason(lost)
+        total_t, total_e = total_t + 1, total_e + 1
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:  # one test: "no regression against the baseline"
         failed = _comparison_suite(root, comparison)

@@ -58,7 +58,8 @@ class TraceSet:
         if self.too_large:
             out.append(
                 f"{len(self.too_large)} trace(s) dropped for holding more than "
-                f"{MAX_SPANS_PER_TRACE} spans: {', '.join(self.too_large[:5])}"
+                f"{MAX_SPANS_PER_TRACE} spans (an agent trace among them leaves the run "
+                f"incomplete): {', '.join(self.too_large[:5])}"
             )
         if self.outside_window:
             out.append(f"{self.outside_window} trace(s) outside --since/--until; not graded")

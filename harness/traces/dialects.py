@@ -141,7 +141,7 @@ def _arguments(text: Any) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return {"input": text}
     return value if isinstance(value, dict) else {"input": value}
 
@@ -220,7 +220,7 @@ def _match(
 def _genai_parts(text: Any) -> list[dict[str, Any]]:
     try:
         messages = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return []
     return [m for m in messages or () if isinstance(m, dict)] if isinstance(messages, list) else []
 
@@ -310,7 +310,7 @@ def _genai(
         )
         result = a.get(sc.GEN_AI_TOOL_CALL_RESULT)
         if result is not None and a.get(sc.TG_RESULT_ENCODING) == sc.RESULT_JSON:
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 result = json.loads(result)
         error_type = a.get(sc.ERROR_TYPE)
         if sc.TG_OUTCOME in a:
@@ -360,7 +360,7 @@ def _metadata(span: Span) -> dict[str, Any]:
         return raw if isinstance(raw, dict) else {}
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -400,7 +400,7 @@ def _oi_user(root: Span) -> str | None:
     raw = a.get(sc.OI_INPUT_VALUE)
     try:
         value = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return raw if isinstance(raw, str) else None
     messages = value.get("messages") if isinstance(value, dict) else None
     for m in messages or ():
@@ -418,7 +418,7 @@ def _oi_result(text: Any) -> Any:
         return text
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return text
     if (
         isinstance(value, dict)
@@ -434,7 +434,7 @@ def _oi_tool_call_id(text: Any) -> str | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # malformed, or nested too deep
         return None
     data = value.get("data") if isinstance(value, dict) else None
     return data.get("tool_call_id") if isinstance(data, dict) else None

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from .. import semconv as sc
 from ..capture.tracefile import redacted_attributes
-from ..errors import NothingToRunError
+from ..errors import EvaluationError, NothingToRunError
 from ..execution.lifecycle import decided
 from ..execution.loops import run_without_loop
 from ..execution.prepare import new_grading, prepare_run
@@ -29,7 +29,7 @@ from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import QuestionRun, ResultStore
-from ..rundir.verdict import record_scope
+from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore
 from .archive import Pairer
 from .dialects import AgentTrace
@@ -250,6 +250,11 @@ async def agrade_traces(
     )
     if not len(pairs):  # nothing to grade: no run directory left behind
         shutil.rmtree(prepared.run_dir, ignore_errors=True)
+        if traces.dropped_agent_spans:  # the agent traces were there, and were lost
+            raise EvaluationError(
+                "no agent trace could be graded: " + "; ".join(traces.notes()),
+                hint="a lost trace is never a pass; split the archive or raise the span cap",
+            )
         if traces.agent_traces <= pairs.outside_window:
             where = ", ".join(sources) or "the traces"
             read = "; ".join(traces.notes() + pairs.notes(0)[1:])
@@ -307,6 +312,8 @@ async def agrade_traces(
                         commit_graded(store, grading_id, lines, done)
             finally:  # what was graded is kept however the loop ends (an interrupt too)
                 commit_graded(store, grading_id, lines, batch)
+        # agent traces dropped for their size were never graded: the run is incomplete
+        record_lost_spans(store, grading_id, traces.dropped_agent_spans)
         outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
     outcome.notes[:0] = redaction_notes(config) + notes
     return outcome

@@ -17,7 +17,7 @@ import json
 import zlib
 from typing import Any
 
-from .spans import Span, spans_of_request, spans_of_request_proto
+from .spans import Span, spans_of_request, spans_of_request_proto, unreadable_why
 
 __all__ = [
     "JSON",
@@ -87,8 +87,9 @@ def decode_request(body: bytes, kind: str) -> list[Span]:
             if "resourceSpans" not in request:  # `{}` is an empty export, as in protobuf
                 request = {"resourceSpans": [], **request}
             return list(spans_of_request(request))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise BadRequest(400, f"not an OTLP/JSON ExportTraceServiceRequest: {exc}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            why = unreadable_why(exc)
+            raise BadRequest(400, f"not an OTLP/JSON ExportTraceServiceRequest: {why}") from None
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
@@ -98,8 +99,9 @@ def decode_request(body: bytes, kind: str) -> list[Span]:
     try:
         request.ParseFromString(body)
         return list(spans_of_request_proto(request))
-    except (DecodeError, ValueError, TypeError) as exc:
-        raise BadRequest(400, f"not a protobuf ExportTraceServiceRequest: {exc}") from None
+    except (DecodeError, ValueError, TypeError, RecursionError) as exc:
+        why = unreadable_why(exc)
+        raise BadRequest(400, f"not a protobuf ExportTraceServiceRequest: {why}") from None
 
 
 def success_body(kind: str, *, rejected: int = 0, message: str = "") -> bytes:

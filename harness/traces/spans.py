@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..capture.tracefile import decode_value
 from ..errors import InputError
+from ..inputs.files import not_a_file
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -31,6 +33,7 @@ __all__ = [
     "request_of_spans",
     "spans_of_request",
     "spans_of_request_proto",
+    "unreadable_why",
 ]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -80,10 +83,11 @@ def files_under(paths: Iterable[Path | str]) -> list[Path]:
             if not found:
                 raise InputError("no trace files in this directory", file=str(path))
             out.extend(found)
-        elif path.is_file():
+        elif (problem := not_a_file(path)) is None:
             out.append(path)
-        else:
-            raise InputError("no such file or directory", file=str(path))
+        else:  # a FIFO would block the read, /dev/zero would never end it: neither is read
+            words = "no such file or directory" if problem == "file not found" else problem
+            raise InputError(words.replace("not a file", "not a trace file"), file=str(path))
     return out
 
 
@@ -212,43 +216,55 @@ def spans_of_request_proto(request: Any) -> Iterator[Span]:
                 )
 
 
-def _proto_requests(path: Path, data: bytes) -> Iterator[Any]:
+def _proto_requests(path: Path, handle: Any, problems: ReadProblems) -> Iterator[Any]:
+    """The requests of a protobuf file, read one at a time. The Collector's file exporter
+    (format: proto) writes each request after a 4-byte big-endian length; a plain dump is one
+    request (read whole: protobuf has no other way). A stream cut mid-request (a collector
+    killed mid-write) keeps what came before, the cut request skipped and reported, as a cut
+    JSON line is."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-    # The Collector's file exporter (format: proto) writes each request after a 4-byte
-    # big-endian length; a plain dump is one request. Try the stream first: a plain request
-    # rarely parses as a whole chain of length-prefixed ones.
-    requests: list[Any] = []
-    offset = 0
-    try:
-        while offset < len(data):
-            if offset + 4 > len(data):
-                raise DecodeError("truncated length prefix")
-            (size,) = struct.unpack(">I", data[offset : offset + 4])
-            end = offset + 4 + size
-            if end > len(data):
-                raise DecodeError("truncated message")
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(data[offset + 4 : end])
-            requests.append(request)
-            offset = end
-        if requests and all(len(r.resource_spans) for r in requests):
-            yield from requests
-            return
-    except DecodeError:
-        pass
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except DecodeError as exc:
-        raise InputError(
-            f"neither OTLP JSON lines nor an OTLP protobuf export ({exc})",
-            file=str(path),
-        ) from None
-    if not request.resource_spans and data:
+    def parse(data: bytes) -> Any:
+        request = ExportTraceServiceRequest()
+        try:
+            request.ParseFromString(data)
+        except (DecodeError, RecursionError):
+            return None
+        return request
+
+    size = os.fstat(handle.fileno()).st_size
+    handle.seek(0)
+    head = handle.read(4)
+    first_size = struct.unpack(">I", head)[0] if len(head) == 4 else size
+    # a stream: its first request parses whole where its length says; else a plain dump
+    first = parse(handle.read(first_size)) if 4 + first_size <= size else None
+    if first is not None and len(first.resource_spans):
+        yield first
+        offset, number = 4 + first_size, 2
+        while head := handle.read(4):
+            length = struct.unpack(">I", head)[0] if len(head) == 4 else None
+            if length is None or offset + 4 + length > size:
+                problems.add(
+                    f"{path}: request {number} at byte {offset}: cut short (the file ends "
+                    "inside it); skipped"
+                )
+                return
+            request = parse(handle.read(length))
+            if request is None:
+                problems.add(
+                    f"{path}: request {number} at byte {offset}: not an OTLP protobuf request; "
+                    "it and the rest of the file skipped"
+                )
+                return
+            yield request
+            offset, number = offset + 4 + length, number + 1
+        return
+    handle.seek(0)
+    request = parse(handle.read())
+    if request is None or not request.resource_spans:
         raise InputError("neither OTLP JSON lines nor an OTLP protobuf export", file=str(path))
     yield request
 
@@ -266,9 +282,7 @@ def read_spans(path: Path | str, problems: ReadProblems | None = None) -> Iterat
         if not head:
             return
         if head != b"{":
-            handle.seek(0)
-            data = handle.read()
-            for request in _proto_requests(path, data):
+            for request in _proto_requests(path, handle, problems):
                 yield from spans_of_request_proto(request)
             return
         handle.seek(0)
@@ -284,8 +298,10 @@ def read_spans(path: Path | str, problems: ReadProblems | None = None) -> Iterat
                 if not isinstance(request, dict):
                     raise ValueError("not a JSON object")
                 spans = list(spans_of_request(request))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                problems.add(f"{path}:{line_no}: not an OTLP JSON line ({_short(exc)}); skipped")
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+                problems.add(
+                    f"{path}:{line_no}: not an OTLP JSON line ({unreadable_why(exc)}); skipped"
+                )
                 continue
             good += 1
             yield from spans
@@ -313,6 +329,13 @@ def _lines(handle: Any) -> Iterator[bytes | None]:
             yield None
             continue
         yield line
+
+
+def unreadable_why(exc: BaseException) -> str:
+    """Why a line or body is not an export request, in a few words."""
+    if isinstance(exc, RecursionError):  # JSON nested past what any parser follows
+        return "nested too deep to read"
+    return _short(exc)
 
 
 def _short(exc: BaseException) -> str:

@@ -13,6 +13,7 @@ without holding them.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import sqlite3
 import tempfile
@@ -20,9 +21,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import EvaluationError
 from . import archive
 from .archive import Pair, Pairer, TraceSet
-from .dialects import AgentTrace, agent_trace
+from .dialects import AgentTrace, agent_trace, dialect_of
 from .policy import TracePolicy
 from .spans import Span, files_under, read_spans
 
@@ -50,16 +52,41 @@ class TraceSpill:
     stays empty; its counts and notes are the archive's)."""
 
     def __init__(self, directory: Path | str | None = None) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="tracegrade-spill-", dir=directory)
+        self.where = Path(directory if directory is not None else tempfile.gettempdir())
+        with self.writing(OSError):
+            self._dir = tempfile.TemporaryDirectory(prefix="tracegrade-spill-", dir=directory)
         self.path = Path(self._dir.name) / "spans.sqlite"
-        self.db = _connect(self.path)
-        self.db.execute("CREATE TABLE spans (trace_id TEXT NOT NULL, start_ns INTEGER, data BLOB)")
+        with self.writing():
+            self.db = _connect(self.path)
+            self.db.execute(
+                "CREATE TABLE spans (trace_id TEXT NOT NULL, start_ns INTEGER, data BLOB)"
+            )
         self.summary = TraceSet()
         self.agent_traces = 0
+        self.dropped_agent_spans = 0
+        """Spans of the agent traces dropped for their size: what the run could not grade, so
+        it is incomplete (a lost trace is never a pass)."""
         self._indexed = False
 
+    @contextlib.contextmanager
+    def writing(self, *also: type[Exception]) -> Iterator[None]:
+        """A write to the spill: a full temporary directory (or a file size limit, an I/O
+        error) is an incomplete evaluation (exit 3) naming the directory, never a traceback.
+        Only SQLite's errors unless `also` names more (reading the archive raises its own)."""
+        caught: tuple[type[Exception], ...] = (sqlite3.OperationalError, *also)
+        try:
+            yield
+        except caught as exc:
+            raise EvaluationError(
+                f"could not spill the traces to the temporary directory {self.where}: {exc}",
+                file=str(self.where),
+                hint="the archive's spans need about its size there: free space, or point "
+                "TMPDIR at a directory with room",
+            ) from exc
+
     def close(self) -> None:
-        self.db.close()
+        if hasattr(self, "db"):
+            self.db.close()
         self._dir.cleanup()
 
     def __enter__(self) -> TraceSpill:
@@ -72,30 +99,35 @@ class TraceSpill:
         """Spill spans (any order, any number of traces)."""
         batch: list[tuple[str, int, bytes]] = []
         insert = "INSERT INTO spans VALUES (?, ?, ?)"
-        self.db.execute("BEGIN")
-        for span in spans:
-            self.summary.spans += 1
-            batch.append((span.trace_id, span.start_ns, pickle.dumps(span, protocol=5)))
-            if len(batch) >= _BATCH:
-                self.db.executemany(insert, batch)
-                batch.clear()
-        self.db.executemany(insert, batch)
-        self.db.execute("COMMIT")
+        with self.writing():
+            self.db.execute("BEGIN")
+            for span in spans:
+                self.summary.spans += 1
+                batch.append((span.trace_id, span.start_ns, pickle.dumps(span, protocol=5)))
+                if len(batch) >= _BATCH:
+                    self.db.executemany(insert, batch)
+                    batch.clear()
+            self.db.executemany(insert, batch)
+            self.db.execute("COMMIT")
 
     def traces(self) -> Iterator[AgentTrace]:
         """Every agent trace, whole, in (start, trace id) order; traces with no agent spans are
         counted (`summary.not_agent`), traces past the span cap dropped and listed."""
-        if not self._indexed:
-            self.db.execute("CREATE INDEX spans_by_trace ON spans (trace_id)")
-            self._indexed = True
-        order = self.db.execute(
-            "SELECT trace_id, COUNT(*) FROM spans GROUP BY trace_id ORDER BY MIN(start_ns), trace_id"
-        )
+        with self.writing():  # the index and the sort write to the temporary directory
+            if not self._indexed:
+                self.db.execute("CREATE INDEX spans_by_trace ON spans (trace_id)")
+                self._indexed = True
+            order = self.db.execute(
+                "SELECT trace_id, COUNT(*) FROM spans GROUP BY trace_id "
+                "ORDER BY MIN(start_ns), trace_id"
+            )
         reader = sqlite3.connect(self.path)  # a second cursor while the first walks the groups
         try:
             for trace_id, count in order:
                 if count > archive.MAX_SPANS_PER_TRACE:
                     self.summary.too_large.append(trace_id)
+                    if self._holds_agent_spans(reader, trace_id):
+                        self.dropped_agent_spans += count
                     continue
                 rows = reader.execute("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
                 spans = [pickle.loads(row[0]) for row in rows]
@@ -107,6 +139,15 @@ class TraceSpill:
                 yield trace
         finally:
             reader.close()
+
+    @staticmethod
+    def _holds_agent_spans(reader: sqlite3.Connection, trace_id: str) -> bool:
+        """Whether a trace too large to hold has agent spans: read a batch at a time."""
+        rows = reader.execute("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
+        while batch := rows.fetchmany(_BATCH):
+            if dialect_of([pickle.loads(row[0]) for row in batch]) is not None:
+                return True
+        return False
 
     def notes(self) -> list[str]:
         notes = self.summary.notes()
@@ -138,11 +179,13 @@ class SpilledPairs:
 
     def __init__(self, spill: TraceSpill) -> None:
         self.db = spill.db
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS pairs (start_ns INTEGER, trace_id TEXT, question_id TEXT,"
-            " how TEXT, data BLOB)"
-        )
-        self.db.execute("DELETE FROM pairs")
+        self.writing = spill.writing
+        with self.writing():
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS pairs (start_ns INTEGER, trace_id TEXT, "
+                "question_id TEXT, how TEXT, data BLOB)"
+            )
+            self.db.execute("DELETE FROM pairs")
         self.counts: dict[str, int] = {}
         self.questions: set[str] = set()
         """The dataset questions paired."""
@@ -183,7 +226,8 @@ class SpilledPairs:
                 data = pickle.dumps(trace, protocol=5)
                 batch.append((trace.start_ns, trace.trace_id, qid, found.how, data))
                 if len(batch) >= _BATCH:
-                    self.db.executemany(insert, batch)
+                    with self.writing():
+                        self.db.executemany(insert, batch)
                     batch.clear()
             elif isinstance(found, list):
                 self.ambiguous_count += 1
@@ -193,7 +237,8 @@ class SpilledPairs:
                 self.unmatched += 1
                 if len(self.unmatched_ids) < _LISTED:
                     self.unmatched_ids.append(trace.trace_id)
-        self.db.executemany(insert, batch)
+        with self.writing():
+            self.db.executemany(insert, batch)
 
     def __len__(self) -> int:
         return sum(self.counts.values())
