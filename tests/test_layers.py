@@ -39,6 +39,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.traces": 7,  # traces made outside tracegrade, graded into a run (over execution)
     "tracegrade.reports": 7,
     "tracegrade.app": 8,  # `tracegrade serve`'s web app, over reports, curation and the stores
+    "tracegrade.ci": 8,  # CI providers: annotations, step summary, sticky comment, Code Quality
     "tracegrade.cli": 9,
     "tracegrade.api": 9,
     "tracegrade.pytest_plugin": 10,

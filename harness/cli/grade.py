@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..reports.flags import add_report_flags, write_reports
+from ..ci.publish import add_ci_flags, report_outcome
+from ..reports.flags import add_report_flags
 from . import EPILOG, add_id_flag
 
 __all__ = ["register", "run"]
@@ -51,6 +52,7 @@ def register(subparsers: Any) -> None:
         "own `goal` keeps it); not with --current",
     )
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             raise
-        write_reports(args, outcome, config=config)
+        report_outcome(args, outcome, config=config)
         outcomes.append(outcome)
     if len(outcomes) > 1:
         sys.stdout.write(objective_summary(outcomes))

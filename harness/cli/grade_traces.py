@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..ci.publish import add_ci_flags, report_outcome
 from ..errors import InputError
-from ..reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags
 from . import EPILOG, add_trace_policy_flags, trace_policy_of
 
 __all__ = ["register", "run"]
@@ -68,6 +69,7 @@ def register(subparsers: Any) -> None:
     )
     add_trace_policy_flags(parser)
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             until_ns=until,
             policy=policy or None,
         )
-    write_reports(args, outcome, config=config)
+    report_outcome(args, outcome, config=config)
     return outcome.exit_code
 
 

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..reports.flags import add_report_flags, write_reports
+from ..ci.publish import add_ci_flags, report_outcome
+from ..reports.flags import add_report_flags
 from . import EPILOG
 
 __all__ = ["register", "run"]
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
         "--config", type=Path, default=None, help="config file (HTML trace links, redaction)"
     )
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -59,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
         from ..inputs.config import load_config
 
         config = load_config(args.config)
-    write_reports(args, outcome, config=config)
+    report_outcome(args, outcome, config=config)
     return outcome.exit_code

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..ci.publish import add_ci_flags, report_outcome
 from ..errors import ExitCode, InputError
-from ..reports.flags import add_report_flags, write_reports
+from ..reports.flags import add_report_flags
 from . import EPILOG, add_trace_policy_flags, trace_policy_of
 
 __all__ = ["register", "run"]
@@ -134,6 +135,7 @@ def register(subparsers: Any) -> None:
     )
     add_trace_policy_flags(parser)
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -197,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
             f"stopped by {receiver.stopped_by}; continue this run with "
             f"`tracegrade receive --target {args.target} --run {outcome.run_id}`"
         )
-    write_reports(args, outcome, config=config)
+    report_outcome(args, outcome, config=config)
     if not args.gate:
         return 0
     if receiver.stopped_by:  # the window did not end: no verdict on it

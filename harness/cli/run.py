@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..reports.flags import add_report_flags, write_reports
+from ..ci.publish import add_ci_flags, report_outcome
+from ..reports.flags import add_report_flags
 from . import EPILOG, add_id_flag
 from .compare import add_compare_flags, fail_on_of
 
@@ -112,6 +113,7 @@ def register(subparsers: Any) -> None:
         "graders (a question with its own `goal` keeps it); needs a `judge:` block",
     )
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -190,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     if baseline is not None:
         _compare_with_baseline(args, outcome, baseline)
-    write_reports(args, outcome, config=config)
+    report_outcome(args, outcome, config=config)
     _print_changed_defaults(config, outcome)
     return outcome.exit_code
 

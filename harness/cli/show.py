@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..reports.flags import add_report_flags, write_reports
+from ..ci.publish import add_ci_flags, report_outcome
+from ..reports.flags import add_report_flags
 from . import EPILOG
 
 __all__ = ["register", "run"]
@@ -34,6 +35,7 @@ def register(subparsers: Any) -> None:
         "--grading", type=int, default=None, metavar="N", help="which grading (default latest)"
     )
     add_report_flags(parser)
+    add_ci_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -46,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
     outcome = load_outcome(run, grading=args.grading)
     # With a config, the HTML page gets its trace links and redaction policy.
     config = load_config(args.config) if args.config is not None else None
-    write_reports(args, outcome, config=config)
+    report_outcome(args, outcome, config=config)
     return outcome.exit_code
