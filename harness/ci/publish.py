@@ -18,11 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..reports.flags import write_reports
-from . import github, gitlab
-from .comment import comment_body, github_comments, gitlab_notes, post_sticky
-from .findings import findings
-
 __all__ = ["add_ci_flags", "ci_provider", "publish_ci", "report_outcome"]
 
 
@@ -87,6 +82,8 @@ def ci_provider(choice: str, env: Mapping[str, str] = os.environ) -> str | None:
 
 def report_outcome(args: argparse.Namespace, outcome: Any, *, config: Any = None) -> None:
     """What every command that reports a run does: the reports, then the CI provider's."""
+    from ..reports.flags import write_reports
+
     write_reports(args, outcome, config=config)
     publish_ci(args, outcome)
 
@@ -99,6 +96,10 @@ def publish_ci(
     comment = bool(getattr(args, "pr_comment", False))
     if provider is None and codequality is None and not comment:
         return
+    # imported here: `--help` and a run off CI load none of this (nor httpx)
+    from . import github, gitlab
+    from .findings import findings
+
     found = findings(outcome)
     if codequality is not None:
         gitlab.write_code_quality(found, codequality)
@@ -112,6 +113,9 @@ def publish_ci(
 
 
 def _comment(args: Any, outcome: Any, found: list, provider: str, env: Mapping[str, str]) -> None:
+    from . import github, gitlab
+    from .comment import comment_body, github_comments, gitlab_notes, post_sticky
+
     key = args.comment_key
     if provider == "gitlab":
         where = gitlab.merge_request(env)
@@ -147,6 +151,8 @@ def _comment(args: Any, outcome: Any, found: list, provider: str, env: Mapping[s
 
 def _warn(provider: str, text: str) -> None:
     if provider == "github":
-        print(f"::warning title=tracegrade::{github.escape_data(text)}")
+        from .github import escape_data
+
+        print(f"::warning title=tracegrade::{escape_data(text)}")
     else:
         print(f"tracegrade: warning: {text}", file=sys.stderr)
