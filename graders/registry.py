@@ -8,7 +8,6 @@ naming the distribution and the entry point, so a broken plugin is reported, nev
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import numbers
@@ -18,7 +17,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any
 
-from ..errors import InputError, PluginError
+from ..errors import InputError, PluginError, suggest
 from ..plugins import GRADERS_GROUP, installed_entry_points, load_plugins
 from ..records import scale_label
 from .base import Grader, GraderServices
@@ -185,8 +184,8 @@ class GraderRegistry:
             return self._classes[grader_id]
         except KeyError:
             pass
-        close = difflib.get_close_matches(str(grader_id), self._classes, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}?" if close else "run `tracegrade graders` for the list"
+        close = suggest(str(grader_id), self._classes)
+        hint = f"did you mean {close!r}?" if close else "run `tracegrade graders` for the list"
         raise InputError(f"unknown grader {grader_id!r}", key="graders", hint=hint)
 
     def source_of(self, grader_id: str) -> str:

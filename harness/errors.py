@@ -6,6 +6,7 @@ message, so reports and the CLI can render it consistently.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any
 
@@ -22,7 +23,25 @@ __all__ = [
     "ProviderError",
     "RubricError",
     "TracegradeError",
+    "suggest",
 ]
+
+
+def suggest(word: str, known: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The known name `word` most likely misspells, or None: the one rule behind every
+    "did you mean" hint. A known name that `word` extends by whole `_`-separated words is no
+    suggestion (`user_name` names something else than `user`), nor is a known name shorter
+    than half of `word`."""
+    import difflib
+
+    names = [n for n in known if not _extends(word, n)]
+    close = difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def _extends(word: str, name: str) -> bool:
+    parts, base = word.split("_"), name.split("_")
+    return (len(parts) > len(base) and parts[: len(base)] == base) or len(name) * 2 < len(word)
 
 
 class ExitCode(IntEnum):

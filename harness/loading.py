@@ -12,7 +12,6 @@ invalid input naming the file and the line, never a traceback or a silent exit.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -24,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, suggest
 
 __all__ = ["import_file", "is_file_reference", "load_object", "split_reference"]
 
@@ -167,8 +166,8 @@ def load_object(
 def _callables_hint(obj: Any, name: str) -> str:
     """A did-you-mean among the public callables of `obj` (a module or class), else the list."""
     names = sorted(n for n in dir(obj) if not n.startswith("_") and callable(getattr(obj, n, None)))
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    close = suggest(name, names)
     if close:
-        return f"did you mean {close[0]!r}?"
+        return f"did you mean {close!r}?"
     shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
     return f"callables there: {shown or '(none)'}"

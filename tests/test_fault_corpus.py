@@ -437,8 +437,10 @@ def _resume_after_dataset_edit(root: Path) -> list[str]:
 
 
 def _resume_other_config(root: Path) -> list[str]:
+    # an identical config elsewhere is the same config (issue 45 item 18); other content is not
     run_id = _killed_run(root)
-    (root / "other.yaml").write_text((root / "tracegrade.yaml").read_text())
+    text = (root / "tracegrade.yaml").read_text()
+    (root / "other.yaml").write_text(text.replace("concurrency: 1", "concurrency: 2"))
     return ["run", "--config", "other.yaml", "--resume", run_id]
 
 
@@ -685,7 +687,7 @@ CASES = [
         "resume-other-config",
         _resume_other_config,
         4,
-        ("--config", "tracegrade.yaml"),
+        ("--config", "the config changed since the run started", "tracegrade.yaml"),
         real=True,
         in_process=False,
     ),

@@ -11,11 +11,12 @@ function's closure or the module globals it uses). A graph whose tools cannot al
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..errors import suggest
 
 __all__ = ["ToolCatalog", "tool_catalog"]
 
@@ -47,9 +48,9 @@ class ToolCatalog:
         accepted = self.arguments.get(tool)
         if accepted is None or argument in accepted:
             return None
-        close = difflib.get_close_matches(argument, sorted(accepted), n=1, cutoff=0.6)
+        close = suggest(argument, sorted(accepted))
         listed = ", ".join(sorted(accepted)) or "none"
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = f"did you mean {close!r}? " if close else ""
         return f"tool {tool!r} has no argument {argument!r}", f"{hint}(its arguments: {listed})"
 
     def argument_type(self, tool: str, argument: str) -> str | None:
@@ -79,8 +80,8 @@ class ToolCatalog:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
+    close = suggest(name, sorted(known))
+    return f"did you mean {close!r}?" if close else None
 
 
 def _is_graph(obj: Any) -> bool:

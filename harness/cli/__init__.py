@@ -17,6 +17,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ExitCode, TracegradeError
 from ..redaction import RedactingFormatter, console_policy, use_console_policy
@@ -110,6 +111,26 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         self.exit(ExitCode.INVALID_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: Any, extras: list[str]) -> str:
+    """argparse's "unrecognized arguments", with a did-you-mean for a misspelt flag among the
+    subcommand's own (`--confg` -> `--config`)."""
+    from ..errors import suggest
+
+    command = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            command = action.choices.get(str(getattr(args, "command", "")), parser)
+    flags = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for extra in extras:
+        flag = extra.partition("=")[0]
+        close = suggest(flag, flags) if flag.startswith("-") else None
+        if close:
+            hints.append(f"did you mean {close} for {flag}?")
+    text = f"unrecognized arguments: {' '.join(extras)}"
+    return f"{text} ({'; '.join(hints)})" if hints else text
 
 
 def add_id_flag(parser: argparse.ArgumentParser) -> None:
@@ -239,7 +260,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 def _escaped_main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        parser.error(_unrecognized(parser, args, extras))
     # The console is an exit like any other: log lines, tracebacks and error messages are
     # printed through the redaction policy (the config's, once a command has loaded it).
     use_console_policy(None)

@@ -10,12 +10,11 @@ a pass/fail label with the judge's pass bar."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, suggest
 from ..inputs.gold import GoldLabel, GoldLabels
 from ..verdicts.scoring import passes
 from .agreement import Agreement, agreement
@@ -117,14 +116,14 @@ def validate_judges(
     known = sorted(set(judges.values()))
     for dimension in gold.dimensions():
         if dimension not in known:
-            close = difflib.get_close_matches(dimension, known, n=1)
+            close = suggest(dimension, known)
             label = gold.of(dimension)[0]
             raise InputError(
                 f"gold labels name dimension {dimension!r}, which no LLM judge in the run has",
                 file=str(gold.path),
                 line=label.line,
                 key="dimension",
-                hint=(f"did you mean {close[0]!r}? " if close else "")
+                hint=(f"did you mean {close!r}? " if close else "")
                 + f"judged dimensions: {', '.join(known) or '(none)'}",
             )
     scores = _judge_scores(questions, judges)

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..inputs.files import not_a_file
 from ..rundir.identity import sha256_file
 
-__all__ = ["changed_file_error", "refuse_changed_rubrics", "rubric_files"]
+__all__ = ["changed_file_error", "refuse_changed_rubrics", "refuse_other_config", "rubric_files"]
 
 HINT = "start a new run to grade the changed inputs; this run keeps what it started with"
 
@@ -52,3 +52,33 @@ def refuse_changed_rubrics(identity: Mapping[str, Any]) -> None:
             error = changed_file_error(entry["path"], entry["sha256"], key=ref, what="rubric file")
             if error is not None:
                 raise error
+
+
+def refuse_other_config(identity: Mapping[str, Any], config: Any) -> None:
+    """A resume reads the config the run started with, pinned by its content
+    (`Config.content_sha256`): the same content at another path (a restored CI cache, a
+    moved checkout) is that config, with any comments or layout; other content is refused
+    wherever it is. A run from before the pin (no `config_sha256`) is held to its path."""
+    run_id = identity.get("run_id")
+    before = identity.get("config_sha256")
+    if before:
+        now = config.content_sha256
+        if now != before:
+            raise InputError(
+                f"the config changed since the run started (content sha256 {before[:12]} -> "
+                f"{now[:12]}): run {run_id} resumes only with the config it started with",
+                file=str(config.path),
+                key="--config",
+                hint=f"restore the config it started with ({identity.get('config_path')}), "
+                "or start a new run with this one",
+            )
+        return
+    stored = identity.get("config_path")
+    if stored and Path(stored) != config.path.resolve():
+        raise InputError(
+            f"run {run_id} was started with the config {stored}: a resume reads the config "
+            "the run started with",
+            file=str(config.path),
+            key="--config",
+            hint=f"pass --config {stored}",
+        )

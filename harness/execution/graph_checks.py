@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import TracegradeError
 from ..inputs.config import TargetConfig
 from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
-from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, tool_names
+from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 
 __all__ = [
     "built_graph",
@@ -103,8 +103,6 @@ def _argument_problems(
     """The arguments an expectation names that its tool does not take; with `matchers`, an
     argument written as a mapping that is no matcher (unknown keywords) where the tool's schema
     says the argument is not an object."""
-    import difflib
-
     tool, args = expectation.get("tool"), expectation.get("args")
     if not isinstance(tool, str) or not isinstance(args, dict) or catalog.problem(tool):
         return []
@@ -119,8 +117,8 @@ def _argument_problems(
             if kind in (None, "object"):
                 continue  # a literal mapping may be what the argument holds
             unknown = [k for k in value if k not in MATCHER_KEYWORDS]
-            close = difflib.get_close_matches(str(unknown[0]), MATCHER_KEYWORDS, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = keyword_suggestion(unknown[0])
+            hint = f"did you mean {close!r}? " if close else ""
             out.append(
                 lines.problem(
                     qid,

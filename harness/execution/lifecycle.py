@@ -24,7 +24,7 @@ from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import decide_run, record_lost_spans
 from ..verdicts.scoring import QuestionScore
-from .changed import HINT, refuse_changed_rubrics
+from .changed import HINT, refuse_changed_rubrics, refuse_other_config
 from .dispatch import arun_plans, connect_executor
 from .grading import AttachedGrader
 from .loops import run_without_loop
@@ -153,15 +153,7 @@ async def aresume_run(
     `astart_run`)."""
     directory = RunDirectory.open(run, runs_dir=config.runs_dir)
     run_dir, identity = directory.path, directory.identity()
-    stored_config = identity.get("config_path")
-    if stored_config and Path(stored_config) != config.path.resolve():
-        raise InputError(
-            f"run {identity['run_id']} was started with the config {stored_config}: a resume "
-            "reads the config the run started with",
-            file=str(config.path),
-            key="--config",
-            hint=f"pass --config {stored_config}",
-        )
+    refuse_other_config(identity, config)
     refuse_changed_rubrics(identity)
     connect_executor(config, executor, workers)
     selection = Selection.from_dict(identity.get("selection") or {})

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, TracegradeError
+from ..errors import InputError, TracegradeError, suggest
 from ..inputs.config import Config, GraderEntry, TargetConfig
 from ..inputs.sourcefile import Problem
 from ..records import GraderSpec
@@ -183,8 +183,6 @@ def _accepted_options(cls: type) -> list[str] | None:
 def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) -> list[Problem]:
     """Problems of the target's `graders:` list (unknown ids and options, with did-you-mean;
     options a grader rejects) and of its grading module, located in the config."""
-    import difflib
-
     from .grading import attach_graders
 
     if registry is None:
@@ -207,9 +205,9 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
         if accepted is not None:
             bad = [k for k in spec.options if k not in accepted]
             for key in bad:
-                close = difflib.get_close_matches(key, [*accepted, *_SPEC_KEYS], n=1, cutoff=0.6)
+                close = suggest(key, [*accepted, *_SPEC_KEYS])
                 if close:
-                    hint = f"did you mean {close[0]!r}?"
+                    hint = f"did you mean {close!r}?"
                 else:
                     hint = f"{spec.id} takes {', '.join(accepted) or 'no options'}"
                 message = f"grader {spec.id!r} has no option {key!r}"

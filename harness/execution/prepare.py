@@ -208,8 +208,10 @@ def prepare_run(
 
         check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
+    typos = _label_typos(selection, [q for p in prepared for q in p[1].questions])
     if sum(selected_total.values()) == 0 or (total == 0 and selection.shard is None):
-        raise NothingToRunError("the selection matched no question", hint=describe(selection))
+        hint = "; ".join([describe(selection), *typos])
+        raise NothingToRunError("the selection matched no question", hint=hint)
     plans = {
         t.name: plan_of(t, qs, ds, at, services, load_agent=load_agents)
         for t, ds, qs, at in prepared
@@ -224,6 +226,8 @@ def prepare_run(
         "run_id": run_id,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "config_path": str(config.path.resolve()),
+        # what a resume pins: the config's content (it may be restored or moved elsewhere)
+        "config_sha256": config.content_sha256,
         "selection": selection.as_dict(),
         "judge": judge_identity(services),
         "pricing": config.pricing.describe(),
@@ -253,7 +257,7 @@ def prepare_run(
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
     identity = config.redaction.value(identity, by_name=False)
     run.write_identity(identity)
-    notes = redaction_notes(config)
+    notes = redaction_notes(config) + typos
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     attached_by_target = {t.name: at for t, _, _, at in prepared}
     return PreparedRun(run_id, run, identity, targets, plans, attached_by_target, notes)
@@ -278,6 +282,18 @@ def new_grading(store: ResultStore, run: PreparedRun) -> int:
     """The run's first grading, in its store (the store is new)."""
     store.set_meta("run_id", run.run_id)
     return store.new_grading(mode="run", graders=grader_specs(run.identity))
+
+
+def _label_typos(selection: Selection, questions: Sequence[Any]) -> list[str]:
+    """A `--tag` or `--bundle` no question of the targets' datasets carries, with a
+    did-you-mean."""
+    from ..inputs.dataset import unknown_label_hints
+
+    tags = (t for q in questions for t in q.tags or ())
+    bundles = (q.bundle for q in questions if q.bundle)
+    return unknown_label_hints(selection.tags, tags) + unknown_label_hints(
+        selection.bundles, bundles, flag="--bundle"
+    )
 
 
 def describe(selection: Selection) -> str:

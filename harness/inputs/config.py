@@ -38,7 +38,7 @@ from .config_model import (
     TargetConfig,
     TelemetryConfig,
 )
-from .files import not_a_file
+from .files import missing_file_hint, not_a_file
 from .sourcefile import (
     Document,
     Problem,
@@ -73,9 +73,9 @@ def find_config(path: str | Path | None = None) -> Path:
     candidate = Path(path) if path is not None else Path(DEFAULT_CONFIG)
     if not candidate.is_file():
         raise ConfigError(
-            "config file not found",
+            (not_a_file(candidate) if candidate.exists() else None) or "config file not found",
             file=str(candidate),
-            hint="pass --config PATH or create tracegrade.yaml",
+            hint=missing_file_hint(candidate) or "pass --config PATH or create tracegrade.yaml",
         )
     return candidate
 
@@ -166,7 +166,8 @@ def _semantic_problems(doc: Document) -> list[Problem]:
                 and (file := _ref_file(ref))
                 and (problem := not_a_file(_resolve(base, file)))
             ):
-                at(["targets", name, key], f"{problem}: {_resolve(base, file)}")
+                missing = _resolve(base, file)
+                at(["targets", name, key], f"{problem}: {missing}", missing_file_hint(missing))
         for key in ("dataset", "grading_module", "policy"):
             value = target.get(key)
             if key == "dataset" and isinstance(value, str):
@@ -176,7 +177,8 @@ def _semantic_problems(doc: Document) -> list[Problem]:
                 if scheme != "file":  # another source checks its own reference when read
                     continue
             if isinstance(value, str) and (problem := not_a_file(_resolve(base, value))):
-                at(["targets", name, key], f"{problem}: {_resolve(base, value)}")
+                missing = _resolve(base, value)
+                at(["targets", name, key], f"{problem}: {missing}", missing_file_hint(missing))
             elif key == "policy" and isinstance(value, str):
                 try:  # read at grading as text: said now, by `validate` too, not mid-run
                     _resolve(base, value).read_text(encoding="utf-8")

@@ -226,6 +226,16 @@ class Config:
     """The writable dataset store (`dataset_store:`, default `datasets.sqlite` beside the
     config): where `tracegrade dataset promote` writes and `dataset: store:NAME` reads."""
 
+    @property
+    def content_sha256(self) -> str:
+        """The sha256 of what the config says (its parsed content: comments, layout, key order
+        and `x-` keys aside), whatever its path: what a resume pins."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.data, sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def select_targets(self, names: list[str] | tuple[str, ...] = ()) -> list[TargetConfig]:
         """Targets by name (all when none named); an unknown name is a config error."""
         if not names:

@@ -15,7 +15,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .expected_tool import ExpectedTool
-from .trajectory import PAYLOAD_NOT_MAP, check_trajectory, value_problems
+from .trajectory import (
+    PAYLOAD_NOT_MAP,
+    check_trajectory,
+    misspelt_keyword_message,
+    misspelt_keywords,
+    value_problems,
+)
 
 __all__ = [
     "ExpectedInterrupt",
@@ -40,6 +46,8 @@ def check_payload_matcher(value: Any) -> Any:
     for key, item in value.items():
         for _at, message in value_problems(item, f"/{key}"):
             raise ValueError(message)
+        for _path, word, close in misspelt_keywords(item):
+            raise ValueError(f"{misspelt_keyword_message(word)} (did you mean {close!r}?)")
     return value
 
 

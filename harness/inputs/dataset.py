@@ -9,7 +9,6 @@ splits block.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import math
@@ -27,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import DatasetError, InputError
+from ..errors import DatasetError, InputError, suggest
 from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
 from .expected_tool import ExpectedTool, NonBlank
 from .sourcefile import (
@@ -58,6 +57,7 @@ __all__ = [
     "id_selected",
     "load_dataset",
     "select_questions",
+    "unknown_label_hints",
     "validate_dataset_file",
 ]
 
@@ -478,12 +478,30 @@ def check_id_patterns(patterns: Iterable[str], ids: Iterable[str], *, key: str =
     for pattern in patterns:
         if any(ch in pattern for ch in "*?[") or pattern in known:
             continue
-        close = difflib.get_close_matches(pattern, known, n=1, cutoff=0.6)
+        close = suggest(pattern, known)
         raise InputError(
             f"no question has id {pattern!r}",
             key=key,
-            hint=f"did you mean {close[0]!r}?" if close else "globs work too: --id 'Q0*'",
+            hint=f"did you mean {close!r}?" if close else "globs work too: --id 'Q0*'",
         )
+
+
+def unknown_label_hints(
+    wanted: Iterable[str], carried: Iterable[str], *, flag: str = "--tag"
+) -> list[str]:
+    """Each of `wanted` (a `--tag` or `--bundle`) no question carries, with a did-you-mean
+    among `carried`: a typo is said, not only an empty selection."""
+    known = sorted(set(carried))
+    out = []
+    for label in wanted:
+        if label in known:
+            continue
+        close = suggest(label, known)
+        out.append(
+            f"no question has {flag.removeprefix('--')} {label!r}"
+            + (f" (did you mean {flag} {close}?)" if close else "")
+        )
+    return out
 
 
 def select_questions(

@@ -9,7 +9,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-__all__ = ["not_a_file"]
+from ..errors import suggest
+
+__all__ = ["missing_file_hint", "not_a_file"]
 
 _KINDS = (
     (stat.S_ISDIR, "is a directory, not a file"),
@@ -35,3 +37,24 @@ def not_a_file(path: Path | str) -> str | None:
         if test(mode):
             return words
     return "is not a regular file"
+
+
+def missing_file_hint(path: Path | str) -> str | None:
+    """For a path that does not exist: "did you mean '<sibling>'?" naming the file of its
+    directory (or the directory of its parent) that it most likely misspells; else None."""
+    path = Path(path)
+    if path.exists() or not path.name:
+        return None
+    parent = path.parent
+    try:
+        if not parent.is_dir():  # a misspelt directory: look one level up
+            hint = missing_file_hint(parent)
+            return hint if hint is None else hint.replace("'?", f"/{path.name}'?")
+        names = [child.name for child in parent.iterdir()]
+    except OSError:
+        return None
+    close = suggest(path.name, names)
+    if close is None:
+        return None
+    shown = close if str(parent) == "." else str(parent / close)
+    return f"did you mean {shown!r}?"

@@ -15,7 +15,10 @@ ignored by other validators so the schemas stay portable:
   validators skip them; `tracegrade validate` and the loaders enforce them. The trajectory
   block adds four: `x-ordered` ([low, high] keys: low not above high), `x-disjoint` (pairs of
   keys: no name of a mapping's keys in the list), `x-regex` (compiles on RE2, the linear-time engine) and
-  `x-jsonSchema` (a valid Draft 2020-12 schema).
+  `x-jsonSchema` (a valid Draft 2020-12 schema). `x-payloadMatcher` on a payload matcher (a
+  resume entry's `when`, an expected interrupt's `payload`): no literal mapping keyed by a
+  misspelt matcher keyword (`{equals: x}` for `{eq: x}`). `x-example` (a string) is shown as
+  the hint of any problem of the value it annotates: the expected shape, by example.
 
 `conforms` is the quick yes/no a loader asks first: the same schema compiled to Python by
 fastjsonschema (draft-07 semantics, which covers every keyword these schemas use; the `x-`
@@ -26,7 +29,6 @@ dataset cost more per question than capturing the question's run.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import math
@@ -39,7 +41,7 @@ import fastjsonschema
 import jsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, suggest
 from .sourceparse import (
     Document,
     Problem,
@@ -50,8 +52,11 @@ from .sourceparse import (
 from .trajectory import (
     BAD_REGEX,
     BAD_SCHEMA,
+    MATCHER_KEYWORDS,
     MIN_ABOVE_MAX,
     bounds_problem,
+    misspelt_keyword_message,
+    misspelt_keywords,
     regex_problem,
     schema_problem,
 )
@@ -153,6 +158,18 @@ def _json_schema(
         yield ValidationError(why.removeprefix(BAD_SCHEMA + ": "))
 
 
+def _payload_matcher(
+    validator: Any, on: bool, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    if not on or not isinstance(instance, dict):
+        return
+    for key, item in instance.items():
+        for path, word, close in misspelt_keywords(item, (key,)):
+            error = ValidationError(misspelt_keyword_message(word), path=list(path))
+            error.hint = f"did you mean {close!r}? matchers: {', '.join(MATCHER_KEYWORDS)}"
+            yield error
+
+
 _Validator = jsonschema.validators.extend(
     Draft202012Validator,
     {
@@ -163,6 +180,7 @@ _Validator = jsonschema.validators.extend(
         "x-disjoint": _disjoint,
         "x-regex": _regex,
         "x-jsonSchema": _json_schema,
+        "x-payloadMatcher": _payload_matcher,
     },
 )
 
@@ -264,7 +282,9 @@ def _leaf_errors(error: ValidationError) -> list[ValidationError]:
 def _render(error: ValidationError, doc: Document) -> list[Problem]:
     pointer = pointer_of(error.absolute_path)
     custom = _custom_message(error)
-    hint = None
+    # `x-example` (an annotation): what a value of this shape looks like, shown with any error
+    example = error.schema.get("x-example") if isinstance(error.schema, dict) else None
+    hint = getattr(error, "hint", None) or example
     if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(
         error.instance, dict
     ):
@@ -272,8 +292,8 @@ def _render(error: ValidationError, doc: Document) -> list[Problem]:
         extras = [k for k in error.instance if k not in known]
         problems = []
         for key in extras:
-            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else None
+            close = suggest(str(key), known)
+            hint = f"did you mean {close!r}?" if close else example
             where = f"{pointer}/{escape_pointer_token(key)}"
             message = custom or f"unknown key {key!r}"
             if custom and "{key}" in custom:
@@ -283,7 +303,7 @@ def _render(error: ValidationError, doc: Document) -> list[Problem]:
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         base = custom or "missing required key"
-        return [_problem(doc, pointer, f"{base}: {missing!r} is missing")]
+        return [_problem(doc, pointer, f"{base}: {missing!r} is missing", example)]
     if custom:
         message = custom
         if error.validator in _DETAILED:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import yaml
 
 from ..errors import DatasetError, InputError
-from .files import not_a_file
+from .files import missing_file_hint, not_a_file
 from .yamlbuild import (
     ALIAS_EXPANSION_MIN,
     ALIAS_EXPANSION_RATIO,
@@ -152,10 +152,17 @@ _Loader.yaml_implicit_resolvers = {
 
 
 def _parse_error(
-    path: Path, error_cls: type[InputError], message: str, line: int | None, pointer: str = ""
+    path: Path,
+    error_cls: type[InputError],
+    message: str,
+    line: int | None,
+    pointer: str = "",
+    hint: str | None = None,
 ) -> NoReturn:
-    problem = Problem(str(path), line, pointer, message)
-    raise error_cls(message, file=str(path), line=line, key=pointer or None, problems=[problem])
+    problem = Problem(str(path), line, pointer, message, hint=hint)
+    raise error_cls(
+        message, file=str(path), line=line, key=pointer or None, hint=hint, problems=[problem]
+    )
 
 
 class _Bounded(Exception):
@@ -349,7 +356,7 @@ def load_document(path: str | Path, *, error_cls: type[InputError] = DatasetErro
         )
     problem = not_a_file(path)
     if problem is not None:  # a FIFO would block the read, /dev/zero would never end it
-        _parse_error(path, error_cls, problem, None)
+        _parse_error(path, error_cls, problem, None, hint=missing_file_hint(path))
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -366,7 +373,17 @@ def load_document(path: str | Path, *, error_cls: type[InputError] = DatasetErro
         _parse_error(path, error_cls, message, line)
     del raw  # the text alone from here (a large file is otherwise held twice)
     if suffix == ".json":
-        return _load_json(path, text, error_cls)
+        return _without_extensions(_load_json(path, text, error_cls))
     if suffix == ".jsonl":
         return _load_jsonl(path, text, error_cls)
-    return _load_yaml(path, text, error_cls)
+    return _without_extensions(_load_yaml(path, text, error_cls))
+
+
+def _without_extensions(doc: Document) -> Document:
+    """The document without its top-level `x-` keys: extension fields a user keeps for
+    themselves (YAML anchors to merge with `<<: *name`, notes for other tools), as
+    Compose files allow. Nothing reads them; the schemas never see them."""
+    if isinstance(doc.data, dict):
+        for key in [k for k in doc.data if isinstance(k, str) and k.startswith("x-")]:
+            del doc.data[key]
+    return doc

@@ -14,13 +14,12 @@ naming file, line and key) for a document that does not validate.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from ..errors import DatasetError, PluginError
+from ..errors import DatasetError, PluginError, suggest
 from ..plugins import DATASETS_GROUP, load_plugins
 from .files import not_a_file
 
@@ -118,7 +117,7 @@ def resolve_dataset(reference: str, *, base_dir: Path, store_path: Path) -> Path
     scheme, what = split_reference(reference)
     sources = dataset_sources()
     if scheme not in sources:
-        close = difflib.get_close_matches(scheme, list(sources), n=1)
-        hint = f"did you mean {close[0]}:?" if close else f"sources: {', '.join(sorted(sources))}"
+        close = suggest(scheme, list(sources))
+        hint = f"did you mean {close}:?" if close else f"sources: {', '.join(sorted(sources))}"
         raise DatasetError(f"no dataset source {scheme!r} (in {reference!r})", hint=hint)
     return Path(sources[scheme]().materialize(what, base_dir=base_dir, store_path=store_path))

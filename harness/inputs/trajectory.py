@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..errors import suggest
 from ..redaction import compile_pattern
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
     "TYPE_NAMES",
     "check_trajectory",
     "is_matcher",
+    "keyword_suggestion",
+    "misspelt_keyword_message",
+    "misspelt_keywords",
     "tool_names",
     "trajectory_problems",
     "value_problems",
@@ -75,6 +79,28 @@ MATCHER_PAIRS = (frozenset({"min", "max"}), frozenset({"approx", "tol"}))
 TYPE_NAMES = ("string", "integer", "number", "boolean", "null", "array", "object")
 
 _KEYWORDS = frozenset(MATCHER_KEYWORDS)
+KEYWORD_ALIASES = {
+    "equals": "eq",
+    "equal": "eq",
+    "is": "eq",
+    "matches": "regex",
+    "match": "regex",
+    "pattern": "regex",
+    "gte": "min",
+    "gt": "min",
+    "minimum": "min",
+    "lte": "max",
+    "lt": "max",
+    "maximum": "max",
+    "one_of": "in",
+    "oneof": "in",
+    "includes": "contains",
+    "exists": "any",
+    "missing": "absent",
+    "approximately": "approx",
+    "tolerance": "tol",
+}
+"""Other tools' names for a matcher keyword: what a user coming from them writes."""
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 _ASSERTING = ("calls", "forbid", "only", "count", "max_calls")
 
@@ -164,6 +190,39 @@ def bounds_problem(low: Any, high: Any) -> str | None:
     if (_is_number(low) and _is_number(high)) or (isinstance(low, str) and isinstance(high, str)):
         return MIN_ABOVE_MAX if low > high else None
     return BAD_BOUND
+
+
+def keyword_suggestion(key: Any) -> str | None:
+    """The matcher keyword `key` most likely stands for (`equals` -> `eq`), or None."""
+    if not isinstance(key, str):
+        return None
+    return KEYWORD_ALIASES.get(key) or suggest(key, MATCHER_KEYWORDS, cutoff=0.75)
+
+
+def misspelt_keywords(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[tuple, str, str]]:
+    """In a payload matcher's value: each key of a literal mapping (one without matcher
+    keywords) that reads as a misspelt matcher keyword, as (path, key, suggestion). Such a
+    mapping could only equal a mapping, which is never what `{equals: x}` meant."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from misspelt_keywords(item, (*at, index))
+        return
+    if not _is_map(value) or set(value) & _KEYWORDS:
+        return
+    for key, item in value.items():
+        close = keyword_suggestion(key)
+        if close is not None:
+            yield (*at, key), key, close
+        else:
+            yield from misspelt_keywords(item, (*at, key))
+
+
+def misspelt_keyword_message(key: str) -> str:
+    """The problem of a misspelt matcher keyword (the schema's and the models' wording)."""
+    return (
+        f"{UNKNOWN_KEYWORD} {key!r}: this mapping is a literal the payload must equal; "
+        "a literal mapping is written {eq: ...}"
+    )
 
 
 def value_problems(value: Any, at: str = "") -> Iterator[Problem]:

@@ -9,13 +9,12 @@ the project does not exist is an `InputError` (exit 4).
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import EvaluationError, InputError
+from ..errors import EvaluationError, InputError, suggest
 from ..inputs.sources import plugin_classes
 from .spans import Span
 
@@ -34,8 +33,8 @@ def trace_sources() -> dict[str, Any]:
 def trace_source(name: str) -> Any:
     sources = trace_sources()
     if name not in sources:
-        close = difflib.get_close_matches(name, list(sources), n=1)
-        hint = f"did you mean {close[0]}?" if close else f"sources: {', '.join(sorted(sources))}"
+        close = suggest(name, list(sources))
+        hint = f"did you mean {close}?" if close else f"sources: {', '.join(sorted(sources))}"
         raise InputError(f"no trace source {name!r}", key="--from", hint=hint)
     return sources[name]()
 
