@@ -39,6 +39,7 @@ __all__ = [
     "model_call",
     "percentile",
     "record_judge_call",
+    "replayed_note",
     "run_totals",
     "stored_usage",
 ]
@@ -58,6 +59,8 @@ class ModelCall:
     cached_tokens: int | None = None
     """Input tokens served from the provider's prompt cache (a part of `input_tokens`)."""
     latency_s: float = 0.0
+    replayed: bool = False
+    """Answered from a cassette: its tokens and cost were recorded once, not spent now."""
 
     @property
     def reported(self) -> bool:
@@ -70,19 +73,21 @@ def _count(value: Any) -> int | None:
     return int(value)
 
 
-def model_call(model: str, usage: Mapping[str, Any] | None, latency_s: float) -> ModelCall:
+def model_call(
+    model: str, usage: Mapping[str, Any] | None, latency_s: float, *, replayed: bool = False
+) -> ModelCall:
     """A `ModelCall` from LangChain's `usage_metadata` (`input_tokens`, `output_tokens`,
     `input_token_details.cache_read`) or an OpenAI-style `usage` (`prompt_tokens`,
     `completion_tokens`, `prompt_tokens_details.cached_tokens`); None or {}: unknown."""
     if not usage:
-        return ModelCall(model=model, latency_s=latency_s)
+        return ModelCall(model=model, latency_s=latency_s, replayed=replayed)
     inp = _count(usage.get("input_tokens", usage.get("prompt_tokens")))
     out = _count(usage.get("output_tokens", usage.get("completion_tokens")))
     details = usage.get("input_token_details") or usage.get("prompt_tokens_details") or {}
     cached = None
     if isinstance(details, Mapping):
         cached = _count(details.get("cache_read", details.get("cached_tokens")))
-    return ModelCall(model, inp, out, cached, latency_s)
+    return ModelCall(model, inp, out, cached, latency_s, replayed)
 
 
 _JUDGE_CALLS: ContextVar[list[ModelCall] | None] = ContextVar(
@@ -126,9 +131,12 @@ class ModelTokens(_Model):
     """Output tokens over the calls that reported usage."""
     cached_tokens: int = 0
     """Input tokens served from the provider's cache."""
+    replayed_calls: int = 0
+    """Calls answered from a cassette: counted as recorded, not spent by this run."""
 
     def add(self, other: ModelTokens) -> None:
         self.calls += other.calls
+        self.replayed_calls += other.replayed_calls
         self.unknown_calls += other.unknown_calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
@@ -157,6 +165,10 @@ class Tokens(_Model):
         return sum(m.unknown_calls for m in self.models.values())
 
     @property
+    def replayed_calls(self) -> int:
+        return sum(m.replayed_calls for m in self.models.values())
+
+    @property
     def input_tokens(self) -> int:
         return sum(m.input_tokens for m in self.models.values())
 
@@ -179,6 +191,7 @@ class Tokens(_Model):
         for c in calls:
             m = self.models.setdefault(c.model, ModelTokens())
             m.calls += 1
+            m.replayed_calls += c.replayed
             if not c.reported:
                 m.unknown_calls += 1
                 continue
@@ -363,7 +376,15 @@ def format_cost(tokens: Tokens | None, *, digits: int | None = None) -> str:
     number = _amount(tokens.cost) if digits is None else f"{tokens.cost:.{digits}f}"
     amount = f"{symbol}{number}" if symbol else f"{number} {tokens.currency}"
     unknown = tokens.unknown_calls
-    return f"{amount} +{unknown} call(s) without usage" if unknown else amount
+    text = f"{amount} +{unknown} call(s) without usage" if unknown else amount
+    return f"{text}{replayed_note(tokens)}"
+
+
+def replayed_note(tokens: Tokens | None) -> str:
+    """` (recorded: N of M calls replayed, not spent)` when calls came from a cassette."""
+    if tokens is None or not tokens.replayed_calls:
+        return ""
+    return f" (recorded: {tokens.replayed_calls} of {tokens.calls} calls replayed, not spent)"
 
 
 def _amount(value: float) -> str:

@@ -39,6 +39,9 @@ API
   with its Content-Length or (`declared=False`) without one;
   `gzip_bomb(n)` a 200 `Content-Encoding: gzip` body of about n/1000 bytes that inflates to a
   chat completion of `n` bytes.
+- `tool_calls((name, arguments), ...)`: an assistant message requesting those tool calls.
+- Streaming: a request with `"stream": true` is answered as server-sent events (the content in
+  word pieces, each tool call whole, the usage last when `stream_options.include_usage`).
 - Logprobs: when a request asks for `logprobs`, the answer carries OpenAI-format
   `choices[0].logprobs.content`: `Answer.logprobs` if given (a list of
   `(token, logprob, [(alt_token, alt_logprob), ...])`), else one entry per content chunk with
@@ -81,6 +84,7 @@ __all__ = [
     "score",
     "server_error",
     "slow",
+    "tool_calls",
 ]
 
 
@@ -103,6 +107,8 @@ class Answer:
     other body: a body too large to build in memory."""
     stream_length: int = 0
     """-1: no Content-Length; the connection closes after the body."""
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+    """Tool calls the assistant message requests, as (name, arguments)."""
 
 
 @dataclass
@@ -119,6 +125,11 @@ class Recorded:
 def reply(content: str | dict[str, Any], **kwargs: Any) -> Answer:
     text = content if isinstance(content, str) else json.dumps(content)
     return Answer(content=text, **kwargs)
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], content: str = "") -> Answer:
+    """A 200 whose assistant message requests `calls` (name, arguments), ids `call_<n>`."""
+    return Answer(content=content, tool_calls=list(calls))
 
 
 def score(value: Any, reason: str = "scripted", **kwargs: Any) -> Answer:
@@ -282,7 +293,21 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(answer.status, answer.raw_body, answer.headers)
                 return
             payload = _completion(body, answer, server.answer_model)
+            if body.get("stream") and answer.status == 200:
+                self._send_events(_stream_events(payload, body))
+                return
             self._send(answer.status, json.dumps(payload).encode(), answer.headers)
+
+        def _send_events(self, events: list[dict[str, Any]]) -> None:
+            """A streamed chat completion: server-sent events, then `[DONE]`."""
+            data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+            self._send_stream(
+                Answer(
+                    headers={"Content-Type": "text/event-stream"},
+                    stream=lambda: iter([data, b"data: [DONE]\n\n"]),
+                    stream_length=len(data) + len(b"data: [DONE]\n\n"),
+                )
+            )
 
         def _send(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
             try:
@@ -300,7 +325,8 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             assert answer.stream is not None
             try:
                 self.send_response(answer.status)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in answer.headers:
+                    self.send_header("Content-Type", "application/json")
                 if answer.stream_length >= 0:
                     self.send_header("Content-Length", str(answer.stream_length))
                 else:
@@ -318,10 +344,20 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
 
 
 def _completion(body: dict[str, Any], answer: Answer, model: str | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.content}
+    if answer.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for i, (name, arguments) in enumerate(answer.tool_calls)
+        ]
     choice: dict[str, Any] = {
         "index": 0,
-        "message": {"role": "assistant", "content": answer.content},
-        "finish_reason": "stop",
+        "message": message,
+        "finish_reason": "tool_calls" if answer.tool_calls else "stop",
         "logprobs": None,
     }
     if body.get("logprobs"):
@@ -352,6 +388,27 @@ def _completion(body: dict[str, Any], answer: Answer, model: str | None) -> dict
         "choices": [choice],
         "usage": _usage(body, answer),
     }
+
+
+def _stream_events(payload: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as `chat.completion.chunk` events: the content in word pieces, each tool
+    call whole, the finish reason, then the usage when `stream_options.include_usage`."""
+    head = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = payload["choices"][0]
+    message = choice["message"]
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"content": piece} for piece in re.findall(r"\s*\S+|\s+", message["content"])]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        deltas.append({"tool_calls": [{"index": index, **call}]})
+    events = [
+        {**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+    ]
+    events.append(
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+    )
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append({**head, "choices": [], "usage": payload["usage"]})
+    return events
 
 
 def _usage(body: dict[str, Any], answer: Answer) -> dict[str, int]:

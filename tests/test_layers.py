@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FLOORS: dict[str, int] = {
     "tracegrade.errors": 1,
     "tracegrade.records": 1,
+    "tracegrade.canonical": 1,
     "tracegrade.redaction": 1,
     "tracegrade.semconv": 1,
     "tracegrade.environment": 1,

@@ -22,6 +22,7 @@ from .. import semconv as sc
 from ..records import ToolRecord
 from ..redaction import truncate
 from ..usage import ModelCall, model_call
+from .cassette import REPLAYED
 from .reconcile import (
     genai_messages,
 )
@@ -211,8 +212,13 @@ class ModelCallRecorder(BaseCallbackHandler):
                 usage = getattr(message, "usage_metadata", None) if message is not None else None
                 if usage is None and isinstance(response.llm_output, Mapping):
                     usage = response.llm_output.get("token_usage") or None
+                replayed = _take_replayed(message)
+                if replayed:
+                    run.span.set_attribute(sc.TG_REPLAYED, True)
                 self.model_calls.append(
-                    model_call(run.name, usage, (time.time_ns() - run.start_ns) / 1e9)
+                    model_call(
+                        run.name, usage, (time.time_ns() - run.start_ns) / 1e9, replayed=replayed
+                    )
                 )
                 if message is not None:
                     if usage:
@@ -265,3 +271,11 @@ class ModelCallRecorder(BaseCallbackHandler):
                 run.span.end()
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_llm_error", exc)
+
+
+def _take_replayed(message: Any) -> bool:
+    """Whether a cassette answered this call; the flag is removed so the agent never sees it."""
+    metadata = getattr(message, "response_metadata", None)
+    if not isinstance(metadata, dict) or REPLAYED not in metadata:
+        return False
+    return bool(metadata.pop(REPLAYED))

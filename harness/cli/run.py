@@ -103,6 +103,22 @@ def register(subparsers: Any) -> None:
         help="run only shard I of N: a deterministic share of the selection (by a hash of "
         "target and question id); merge the shards' run dirs with `tracegrade merge`",
     )
+    parser.add_argument(
+        "--cassettes",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="record and replay the agents' model calls in DIR (one cassette per question and "
+        "trial, a folder per target), over every target's `cassettes:`",
+    )
+    parser.add_argument(
+        "--record-mode",
+        choices=("none", "once", "new", "all"),
+        default=None,
+        help="none (default): replay only, a call with no recording errors its question (exit 3) "
+        "naming what changed; once: record questions without a cassette; new: replay what "
+        "fits, record the rest; all: re-record everything",
+    )
     add_compare_flags(parser)
     add_id_flag(parser)
     parser.add_argument(
@@ -126,11 +142,13 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from ..execution.services import ANSWERS_VERBATIM_NOTE
-    from ..inputs.config import load_config
+    from ..inputs.config import load_config, with_cassettes
     from ..reports.progress import Progress
     from . import handle_stop_signals
 
-    config = load_config(args.config)
+    config = with_cassettes(
+        load_config(args.config), directory=args.cassettes, mode=args.record_mode
+    )
     baseline = None
     if args.baseline:  # read before the run: a bad baseline is exit 4 before anything runs
         from ..rundir.history import load_comparable

@@ -19,6 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from ..usage import ModelCall, judge_meter
 from ..verdicts.budgets import question_budget_failures
 from ..verdicts.scoring import QuestionScore, score_question
 from .accounting import account, with_judges
+from .cassettes import close_session, open_session
 from .conversation import (
     Ending,
     agrade_conversation,
@@ -309,11 +311,13 @@ async def _run_one(
         configurable = configurable_for(target, question)
         if workdir is not None:
             configurable.setdefault("workdir", str(workdir))
+        cassette = open_session(plan, question, trial) if target.cassettes is not None else None
         try:
             async with deadline:
-                run.response, final, state, ending = await _invoke(
-                    plan, runnable, messages, recorder, configurable, question
-                )
+                with cassette.active() if cassette is not None else nullcontext():
+                    run.response, final, state, ending = await _invoke(
+                        plan, runnable, messages, recorder, configurable, question
+                    )
             run.messages = to_role_dicts(final)
         except TimeoutError as exc:
             if deadline.expired():
@@ -338,6 +342,8 @@ async def _run_one(
                 "interrupted"
             )
             run.error_type = "TimeoutError"
+        if cassette is not None:
+            close_session(cassette, run)
         sealed = recorder.seal(final_state=state)
         run.trace_id = recorder.trace_id
         if run.error is None and ending is not None and ending.outcome is not None:

@@ -63,6 +63,8 @@ class WorkerSpec:
     index: int
     concurrency: int
     trace_file: str | None
+    cassettes: Any = None
+    """The target's `CassetteSettings` as the run resolved them (`--cassettes` included)."""
 
 
 # -- the worker process ---------------------------------------------------------------------
@@ -75,7 +77,10 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
 
     config = load_config(spec.config_path)
     target = dataclasses.replace(
-        config.select_targets([spec.target])[0], repeats=spec.repeats, concurrency=spec.concurrency
+        config.select_targets([spec.target])[0],
+        repeats=spec.repeats,
+        concurrency=spec.concurrency,
+        cassettes=spec.cassettes,
     )
     run_dir = Path(spec.run_dir)
     services = run_services(config, run_dir, spec.use_cache)
@@ -296,6 +301,7 @@ def worker_specs(
             index=k,
             concurrency=capacity,
             trace_file=trace_file(k),
+            cassettes=plan.target.cassettes,
         )
         for k, capacity in enumerate(shares)
     ]

@@ -11,6 +11,7 @@ never as `agents.*`: the openai-agents package installs a top-level `agents` mod
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -32,6 +33,7 @@ from .config_model import (
     DEFAULT_CONFIG,
     DEFAULT_MIN_PASS_RATE,
     DEFAULTS,
+    CassetteSettings,
     Config,
     GateConfig,
     GraderEntry,
@@ -349,6 +351,7 @@ def config_from_document(doc: Document) -> Config:
             grading_module_auto=automatic,
             policy=_resolve(base, raw["policy"]) if raw.get("policy") else None,
             system_prompt=raw.get("system_prompt"),
+            cassettes=_cassettes(base, raw.get("cassettes")),
             configurable=dict(raw.get("configurable") or {}),
             response_char_limit=int(
                 raw.get("response_char_limit", defaults["response_char_limit"])
@@ -373,6 +376,44 @@ def config_from_document(doc: Document) -> Config:
             line=line,
             raw=dict(raw),
             lines=lines,
+        )
+    return config
+
+
+def _cassettes(base: Path, raw: dict[str, Any] | None) -> CassetteSettings | None:
+    """A target's `cassettes:` block (schema-checked already); None when absent."""
+    if not raw:
+        return None
+    return CassetteSettings(
+        dir=_resolve(base, raw["dir"]),
+        mode=str(raw.get("mode", "none")),
+        record_tools=tuple(raw.get("record_tools") or ()),
+    )
+
+
+def with_cassettes(
+    config: Config, *, directory: str | Path | None = None, mode: str | None = None
+) -> Config:
+    """`config` with the command line's cassettes (`--cassettes DIR`, `--record-mode MODE`)
+    laid over every target's `cassettes:`; a mode with no folder anywhere is invalid input."""
+    if directory is None and mode is None:
+        return config
+    for name, target in config.targets.items():
+        own = target.cassettes
+        if directory is None and own is None:
+            continue
+        config.targets[name] = dataclasses.replace(
+            target,
+            cassettes=CassetteSettings(
+                dir=Path(directory) if directory is not None else own.dir,  # type: ignore[union-attr]
+                mode=mode or (own.mode if own is not None else "none"),
+                record_tools=own.record_tools if own is not None else (),
+            ),
+        )
+    if not any(t.cassettes is not None for t in config.targets.values()):
+        raise ConfigError(
+            "--record-mode needs cassettes: give --cassettes DIR, or a target's `cassettes:`",
+            key="--record-mode",
         )
     return config
 

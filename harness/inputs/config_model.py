@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULTS",
     "DEFAULT_CONFIG",
     "DEFAULT_MIN_PASS_RATE",
+    "CassetteSettings",
     "Config",
     "GateConfig",
     "GraderEntry",
@@ -121,6 +122,18 @@ class TelemetryConfig:
         return self.message_chars if self.capture_messages else None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CassetteSettings:
+    """A target's `cassettes:` (or the command line's `--cassettes`/`--record-mode`)."""
+
+    dir: Path
+    """The cassettes' folder; a folder per target inside it."""
+    mode: str = "none"
+    """`none`, `once`, `new` or `all` (`tracegrade.capture.cassette.MODES`)."""
+    record_tools: tuple[str, ...] = ()
+    """Tools recorded and replayed like model calls (those that reach the outside world)."""
+
+
 @dataclass(slots=True, kw_only=True)
 class TargetConfig:
     """One target: what runs (agent graph or chat model), on which dataset, graded how."""
@@ -144,6 +157,8 @@ class TargetConfig:
     policy: Path | None = None
     system_prompt: str | None = None
     """Replaces any stored system message of a question."""
+    cassettes: CassetteSettings | None = None
+    """Record and replay of the agent's model calls; None: every call is live."""
     configurable: dict[str, Any] = field(default_factory=dict)
     """LangGraph `config["configurable"]` for every question (a question's own keys win)."""
     response_char_limit: int = 4000

@@ -12,7 +12,6 @@ schema rejects. A run reads the dataset as the YAML file `StoreSource` exports b
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import sqlite3
@@ -23,6 +22,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from ..canonical import content_hash
 from ..errors import DatasetError, InputError
 
 __all__ = [
@@ -292,8 +292,7 @@ class DatasetStore:
 
 def row_revision(row: Mapping[str, Any]) -> str:
     """A short fingerprint of a stored question: what an editor started from."""
-    text = json.dumps(dict(row), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return content_hash(dict(row))[:16]
 
 
 def row_problems(name: str, rows: list[Any]) -> list[Any]:

@@ -9,7 +9,6 @@ unusable answer is asked for again next time rather than replayed forever.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..canonical import content_hash
 from .provider import JudgeProvider, JudgeReply, JudgeRequest, TokenLogprob
 
 __all__ = ["DEFAULT_CACHE_FILENAME", "JudgeCache", "cache_key", "complete_cached"]
@@ -36,8 +36,7 @@ def cache_key(provider_identity: dict[str, Any], request: JudgeRequest) -> str:
         "max_tokens": request.max_tokens,
         "sample_index": request.sample_index,
     }
-    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return content_hash(material)
 
 
 class JudgeCache:

@@ -9,14 +9,13 @@ gains fields within a version; a removed or renamed field is a new version.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..canonical import content_hash
 from ..usage import QuestionUsage
 from ..verdicts.scoring import GraderVerdict, QuestionScore, question_passed
 
@@ -46,8 +45,7 @@ def question_fingerprint(row: Mapping[str, Any]) -> str:
     """sha256 of the question's content (`CONTENT_KEYS`, canonical JSON): equal fingerprints
     mean the question asked and expected the same thing in both runs."""
     content = {k: row.get(k) for k in CONTENT_KEYS}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return content_hash(content)
 
 
 def rubric_versions(checks: list[Mapping[str, Any]]) -> list[str]:

@@ -1,0 +1,308 @@
+"""Cassettes at the chat-model layer: what a call's key holds and ignores, the four record
+modes, the drift a miss names, and a miss that errors its question even when the agent
+swallows the exception."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from agents.scripted import ScriptedChatModel, call, say
+from tests.runs_support import write_project
+from tracegrade.canonical import content_hash
+from tracegrade.capture.cassette import model_request, read_cassette
+from tracegrade.capture.replay import ReplayMiss, ReplaySession
+from tracegrade.cli import main
+from tracegrade.redaction import DEFAULT_POLICY
+
+
+@tool
+def lookup(order: str) -> str:
+    """Look an order up."""
+    return "shipped"
+
+
+@tool
+def cancel(order: str, reason: str) -> str:
+    """Cancel an order."""
+    return "cancelled"
+
+
+def key(messages, model=None, **kwargs) -> str:
+    model = model or ScriptedChatModel(model_name="m")
+    return content_hash(model_request(model, messages, None, kwargs, DEFAULT_POLICY))
+
+
+def conversation(system: str = "Be brief.") -> list:
+    return [SystemMessage(system), HumanMessage("where is A1?")]
+
+
+# -- the key --------------------------------------------------------------------------------
+def test_the_key_holds_what_decides_the_answer():
+    base = key(conversation())
+    assert key(conversation("Be very brief.")) != base
+    assert key(conversation(), temperature=0.5) != base
+    assert key(conversation(), tools=[{"type": "function", "function": {"name": "x"}}]) != base
+    assert key(conversation(), tool_choice="any") != base
+    assert key(conversation(), response_format={"type": "json_object"}) != base
+    assert key(conversation(), model=ScriptedChatModel(model_name="other")) != base
+
+
+def test_the_key_ignores_transport_streaming_and_run_ids():
+    base = key(conversation())
+    assert key(conversation(), stream=True, stream_options={"include_usage": True}) == base
+    assert key(conversation(), api_key="sk-a", timeout=5, extra_headers={"x": "1"}) == base
+    with_ids = [m.model_copy(update={"id": f"lc_run--{i}"}) for i, m in enumerate(conversation())]
+    assert key(with_ids) == base
+
+
+def test_chat_openai_key_ignores_key_and_url_but_not_the_model():
+    from langchain_openai import ChatOpenAI
+
+    def model(**kw):
+        return ChatOpenAI(model="gpt-x", api_key="sk-one", base_url="http://a/v1", **kw)
+
+    base = key(conversation(), model=model())
+    other = ChatOpenAI(model="gpt-x", api_key="sk-two", base_url="http://b/v1", max_retries=7)
+    assert key(conversation(), model=other) == base
+    assert key(conversation(), model=model(streaming=True)) == base
+    assert key(conversation(), model=model(temperature=0.3)) != base
+    request = model_request(model(), conversation(), None, {}, DEFAULT_POLICY)
+    assert "sk-one" not in json.dumps(request) and "http://a" not in json.dumps(request)
+
+
+texts = st.text(min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts, texts, st.dictionaries(st.sampled_from("abc"), st.integers(), max_size=3))
+def test_an_answer_keys_by_content_never_by_its_metadata(text, other, args):
+    """The model's earlier answer keys by its text and tool calls: its usage and response
+    metadata (which a replay cannot reproduce exactly) never change the key."""
+    answer = AIMessage(text, tool_calls=[{"name": "lookup", "args": args, "id": "c1"}])
+    noisy = answer.model_copy(
+        update={
+            "usage_metadata": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+            "response_metadata": {"model_name": other, "finish_reason": "stop"},
+            "id": other,
+        }
+    )
+    tail = [ToolMessage("shipped", tool_call_id="c1")]
+    assert key([*conversation(), answer, *tail]) == key([*conversation(), noisy, *tail])
+    if other != text:
+        changed = answer.model_copy(update={"content": other})
+        assert key([*conversation(), answer, *tail]) != key([*conversation(), changed, *tail])
+
+
+# -- modes ----------------------------------------------------------------------------------
+def agent_calls(model, messages):
+    """Two calls, as a tool loop makes them: ask, then answer from the tool's result."""
+    first = model.invoke(messages)
+    result = ToolMessage("shipped", tool_call_id=first.tool_calls[0]["id"])
+    return first, model.invoke([*messages, first, result])
+
+
+def scripted(counter: list, final: str = "It shipped.") -> ScriptedChatModel:
+    def answer(messages):
+        counter.append(1)
+        return say(final)
+
+    def ask(messages):
+        counter.append(1)
+        return call(("lookup", {"order": "A1"}))
+
+    return ScriptedChatModel(model_name="m", script=[ask, answer])
+
+
+def session(tmp_path, mode, **kw) -> ReplaySession:
+    return ReplaySession(tmp_path / "q.t0.jsonl", mode, question_id="q", **kw)
+
+
+def test_once_records_a_missing_cassette_then_replays_without_calling(tmp_path):
+    live: list = []
+    with (s := session(tmp_path, "once")).active():
+        first, _ = agent_calls(scripted(live), conversation())
+    assert s.finish() and s.recorded == 2 and len(live) == 2
+    with (s := session(tmp_path, "once")).active():
+        again = agent_calls(scripted(live, final="something else"), conversation())
+    assert len(live) == 2 and s.replayed == 2 and not s.finish()
+    assert again[1].content == "It shipped."
+    assert again[0].tool_calls == first.tool_calls
+
+
+def test_none_without_a_cassette_refuses_the_first_call(tmp_path):
+    live: list = []
+    with (s := session(tmp_path, "none")).active(), pytest.raises(ReplayMiss) as miss:
+        agent_calls(scripted(live), conversation())
+    assert live == [] and "call #1" in str(miss.value) and "no cassette" in str(miss.value)
+    assert s.misses and not s.finish() and not (tmp_path / "q.t0.jsonl").exists()
+
+
+def test_new_records_only_what_changed_and_all_records_everything(tmp_path):
+    live: list = []
+    with (s := session(tmp_path, "once")).active():
+        agent_calls(scripted(live), conversation())
+    s.finish()
+    # A different tool result: the first call still fits, the second is recorded anew.
+    with (s := session(tmp_path, "new")).active():
+        model = scripted(live, final="Shipped yesterday.")
+        first = model.invoke(conversation())
+        model.invoke([*conversation(), first, ToolMessage("late", tool_call_id="call_x")])
+    assert (s.replayed, s.recorded) == (1, 1) and s.finish()
+    cassette = read_cassette(tmp_path / "q.t0.jsonl")
+    assert cassette is not None
+    assert [r.call for r in cassette.recordings] == [0, 1]
+    assert cassette.recordings[1].request["messages"][-1]["content"] == "late"
+    with (s := session(tmp_path, "all")).active():
+        agent_calls(scripted(live), conversation())
+    assert (s.replayed, s.recorded) == (0, 2) and s.finish()
+
+
+def test_a_repeated_identical_call_replays_each_recorded_answer_in_turn(tmp_path):
+    answers = iter(["one", "two"])
+    model = ScriptedChatModel(model_name="m", script=[lambda m: say(next(answers))])
+    with (s := session(tmp_path, "all")).active():
+        got = [model.invoke(conversation()).content for _ in range(2)]
+    s.finish()
+    assert got == ["one", "two"]
+    with session(tmp_path, "none").active():
+        assert [model.invoke(conversation()).content for _ in range(2)] == ["one", "two"]
+
+
+def test_async_and_streamed_calls_replay(tmp_path):
+    live: list = []
+
+    async def calls(model):
+        first = await model.ainvoke(conversation())
+        chunks = [c async for c in model.astream([*conversation(), first])]
+        return first, "".join(str(c.content) for c in chunks)
+
+    with (s := session(tmp_path, "all")).active():
+        recorded = asyncio.run(calls(scripted(live)))
+    s.finish()
+    with (s := session(tmp_path, "none")).active():
+        replayed = asyncio.run(calls(scripted([], final="never asked")))
+    assert replayed[1] == recorded[1] == "It shipped." and s.replayed == 2
+
+
+def test_a_replayed_answer_is_marked_for_the_recorder_only(tmp_path):
+    from tracegrade.capture.cassette import REPLAYED
+    from tracegrade.capture.model_calls import _take_replayed
+
+    with (s := session(tmp_path, "all")).active():
+        agent_calls(scripted([]), conversation())
+    s.finish()
+    with session(tmp_path, "none").active():
+        result = ScriptedChatModel(model_name="m")._generate(conversation())
+    message = result.generations[0].message
+    assert message.response_metadata[REPLAYED] is True
+    assert _take_replayed(message) and REPLAYED not in message.response_metadata
+
+
+# -- drift ----------------------------------------------------------------------------------
+def recorded(tmp_path, messages, **kwargs) -> None:
+    model = ScriptedChatModel(model_name="m", script=[say("ok")] * 3)
+    with (s := session(tmp_path, "all")).active():
+        model.invoke(messages, **kwargs)
+    s.finish()
+
+
+def miss(tmp_path, messages, **kwargs) -> str:
+    model = ScriptedChatModel(model_name="m", script=[say("ok")] * 3)
+    with session(tmp_path, "none").active(), pytest.raises(ReplayMiss) as refused:
+        model.invoke(messages, **kwargs)
+    return str(refused.value)
+
+
+def test_drift_names_a_changed_system_prompt_with_a_text_diff(tmp_path):
+    recorded(tmp_path, conversation("Line one.\nBe brief."))
+    text = miss(tmp_path, conversation("Line one.\nBe thorough."))
+    assert "question 'q', call #1" in text and "the system prompt changed" in text
+    assert "-Be brief." in text and "+Be thorough." in text
+
+
+def test_drift_names_a_changed_parameter(tmp_path):
+    recorded(tmp_path, conversation(), temperature=0)
+    assert "parameter 'temperature' changed: 0 -> 0.7" in miss(
+        tmp_path, conversation(), temperature=0.7
+    )
+
+
+def test_drift_names_a_tool_whose_schema_changed_or_appeared(tmp_path):
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    tools = [convert_to_openai_tool(lookup)]
+    recorded(tmp_path, conversation(), tools=tools)
+    wider = json.loads(json.dumps(tools))
+    wider[0]["function"]["parameters"]["properties"]["order"]["description"] = "the id"
+    assert "tool 'lookup''s schema changed" in miss(tmp_path, conversation(), tools=wider)
+    more = [*tools, convert_to_openai_tool(cancel)]
+    assert "tool 'cancel' was bound" in miss(tmp_path, conversation(), tools=more)
+
+
+def test_drift_names_a_message_that_appeared(tmp_path):
+    recorded(tmp_path, conversation())
+    text = miss(tmp_path, [*conversation(), HumanMessage("and B2?")])
+    assert "a message appeared at message 3 (human): 'and B2?'" in text
+
+
+# -- through the runner ---------------------------------------------------------------------
+SWALLOWING = """
+
+def build_swallowing():
+    from langchain_core.messages import AIMessage
+    model = ScriptedChatModel(script=[say("It is sunny.")])
+
+    def agent(state):
+        try:
+            return {"messages": [model.invoke(state["messages"])]}
+        except Exception:  # an agent that hides its model's failures behind a fallback
+            return {"messages": [AIMessage("sunny anyway")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_edge(START, "agent")
+    return graph.compile(name="swallowing")
+"""
+
+
+def test_a_miss_errors_its_question_even_when_the_agent_swallows_it(tmp_path, capsys):
+    path = write_project(
+        tmp_path,
+        questions=["rome"],
+        target={
+            "agent": "agent.py:build_swallowing",
+            "graders": [{"id": "contains", "match_on": ["expected", "keyword"]}],
+        },
+    )
+    with (tmp_path / "agent.py").open("a") as f:
+        f.write(SWALLOWING)
+    out = tmp_path / "r.json"
+    argv = ["run", "--config", str(path), "--cassettes", str(tmp_path / "c"), "--json", str(out)]
+    assert main([*argv, "--record-mode", "none", "--quiet"]) == 3
+    (question,) = json.loads(out.read_text())["questions"]
+    assert question["error_type"] == "ReplayMiss" and "call #1" in question["error"]
+    assert not question["passed"]
+    assert main([*argv, "--record-mode", "once", "--quiet"]) == 0
+    assert main([*argv, "--record-mode", "none", "--quiet"]) == 0
+
+
+def test_a_bad_record_mode_in_the_config_is_exit_4_naming_file_line_and_key(tmp_path, capsys):
+    path = write_project(
+        tmp_path, questions=["rome"], target={"cassettes": {"dir": "c", "mode": "sometimes"}}
+    )
+    assert main(["run", "--config", str(path), "--quiet"]) == 4
+    err = capsys.readouterr().err
+    assert f"{path}:" in err and "/targets/t/cassettes/mode" in err and "sometimes" in err
+
+
+def test_record_mode_without_cassettes_is_exit_4(tmp_path, capsys):
+    path = write_project(tmp_path, questions=["rome"])
+    assert main(["run", "--config", str(path), "--record-mode", "none", "--quiet"]) == 4
+    assert "--record-mode needs cassettes" in capsys.readouterr().err
