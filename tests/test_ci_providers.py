@@ -99,6 +99,11 @@ def test_github_summary_annotations_and_one_sticky_comment(project, api, capsys,
     assert errors[0].startswith(f"::error file=data/questions.yaml,line={line},title=")
     assert "rome failed" in errors[0] and "tool_usage_grader" in errors[0]
     assert "## tracegrade run" in summary.read_text(encoding="utf-8")
+    lines = out.splitlines()  # the console report folds into one group; annotations after it
+    opened = [i for i, x in enumerate(lines) if x.startswith("::group::tracegrade ")]
+    assert len(opened) == 1 and "exit 2" in lines[opened[0]]
+    closed = lines.index("::endgroup::")
+    assert opened[0] < lines.index("exit code 2") < closed < lines.index(errors[0])
     posts = [r for r in api.requests if r[0] == "POST"]
     assert [p[1] for p in posts] == ["/repos/acme/agent/issues/7/comments"]
     assert posts[0][2]["Authorization"] == f"Bearer {TOKEN}"

@@ -84,7 +84,15 @@ def report_outcome(args: argparse.Namespace, outcome: Any, *, config: Any = None
     """What every command that reports a run does: the reports, then the CI provider's."""
     from ..reports.flags import write_reports
 
-    write_reports(args, outcome, config=config)
+    grouped = ci_provider(getattr(args, "ci", "none") or "none") == "github"
+    if grouped:  # the long console report folds under one line that carries the verdict
+        print(f"::group::tracegrade {outcome.run_id}: exit {outcome.exit_code} (the whole report)")
+    try:
+        write_reports(args, outcome, config=config)
+    finally:
+        if grouped:
+            sys.stdout.flush()
+            print("::endgroup::")
     publish_ci(args, outcome)
 
 
