@@ -81,6 +81,10 @@ class ToolCall:
     """Span start, epoch nanoseconds."""
     end_ns: int = 0
     """Span end, epoch nanoseconds (0 when the call never ended)."""
+    world: str | None = None
+    """What the question's world did to this call (`tools:` overrides: "fault: timeout (call
+    1)", "fixture (call 2)", "injected (append) (call 1)"); None when the agent met the real
+    tool. What the world did is not what the agent did: reports keep them apart."""
 
     def matches(self, name: str) -> bool:
         """True when `name` names this call: a name with a colon is a qualified id only;

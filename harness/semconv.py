@@ -87,6 +87,9 @@ TG_DEPTH = "tracegrade.depth"
 TG_QUALIFIED_ID = "tracegrade.tool.qualified_id"
 TG_SEQ = "tracegrade.tool.seq"
 TG_OUTCOME = "tracegrade.tool.outcome"
+TG_WORLD = "tracegrade.tool.world"
+"""What the question's world did to this call (a fault, a fixture, planted text, a delay), in
+words; absent when the agent met the real tool."""
 TG_MODEL_TURN = "tracegrade.tool.model_turn"
 TG_INDEX_IN_TURN = "tracegrade.tool.index_in_turn"
 TG_RESULT_ENCODING = "tracegrade.tool.result_encoding"
@@ -166,6 +169,7 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         TG_AGENT,
         TG_QUALIFIED_ID,
         TG_OUTCOME,
+        TG_WORLD,
         TG_RESULT_ENCODING,
         TG_INTERRUPT_ID,
         TG_INTERRUPT_NODE,

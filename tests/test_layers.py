@@ -26,6 +26,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.plugins": 1,
     "tracegrade.usage": 1,
     "tracegrade.pricing": 1,
+    "tracegrade.world": 1,
     "tracegrade.inputs": 2,
     "tracegrade.capture": 2,
     "tracegrade.judging": 2,

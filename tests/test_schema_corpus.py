@@ -107,6 +107,8 @@ RULES = {
     "node, tool, before and after must be non-blank names",
     "a simulated user needs goal",
     "user.max_turns must be an integer from 1 to 50",
+    # the agent's world
+    "fail must be one of error, timeout, rate_limit",
     # splits
     "ratios must sum to 1.0",
     "ratios may only name train, validation, test",

@@ -45,7 +45,7 @@ class ModelCallRecorder(BaseCallbackHandler):
     raise_error = False
     ignore_retriever = True
     ignore_retry = True
-    ignore_custom_event = True
+    ignore_custom_event = False  # a question's world marks the calls it acted on (rare)
 
     def __init__(
         self,

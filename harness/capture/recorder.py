@@ -310,6 +310,7 @@ class Recorder(ModelCallRecorder):
                 tool.error_type = None
                 tool.result = None
                 tool.end_ns = 0
+                tool.world = None
                 if call_id:
                     self._seen_call_ids.add(call_id)
                 run = RunState(tool.name, agent, parent.parent_span if parent else self._question)
@@ -322,6 +323,20 @@ class Recorder(ModelCallRecorder):
                 self._tools.append(tool)
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_tool_start", exc)
+
+    def on_custom_event(self, name, data, *, run_id, **kwargs) -> None:
+        """A question's world acted on a tool call (`capture.world_tools`): mark that call."""
+        if name != "tracegrade.world":
+            return
+        try:
+            with self._lock:
+                run = self._runs.get(run_id.int)
+                tool = run.tool if run is not None else None
+                if tool is not None:
+                    tool.world = str(data.get("mark"))
+                    tool.span.set_attribute(sc.TG_WORLD, tool.world)
+        except Exception as exc:  # isolation point: collected, never raised into the run
+            self._collect("on_custom_event", exc)
 
     def _tool_span(self, tool: ToolState, parent: Any, start_ns: int | None = None) -> LiteSpan:
         name = f"{sc.SPAN_EXECUTE_TOOL} {tool.name}"

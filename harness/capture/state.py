@@ -82,6 +82,7 @@ class ToolState:
     call_id: str | None
     depth: int
     end_ns: int
+    world: str | None
     error_message: str | None
     error_type: str | None
     index_in_turn: int | None
@@ -109,6 +110,7 @@ class ToolState:
         "seq",
         "span",
         "start_ns",
+        "world",
     )
 
 
@@ -189,6 +191,7 @@ def freeze(tool: ToolState) -> ToolCall:
         trace_id=format(ctx.trace_id, "032x"),
         start_ns=tool.start_ns,
         end_ns=tool.end_ns,
+        world=getattr(tool, "world", None),
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import suggest
 
-__all__ = ["ToolCatalog", "tool_catalog"]
+__all__ = ["ToolCatalog", "tool_catalog", "tool_nodes"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,8 @@ class _Walker:
         self.arguments: dict[str, dict[str, str | None] | None] = {}
         self.agents: set[str] = set()
         self.tool_nodes = 0
+        self.nodes: list[tuple[Any, str]] = []
+        """Each `ToolNode` found, with the agent whose calls it runs."""
         self._seen: set[tuple[int, str]] = set()
 
     def graph(self, graph: Any, agent: str) -> None:
@@ -134,6 +136,7 @@ class _Walker:
                 self.graph(bound, name)
         elif isinstance(bound, ToolNode):
             self.tool_nodes += 1
+            self.nodes.append((bound, agent))
             for tool in bound.tools_by_name.values():
                 self.tool(tool, agent)
         else:  # a plain node: a graph it invokes from its closure is a sub-agent
@@ -143,6 +146,7 @@ class _Walker:
                         self.graph(obj, str(getattr(obj, "name", None) or node_name))
 
     def tool(self, tool: Any, agent: str) -> None:
+        tool = getattr(tool, "wrapped", tool)  # a question's world proxies the real tool
         name = str(getattr(tool, "name", ""))
         if not name:
             return
@@ -189,6 +193,16 @@ def _arguments(tool: Any) -> dict[str, str | None] | None:
         )
         for name, spec in properties.items()
     }
+
+
+def tool_nodes(graph: Any, *, agent_name: str | None = None) -> list[tuple[Any, str]]:
+    """Every `ToolNode` of a built graph (its subgraphs' and the sub-agents its tools run
+    included), with the name of the agent whose calls it runs."""
+    if not _is_graph(graph):
+        return []
+    walker = _Walker()
+    walker.graph(graph, str(agent_name or getattr(graph, "name", None) or "agent"))
+    return walker.nodes
 
 
 def tool_catalog(graph: Any, *, agent_name: str | None = None) -> ToolCatalog:

@@ -366,6 +366,7 @@ def _tool_call(span: dict, attrs: dict) -> ToolCall:
         trace_id=span.get("traceId"),
         start_ns=int(span.get("startTimeUnixNano", 0)),
         end_ns=int(span.get("endTimeUnixNano", 0)),
+        world=attrs.get(sc.TG_WORLD),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from ..graders.context import build_context
 from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
 from .simulated_user import ask_simulated_user
+from .world import opening_inputs
 
 __all__ = [
     "Ending",
@@ -220,7 +221,9 @@ async def arun_conversation(
     user = getattr(question, "user", None)
     turns = question.user_turns() if hasattr(question, "user_turns") else []
     if not turns and user is None:
-        return await arun_graph(graph, {"messages": messages}, config, shared)
+        return await arun_graph(
+            graph, await opening_inputs(graph, question, messages, config), config, shared
+        )
     results: list[TurnResult] = []
     ending: Ending | None = None
     resumes = 0
@@ -231,8 +234,12 @@ async def arun_conversation(
         script = ResumeScript.from_row(turn.resume if turn else None, fallback=shared)
         recorder.mark_turn()
         simulated = user is not None and index > 0
-        inputs = messages if index == 0 else [_user_message(content, simulated=simulated)]
-        ending = await arun_graph(graph, {"messages": inputs}, config, script)
+        opening = (
+            await opening_inputs(graph, question, messages, config)
+            if index == 0
+            else {"messages": [_user_message(content, simulated=simulated)]}
+        )
+        ending = await arun_graph(graph, opening, config, script)
         resumes += ending.resumes
         said = _messages_of(ending.state)
         results.append(TurnResult(index, content, answer_of(said), simulated=simulated))

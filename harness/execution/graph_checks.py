@@ -75,6 +75,10 @@ def check_expected_tools(
             problems += _argument_problems(
                 catalog, expectation, ["expected_tools", j], lines, qid, matchers=False
             )
+        for name in row.get("tools") or {}:  # the world's overrides, by tool name
+            found = catalog.problem(name)
+            if found is not None:
+                problems.append(lines.problem(qid, ["tools", name], *found))
         # the same check for every tool a `trajectory` names: calls, forbid, only, count
         trajectory = row.get("trajectory")
         for path, name in tool_names(trajectory):
@@ -209,12 +213,30 @@ def check_graph(
     from ..capture.toolcatalog import tool_catalog
 
     problems = check_built_graph(target, graph)
-    if problems or not any(_expects_tools(q) for q in questions):
+    if problems:
+        return problems, []
+    problems = check_world(target, dataset_path, questions, graph)
+    if not (target.tools or any(_expects_tools(q) for q in questions)):
         return problems, []
     catalog = tool_catalog(graph)
     if not catalog.complete:
-        return [], [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
-    return check_expected_tools(dataset_path, questions, catalog), []
+        if target.tools or any(getattr(q, "tools", None) for q in questions):
+            # an override that cannot reach the tools would test nothing: never silently
+            problems.append(
+                target.problem(
+                    ("agent",),
+                    "tools: overrides need the graph's tools in a ToolNode: "
+                    + "; ".join(catalog.notes),
+                    "run the tools through langgraph.prebuilt.ToolNode",
+                )
+            )
+        notes = [f"{target.name}: tool names not checked: {n}" for n in catalog.notes]
+        return problems, notes
+    for name in target.tools:
+        found = catalog.problem(name)
+        if found is not None:
+            problems.append(target.problem(("tools", name), *found))
+    return problems + check_expected_tools(dataset_path, questions, catalog), []
 
 
 def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any) -> list[Problem]:
@@ -236,4 +258,60 @@ def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any)
 
 def _expects_tools(question: Any) -> bool:
     row = question.row() if hasattr(question, "row") else dict(question)
-    return bool(row.get("expected_tools") or row.get("trajectory"))
+    return bool(row.get("expected_tools") or row.get("trajectory") or row.get("tools"))
+
+
+def check_world(
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Any], graph: Any
+) -> list[Problem]:
+    """Every `state:` key a question seeds is a key of the graph's state, and every
+    `start_at:` names one of its nodes; each at its line, with a did-you-mean."""
+    import difflib
+
+    seeded = [q for q in questions if getattr(q, "state", None) or getattr(q, "start_at", None)]
+    if not seeded:
+        return []
+    lines = _DatasetLines(dataset_path)
+    keys = _state_keys(graph)
+    nodes = sorted(n for n in getattr(graph, "nodes", {}) if not n.startswith("__"))
+    problems = []
+    for question in seeded:
+        qid = str(question.id)
+        for key in question.state or {}:
+            if key == "messages":
+                problems.append(
+                    lines.problem(qid, ["state", key], "state: messages are the input", None)
+                )
+            elif keys is not None and key not in keys:
+                close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                problems.append(
+                    lines.problem(
+                        qid,
+                        ["state", key],
+                        f"the graph's state has no key {key!r}",
+                        f"{hint}(its keys: {', '.join(sorted(keys))})",
+                    )
+                )
+        start = question.start_at
+        if start is not None and start not in nodes:
+            close = difflib.get_close_matches(start, nodes, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append(
+                lines.problem(
+                    qid,
+                    ["start_at"],
+                    f"the graph has no node {start!r}",
+                    f"{hint}(its nodes: {', '.join(nodes)})",
+                )
+            )
+    return problems
+
+
+def _state_keys(graph: Any) -> set[str] | None:
+    """The keys of a graph's input state, or None when it cannot be read."""
+    try:
+        properties = graph.get_input_jsonschema().get("properties")
+    except Exception:  # a schema LangGraph cannot render: check nothing
+        return None
+    return set(properties) - {"messages"} if isinstance(properties, dict) else None

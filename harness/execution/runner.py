@@ -56,6 +56,7 @@ from .messages import (
     to_role_dicts,
 )
 from .watchdog import Overran, QuestionDeadline
+from .world import WORLD_KEY, question_world
 
 __all__ = [
     "TargetPlan",
@@ -309,6 +310,9 @@ async def _run_one(
             else None
         )
         configurable = configurable_for(target, question)
+        world = question_world(runnable, target, question)
+        if world is not None:
+            configurable[WORLD_KEY] = world
         if workdir is not None:
             configurable.setdefault("workdir", str(workdir))
         cassette = open_session(plan, question, trial) if target.cassettes is not None else None

@@ -280,6 +280,28 @@ def _protocol(telemetry: dict[str, Any], path: Path) -> str | None:
         raise
 
 
+def _tool_overrides(raw: Any, doc: Document, target: str, path: Path) -> dict[str, Any]:
+    """A target's `tools:` as `ToolOverride`s; a contradictory one (fail and returns) is
+    invalid input at its line (the schema checked the shape)."""
+    from pydantic import ValidationError
+
+    from ..world import ToolOverride
+
+    out = {}
+    for name, override in (raw or {}).items():
+        try:
+            out[str(name)] = ToolOverride.model_validate(override)
+        except ValidationError as exc:
+            pointer = pointer_of(["targets", target, "tools", name])
+            message = "; ".join(
+                str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors()
+            )
+            raise ConfigError(
+                f"tools: {name}: {message}", file=str(path), line=doc.line_of(pointer), key=pointer
+            ) from None
+    return out
+
+
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
@@ -353,6 +375,7 @@ def config_from_document(doc: Document) -> Config:
             system_prompt=raw.get("system_prompt"),
             cassettes=_cassettes(base, raw.get("cassettes")),
             configurable=dict(raw.get("configurable") or {}),
+            tools=_tool_overrides(raw.get("tools"), doc, name, path),
             response_char_limit=int(
                 raw.get("response_char_limit", defaults["response_char_limit"])
             ),

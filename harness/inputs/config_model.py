@@ -161,6 +161,9 @@ class TargetConfig:
     """Record and replay of the agent's model calls; None: every call is live."""
     configurable: dict[str, Any] = field(default_factory=dict)
     """LangGraph `config["configurable"]` for every question (a question's own keys win)."""
+    tools: dict[str, Any] = field(default_factory=dict)
+    """`tracegrade.world.ToolOverride` by tool name: the world every question's tools meet
+    (a question's own `tools:` win tool by tool)."""
     response_char_limit: int = 4000
     concurrency: int = 8
     timeout_s: float = 60.0

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from ..errors import DatasetError, InputError, suggest
+from ..world import ToolOverride
 from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
 from .expected_tool import ExpectedTool, NonBlank
 from .sourcefile import (
@@ -174,6 +175,14 @@ class Question(BaseModel):
     """`rubric/<id>@<version>`: a shared rubric."""
     configurable: dict[str, Any] | None = None
     """LangGraph `config["configurable"]` for this question, merged over the target's."""
+    tools: dict[NonBlank, ToolOverride] | None = None
+    """The agent's world: what each tool does in this question run (a fault, a fixture, a
+    delay, planted text), over the target's `tools:` tool by tool."""
+    state: dict[NonBlank, Any] | None = None
+    """Graph state keys seeded beside the messages (checked against the graph's state schema)."""
+    start_at: NonBlank | None = None
+    """A graph node: the opening state is written as its output (`update_state(as_node=)`),
+    and the run continues from there."""
     choices: Annotated[list[str], Field(min_length=1)] | None = None
     """Multiple-choice options."""
     files: dict[str, str] | None = None
