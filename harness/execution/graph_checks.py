@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import TracegradeError
+from ..errors import TracegradeError, suggest
 from ..inputs.config import TargetConfig
 from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
 from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
@@ -266,8 +266,6 @@ def check_world(
 ) -> list[Problem]:
     """Every `state:` key a question seeds is a key of the graph's state, and every
     `start_at:` names one of its nodes; each at its line, with a did-you-mean."""
-    import difflib
-
     seeded = [q for q in questions if getattr(q, "state", None) or getattr(q, "start_at", None)]
     if not seeded:
         return []
@@ -283,8 +281,8 @@ def check_world(
                     lines.problem(qid, ["state", key], "state: messages are the input", None)
                 )
             elif keys is not None and key not in keys:
-                close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}? " if close else ""
+                close = suggest(key, keys)
+                hint = f"did you mean {close!r}? " if close else ""
                 problems.append(
                     lines.problem(
                         qid,
@@ -295,8 +293,8 @@ def check_world(
                 )
         start = question.start_at
         if start is not None and start not in nodes:
-            close = difflib.get_close_matches(start, nodes, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            close = suggest(start, nodes)
+            hint = f"did you mean {close!r}? " if close else ""
             problems.append(
                 lines.problem(
                     qid,
