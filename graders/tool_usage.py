@@ -8,9 +8,11 @@ expectations loudly, since text carries neither arguments nor order.
 Which calls count (decided from the record's outcome, never from text):
 - `should_run: true` is met only by a call that executed: outcome ok, error (it ran and failed;
   whether a tool succeeds is a different assertion), command or handoff. A not_executed call
-  (unknown tool) never ran; an interrupted or cancelled one did not finish.
+  (unknown tool) or a declined one (a person declined it at an approval step) never ran; an
+  interrupted or cancelled one did not finish.
 - `should_run: false` is violated by any call that started executing: everything but
-  not_executed. An interrupted or cancelled call may already have had side effects.
+  not_executed and declined. An interrupted or cancelled call may already have had side
+  effects.
 """
 
 from __future__ import annotations

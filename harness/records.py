@@ -36,6 +36,9 @@ class Outcome(StrEnum):
     OK = "ok"
     ERROR = "error"
     NOT_EXECUTED = "not_executed"
+    DECLINED = "declined"
+    """A person declined it: the node that paused to ask answered the call itself (an error
+    ToolMessage after its interrupt was resumed), so the tool never ran."""
     INTERRUPTED = "interrupted"
     HANDOFF = "handoff"
     COMMAND = "command"

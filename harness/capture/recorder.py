@@ -246,7 +246,7 @@ class Recorder(ModelCallRecorder):
                 ]
                 if errors:
                     with self._lock:
-                        self._reconcile(errors, run.agent)
+                        self._reconcile(errors, run.agent, run.node)
             if run.is_agent:
                 answer = genai_messages(messages_in(outputs), output=True)
                 with self._lock:
@@ -406,10 +406,13 @@ class Recorder(ModelCallRecorder):
             waiting[interrupt_id].finish(resumed=True, value=plain(value))
 
     # -- reconciliation and closing ------------------------------------------------------
-    def _reconcile(self, messages: list, agent: AgentState | None) -> None:
-        """Error ToolMessages answering a call no tool callback saw: ToolNode's reply to an
-        unknown tool name. Recorded as not_executed."""
+    def _reconcile(self, messages: list, agent: AgentState | None, node: str | None = None) -> None:
+        """Error ToolMessages answering a call no tool callback saw. From a node that paused
+        on `interrupt()` in this run and was resumed (an approval step): the person declined
+        the call, recorded as declined. Otherwise ToolNode's reply to an unknown tool name:
+        not_executed. Told from the record's structure, never from the message text."""
         fallback = None
+        declined = node is not None and self._asked_and_answered(node, agent)
         for m in messages:
             if not isinstance(m, ToolMessage) or m.status != "error":
                 continue
@@ -439,6 +442,12 @@ class Recorder(ModelCallRecorder):
             parent = agent.span if agent is not None else self._question
             tool.span = self._tool_span(tool, parent, start_ns=tool.start_ns)
             self._tools.append(tool)
+            if declined:
+                message = f"declined at {node}: the tool did not run"
+                finish_tool(
+                    tool, Outcome.DECLINED, None, plain(m), message=message, end_ns=tool.start_ns
+                )
+                continue
             finish_tool(
                 tool,
                 Outcome.NOT_EXECUTED,
@@ -447,6 +456,13 @@ class Recorder(ModelCallRecorder):
                 message="no tool ran for this call",
                 end_ns=tool.start_ns,
             )
+
+    def _asked_and_answered(self, node: str, agent: AgentState | None) -> bool:
+        """Whether `node` (of `agent`) paused on an interrupt that was answered."""
+        name = agent.name if agent is not None else self.agent_name
+        return any(
+            i.node == node and i.agent == name and i.resumed for i in self._interrupts.values()
+        )
 
     def _close_open(self, where: str) -> None:
         """End every span still open as cancelled (abandoned stream, cancelled task)."""

@@ -14,6 +14,9 @@ from ..usage import ModelCall, QuestionUsage
 __all__ = ["account", "with_judges"]
 
 
+_NEVER_RAN = (Outcome.NOT_EXECUTED, Outcome.DECLINED)
+
+
 def account(
     plan: Any, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
 ) -> dict[str, Any]:
@@ -22,7 +25,7 @@ def account(
     tool call's seconds (calls that never ran left out)."""
     tools: dict[str, list[float]] = {}
     for c in record or ():
-        if c.end_ns and c.start_ns and c.outcome is not Outcome.NOT_EXECUTED:
+        if c.end_ns and c.start_ns and c.outcome not in _NEVER_RAN:
             tools.setdefault(c.name, []).append((c.end_ns - c.start_ns) / 1e9)
     usage = question_usage(calls, wall_s=wall_s, tools=tools, prices=plan.services.prices)
     return usage.model_dump(mode="json")

@@ -6,9 +6,12 @@ answer or a tool result that holds markup is shown as text, never run.
 
 from __future__ import annotations
 
+from .html_pauses import PAUSE_CSS, PAUSE_SCRIPT
+
 __all__ = ["CSS", "SCRIPT"]
 
-CSS = """
+CSS = (
+    """
 :root{--fg:#1b1f24;--muted:#57606a;--bg:#fff;--line:#d0d7de;--soft:#f6f8fa;
 --pass:#1a7f37;--fail:#cf222e;--err:#8250df;--deg:#9a6700;--rev:#0969da}
 *{box-sizing:border-box}
@@ -73,6 +76,10 @@ li.call.broken{border-color:var(--fail);box-shadow:inset 4px 0 0 var(--fail)}
 font-size:12px}
 .o-ok{background:var(--pass)}.o-error,.o-not_executed{background:var(--fail)}
 .o-interrupted,.o-cancelled,.o-handoff,.o-command{background:var(--deg)}
+.o-declined{background:var(--muted)}
+"""
+    + PAUSE_CSS
+    + """
 .args{display:grid;grid-template-columns:max-content 1fr;gap:0 10px;margin:4px 0}
 .args dt{color:var(--muted)}.args dd{margin:0;word-break:break-word}
 .mark{display:block;font-size:13px;margin:2px 0;padding:1px 6px;border-radius:4px}
@@ -86,8 +93,10 @@ aside.expect li.unmet{background:#ffebe9}aside.expect li.met{background:#dafbe1}
 .judge-id{display:block;font-size:12px;color:#57606a;margin-top:2px}
 .checks{margin:4px 0 12px}
 """
+)
 
-SCRIPT = r"""
+SCRIPT = (
+    r"""
 (function () {
 "use strict";
 var DATA = JSON.parse(document.getElementById("tg-data").textContent);
@@ -364,6 +373,9 @@ function callItem(q, c, i, children) {
     children.length ? h("ol", {cls: "calls", "aria-label": "calls of the sub-agent " +
       children[0].c.a}, children.map(function (x) { return x.el; })) : null);
 }
+"""
+    + PAUSE_SCRIPT
+    + r"""
 function timeline(q) {
   if (q.record !== "present") {
     var words = q.record === "absent" ? "No tool-call record: nobody knows which tools ran " +
@@ -372,17 +384,19 @@ function timeline(q) {
       "The tool-call record is " + q.record + ".";
     return h("p", {cls: "advisory", text: words});
   }
-  if (!q.calls.length) return h("p", {text: "The agent ran and called no tool."});
+  if (!q.calls.length && !(q.pauses || []).length) {
+    return h("p", {text: "The agent ran and called no tool."});
+  }
   var kids = q.calls.map(function () { return []; });
   var top = [];
   for (var i = q.calls.length - 1; i >= 0; i--) {
     var c = q.calls[i];
     var el = callItem(q, c, i, kids[i]);
-    var entry = {c: c, el: el};
+    var entry = {c: c, el: el, i: i};
     if (c.p === null || c.p === undefined) top.unshift(entry); else kids[c.p].unshift(entry);
   }
-  return h("ol", {cls: "calls", id: "timeline", "aria-label": "Tool calls in order"},
-    top.map(function (x) { return x.el; }));
+  return h("ol", {cls: "calls", id: "timeline", "aria-label": "Tool calls and pauses in order"},
+    withPauses(q, top).map(function (x) { return x.el; }));
 }
 function expectations(q) {
   var box = h("aside", {cls: "expect", "aria-labelledby": "exp-h"},
@@ -500,3 +514,4 @@ window.addEventListener("hashchange", route);
 route();
 })();
 """
+)

@@ -262,6 +262,30 @@ def _calls(
     return out
 
 
+def _pauses(record: ToolRecord | None, policy: RedactionPolicy) -> list[dict[str, Any]]:
+    """Each pause on `interrupt()`: where it fell among the calls (`at`: calls started
+    before it), who asked, the payload and the answer given (None: nobody answered), each
+    redacted like arguments."""
+    if record is None:
+        return []
+
+    def shown(value: Any) -> dict[str, Any]:
+        return _arguments(value if isinstance(value, Mapping) else {"value": value}, policy)
+
+    return [
+        {
+            "at": i.calls_before,
+            "node": i.node,
+            "tool": i.tool,
+            "agent": i.agent,
+            "payload": shown(i.value),
+            "resumed": i.resumed,
+            "answer": shown(i.resume_value) if i.resumed else None,
+        }
+        for i in record.interruptions
+    ]
+
+
 def _grader(g: Any, policy: RedactionPolicy) -> dict[str, Any]:
     return {
         "id": g.grader_id,
@@ -375,6 +399,7 @@ def build_question(
         "record": record_state,
         "expected": verdicts,
         "calls": _calls(record, expectations, verdicts, policy),
+        "pauses": _pauses(record, policy),
         "labels": [
             {
                 "label": a["label"],

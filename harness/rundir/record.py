@@ -121,7 +121,8 @@ class ToolCallResult(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
     """The arguments as the trace file keeps them (redacted on export)."""
     outcome: str = "ok"
-    """How the call ended: ok, error, not_executed, interrupted, handoff, command, cancelled."""
+    """How the call ended: ok, error, not_executed, declined, interrupted, handoff, command,
+    cancelled."""
 
 
 GraderResult = GraderVerdict
