@@ -14,10 +14,69 @@ echo "==> wheel check in $WORK"
 
 python3 -m venv "$WORK/venv"  # its pip builds the wheel too: the system python needs no pip
 PIP=("$WORK/venv/bin/python" -m pip --disable-pip-version-check)
+# setuptools stages in build/lib (a module deleted since the last build would linger there); it
+# keeps the editable install's link tree in build/__editable__.*, which stays
+clean_staging() { rm -rf "$ROOT/build/lib" "$ROOT"/build/bdist.* "$ROOT/tracegrade.egg-info"; }
+clean_staging
 "${PIP[@]}" wheel --quiet --no-deps --wheel-dir "$WORK/dist" "$ROOT"
-rm -rf "$ROOT/build"  # setuptools' staging folder; the checkout stays as it was
+clean_staging
 WHEEL="$(ls "$WORK"/dist/tracegrade-*.whl)"
 echo "built $(basename "$WHEEL")"
+
+# The wheel holds every module of the package's folders (harness/ is `tracegrade`, graders/ is
+# `tracegrade.graders`, schema/'s schemas are `tracegrade.schemas`): a layout that maps nothing
+# builds a wheel without code, with no error from the build.
+"$WORK/venv/bin/python" - "$ROOT" "$WHEEL" <<'PY'
+import sys, zipfile
+from pathlib import Path
+root, wheel = Path(sys.argv[1]), sys.argv[2]
+want = {f"tracegrade/{p.relative_to(root / 'harness').as_posix()}" for p in (root / "harness").rglob("*.py")}
+want |= {f"tracegrade/graders/{p.relative_to(root / 'graders').as_posix()}" for p in (root / "graders").rglob("*.py")}
+want |= {f"tracegrade/schemas/{p.name}" for p in (root / "schema").glob("*.schema.json")}
+have = set(zipfile.ZipFile(wheel).namelist())
+missing = sorted(want - have)
+if missing or len(want) < 150:
+    sys.exit(f"wheel check: the wheel lacks {len(missing)} of the {len(want)} files of harness/, graders/ and schema/: {missing[:10]}")
+print(f"ok: the wheel holds all {len(want)} modules and schemas of harness/, graders/ and schema/")
+PY
+
+# Two other ways to build it give the same wheel: from the sdist (which carries the whole test
+# suite), and from a clone made without symlinks (Git for Windows' default): the layout maps
+# folders by name, it links nothing.
+same_wheel() {  # same_wheel LABEL OTHER_WHEEL: the same files, byte for byte (RECORD's hashes)
+  "$WORK/venv/bin/python" - "$WHEEL" "$2" "$1" <<'PY'
+import sys, zipfile
+def record(path):
+    z = zipfile.ZipFile(path)
+    name = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+    return sorted(line for line in z.read(name).decode().splitlines() if ".dist-info/" not in line)
+a, b = record(sys.argv[1]), record(sys.argv[2])
+if a != b:
+    diff = sorted(set(a) ^ set(b))
+    sys.exit(f"wheel check: the wheel built {sys.argv[3]} differs from the checkout's: {diff[:10]}")
+print(f"ok: the wheel built {sys.argv[3]} is the checkout's ({len(a)} files)")
+PY
+}
+"${PIP[@]}" install --quiet build  # PyPA's frontend, for the sdist (pip builds only wheels)
+"$WORK/venv/bin/python" -m build --sdist --outdir "$WORK/sdist" "$ROOT" >"$WORK/sdist.log" 2>&1 \
+  || { cat "$WORK/sdist.log" >&2; echo "wheel check: the sdist did not build" >&2; exit 1; }
+clean_staging
+SDIST="$(ls "$WORK"/sdist/tracegrade-*.tar.gz)"
+tar -xzf "$SDIST" -C "$WORK/sdist"
+UNPACKED="$WORK/sdist/$(basename "$SDIST" .tar.gz)"
+for f in tests/conftest.py tests/runs_support.py tests/openai_server.py tests/test_layers.py; do
+  [ -f "$UNPACKED/$f" ] || { echo "wheel check: the sdist lacks $f" >&2; exit 1; }
+done
+echo "ok: the sdist carries the test suite ($(find "$UNPACKED/tests" -name '*.py' | wc -l) Python files under tests/)"
+"${PIP[@]}" wheel --quiet --no-deps --wheel-dir "$WORK/from-sdist" "$SDIST"
+same_wheel "from the sdist" "$(ls "$WORK"/from-sdist/tracegrade-*.whl)"
+if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ]; then
+  git -c core.symlinks=false clone --quiet --no-hardlinks "$ROOT" "$WORK/clone"
+  "${PIP[@]}" wheel --quiet --no-deps --wheel-dir "$WORK/from-clone" "$WORK/clone"
+  same_wheel "from a clone without symlinks (core.symlinks=false)" "$(ls "$WORK"/from-clone/tracegrade-*.whl)"
+else
+  echo "note: the checkout has uncommitted changes: the symlink-less clone (of HEAD) is not compared"
+fi
 "${PIP[@]}" install --quiet "$WHEEL"
 TG="$WORK/venv/bin/tracegrade"
 

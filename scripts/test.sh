@@ -2,8 +2,8 @@
 # Set up everything the tests need and run the whole suite: a .venv in the checkout (from
 # nothing), Debian's chromium for the browser tests of the HTML report (installed with apt-get
 # when missing and this user can install packages; checked first, so a machine without it stops
-# here, not minutes into the run), then lint, types (mypy over harness/ and graders/, configured
-# in pyproject.toml), then pytest on every core (`-n auto`, pytest-xdist).
+# here, not minutes into the run), then lint, types (mypy over the package `tracegrade`, its
+# harness/ and graders/ as the editable install links them; configured in pyproject.toml), then pytest on every core (`-n auto`, pytest-xdist).
 # This is the README's test command and what CI (.ci/run) calls. Arguments go to pytest; give
 # `-n N` (or `-p no:xdist`) to choose the workers yourself.
 set -euo pipefail

@@ -307,7 +307,10 @@ def run_cli(config: Path, *args: str, limit_s: float = 240) -> tuple[int, str, f
             *args,
         ],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+        },  # the reference agents; tracegrade is installed
         capture_output=True,
         text=True,
         timeout=limit_s,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,7 @@ FLOORS: dict[str, int] = {
     "tracegrade.pytest_plugin": 10,
     "tracegrade.__main__": 10,  # `python -m tracegrade`: the entry point above the CLI
 }
+SCHEMAS = "tracegrade.schemas"  # the JSON Schemas: package data, no code
 FACADE = "tracegrade"  # the lazy facade names every floor; it imports nothing at import time
 
 
@@ -55,16 +57,25 @@ def room_of(module: str) -> str | None:
     return max(matches, key=len) if matches else None
 
 
+def package_dirs() -> dict[str, Path]:
+    """The folders the package's code comes from, as pyproject.toml maps them (`tracegrade` from
+    harness/, `tracegrade.graders` from graders/); the schemas' folder holds data, no code."""
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ]
+    return {package: ROOT / folder for package, folder in mapping.items() if package != SCHEMAS}
+
+
 def modules() -> list[tuple[str, Path]]:
     found = []
-    # harness/ is the package `tracegrade`, graders/ is `tracegrade.graders` (pyproject.toml)
-    for folder, package in (("harness", ("tracegrade",)), ("graders", ("tracegrade", "graders"))):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            if path.relative_to(ROOT / folder).parts[0] in ("graders", "schemas"):
-                continue  # the links inside harness/: graders/ is walked as its own folder
-            parts = (*package, *path.relative_to(ROOT / folder).with_suffix("").parts)
+    dirs = package_dirs()
+    for package, folder in dirs.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = (*package.split("."), *path.relative_to(folder).with_suffix("").parts)
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            found.append((name, path))
+            # a module belongs to the longest mapped package holding it (graders/ is its own)
+            if max((p for p in dirs if name == p or name.startswith(p + ".")), key=len) == package:
+                found.append((name, path))
     return found
 
 

@@ -210,8 +210,9 @@ def test_every_repository_schema_ships_in_the_package() -> None:
     for name in names:
         assert (schema_dir() / name).read_text() == (repo / name).read_text()
     pyproject = tomllib.loads((repo.parent / "pyproject.toml").read_text())
-    package_data = pyproject["tool"]["setuptools"]["package-data"]["tracegrade"]
-    assert "schemas/*.schema.json" in package_data and "py.typed" in package_data
+    package_data = pyproject["tool"]["setuptools"]["package-data"]
+    assert "*.schema.json" in package_data["tracegrade.schemas"]
+    assert "py.typed" in package_data["tracegrade"]
 
 
 json_values = st.recursive(

@@ -4,7 +4,7 @@ JSON pointer.
 
 Every source is validated; nothing here returns an empty document on a parse error. The schemas
 (Draft 2020-12) are the repository's `schema/<name>.schema.json`, shipped inside the package as
-`harness/schemas/` and read with `importlib.resources`, so an installed wheel validates exactly
+`tracegrade.schemas` and read with `importlib.resources`, so an installed wheel validates exactly
 as a checkout does. Two annotations extend them, both
 ignored by other validators so the schemas stay portable:
 
@@ -77,8 +77,8 @@ __all__ = [
 
 
 def schema_dir() -> Traversable:
-    """The folder of the packaged schemas (`harness/schemas`, the repository's `schema/`)."""
-    return resources.files("tracegrade") / "schemas"
+    """The folder of the packaged schemas (`tracegrade.schemas`: the repository's `schema/`)."""
+    return resources.files("tracegrade.schemas")
 
 
 # ------------------------------------------------------------------------------- validation
