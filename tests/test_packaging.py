@@ -27,7 +27,9 @@ def test_every_folder_of_code_is_a_listed_package():
         for init in (ROOT / folder).rglob("__init__.py"):
             parts = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join((package, *parts)))
-    assert found == set(SETUPTOOLS["packages"])
+    listed = set(SETUPTOOLS["packages"])
+    assert not found - listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
+    assert not listed - found, f"no such folder for {sorted(listed - found)}"
 
 
 def test_no_link_in_the_sources():
