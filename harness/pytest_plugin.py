@@ -55,6 +55,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="do not read or write the judge cache",
     )
+    group.addoption(
+        "--tracegrade-cassettes",
+        metavar="DIR",
+        default=None,
+        help="record and replay the agents' model calls in DIR (as `tracegrade run --cassettes`)",
+    )
+    group.addoption(
+        "--tracegrade-record-mode",
+        choices=("none", "once", "new", "all"),
+        default=None,
+        help="cassette record mode (as `tracegrade run --record-mode`; default: the config's, "
+        "else none)",
+    )
     parser.addini("tracegrade", "tracegrade config to run as test items (as --tracegrade)")
 
 
@@ -83,12 +96,16 @@ class _Session:
 
     def __init__(self, config: pytest.Config, path: Path) -> None:
         from .errors import TracegradeError
-        from .inputs.config import load_config
+        from .inputs.config import load_config, with_cassettes
 
         self.pytest_config = config
         self.path = path
         try:
-            self.config = load_config(path)
+            self.config = with_cassettes(
+                load_config(path),
+                directory=config.getoption("tracegrade_cassettes"),
+                mode=config.getoption("tracegrade_record_mode"),
+            )
             self.targets = self.config.select_targets(config.getoption("tracegrade_target"))
         except TracegradeError as exc:
             raise pytest.UsageError(f"tracegrade: {exc}") from exc
