@@ -306,3 +306,82 @@ def test_record_mode_without_cassettes_is_exit_4(tmp_path, capsys):
     path = write_project(tmp_path, questions=["rome"])
     assert main(["run", "--config", str(path), "--record-mode", "none", "--quiet"]) == 4
     assert "--record-mode needs cassettes" in capsys.readouterr().err
+
+
+# -- record_tools ---------------------------------------------------------------------------
+COUNTED_LOOKUP = """
+
+import os as _os
+
+
+@tool
+def lookup(city: str, api_token: str = "") -> str:
+    \"\"\"Look up the weather of a city.\"\"\"
+    with open(_os.environ["LOOKUPS"], "a") as f:  # the outside world, counted
+        f.write(city + "\\n")
+    return f"sunny in {city}"
+"""
+
+
+def test_record_tools_replays_the_outside_world_and_runs_the_rest(tmp_path, monkeypatch):
+    lookups = tmp_path / "lookups.txt"
+    monkeypatch.setenv("LOOKUPS", str(lookups))
+    graders = ["tool_usage_grader", "state_grader"]
+    cassettes = {"dir": "cassettes", "record_tools": ["lookup"]}
+    path = write_project(
+        tmp_path,
+        questions=["paris", "remember"],
+        target={
+            "environment": "agent.py:make_environment",
+            "graders": graders,
+            "cassettes": cassettes,
+        },
+    )
+    with (tmp_path / "agent.py").open("a") as f:
+        f.write(COUNTED_LOOKUP)
+    out = tmp_path / "r.json"
+    argv = ["run", "--config", str(path), "--quiet", "--json", str(out)]
+    assert main([*argv, "--record-mode", "once"]) == 0
+    first = json.loads(out.read_text())["questions"]
+    assert lookups.read_text() == "Paris\n"
+    paris = read_cassette(tmp_path / "cassettes" / "t" / "paris.t0.jsonl")
+    assert paris is not None
+    assert [r.tool for r in paris.recordings] == [None, "lookup", None]
+    assert paris.recordings[1].response == {"output": "sunny in Paris"}
+
+    assert main([*argv]) == 0  # the config's mode: none
+    again = json.loads(out.read_text())["questions"]
+    assert lookups.read_text() == "Paris\n"  # replayed, not called
+    assert [(q["id"], q["tool_calls"], q["composite"]) for q in again] == [
+        (q["id"], q["tool_calls"], q["composite"]) for q in first
+    ]
+    remember = next(q for q in again if q["id"] == "remember")
+    state = next(g for g in remember["graders"] if g["id"] == "state_grader")
+    assert state["passed"]  # the environment's tool ran for real: the state is there
+
+
+# -- tracegrade cassettes diff / prune ------------------------------------------------------
+def test_cassettes_diff_lists_and_prune_removes_what_no_question_uses(tmp_path, capsys):
+    path = write_project(tmp_path, questions=["paris", "rome"], target={"repeats": 2})
+    cassettes = tmp_path / "c"
+    argv = ["--config", str(path), "--cassettes", str(cassettes)]
+    assert main(["run", *argv, "--record-mode", "once", "--quiet"]) in (0, 2)
+    folder = cassettes / "t"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "paris.t0.jsonl",
+        "paris.t1.jsonl",
+        "rome.t0.jsonl",
+        "rome.t1.jsonl",
+    ]
+    # The dataset drops rome; the repeats drop to 1.
+    write_project(tmp_path, questions=["paris", "echo"], target={"repeats": 1})
+    capsys.readouterr()
+    assert main(["cassettes", "diff", *argv]) == 0
+    out = capsys.readouterr().out
+    assert "unused: paris.t1.jsonl" in out and "unused: rome.t0.jsonl" in out
+    assert "unused: rome.t1.jsonl" in out and "not recorded: echo#0" in out
+    assert "paris.t0" not in out
+    assert len(list(folder.iterdir())) == 4  # diff removes nothing
+    assert main(["cassettes", "prune", *argv]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["paris.t0.jsonl"]
+    assert main(["run", *argv, "--id", "paris", "--record-mode", "none", "--quiet"]) == 0

@@ -112,6 +112,10 @@ class ReplaySession:
     def active(self) -> Iterator[ReplaySession]:
         """Route every chat model call of this context through the session."""
         install()
+        if self.record_tools:
+            from .replay_tools import install_tools
+
+            install_tools()
         token = _session.set(self)
         try:
             yield self

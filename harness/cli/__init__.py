@@ -84,6 +84,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "judges",
     "rubrics",
     "serve",
+    "cassettes",
 )
 
 EPILOG = """\
