@@ -82,7 +82,8 @@ class ReplaySession:
     target: str = ""
     policy: RedactionPolicy = DEFAULT_POLICY
     record_tools: frozenset[str] = frozenset()
-    """Tools (by name) recorded and replayed like model calls."""
+    """Tools (by name) recorded and replayed like model calls (with
+    `tracegrade.capture.replay_tools.install_tools()` called once)."""
     misses: list[str] = field(default_factory=list)
     """Every refused call, described (the question's error)."""
     replayed: int = 0
@@ -112,10 +113,6 @@ class ReplaySession:
     def active(self) -> Iterator[ReplaySession]:
         """Route every chat model call of this context through the session."""
         install()
-        if self.record_tools:
-            from .replay_tools import install_tools
-
-            install_tools()
         token = _session.set(self)
         try:
             yield self

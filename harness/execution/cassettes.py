@@ -20,6 +20,10 @@ def open_session(plan: Any, question: Any, trial: int) -> Any:
     from ..capture.cassette import cassette_path
     from ..capture.replay import ReplaySession
 
+    if settings.record_tools:
+        from ..capture.replay_tools import install_tools
+
+        install_tools()
     return ReplaySession(
         cassette_path(settings.dir, plan.target.name, str(question.id), trial),
         settings.mode,
