@@ -3,8 +3,9 @@ question's resume script, until it answers or stops waiting on a person.
 
 LangGraph pauses a graph on `interrupt()` and hands back `__interrupt__` in the state it
 returns; `Command(resume=...)` on the same thread continues it. A graph compiled without a
-checkpointer cannot be resumed, so it gets an in-memory saver (`InMemorySaver`) for the
-question run; the thread id is fresh per question run and trial (`configurable_for`).
+checkpointer cannot be resumed, so a question run that may resume or continue it gets an
+in-memory saver (`with_checkpointer`); the thread id is fresh per question run and trial
+(`configurable_for`).
 
 A run that ends waiting on an interrupt nobody answered ends `interrupted`: a named outcome,
 never "no AI message".
@@ -64,14 +65,34 @@ class Ending:
     """The user turns sent (a conversation of `turns` or a simulated user); [] otherwise."""
 
 
-def with_checkpointer(graph: Any) -> Any:
-    """`graph` with a fresh in-memory checkpointer when it was compiled without one (a
-    per-question copy; the shared graph is left as it is), so an interrupt can be resumed."""
+def with_checkpointer(graph: Any, question: Any) -> Any:
+    """`graph` with a fresh in-memory checkpointer (a per-question copy; the shared graph is left
+    as it is) when it was compiled without one and this question run needs one: an interrupt
+    to resume (`resume:`), later turns on the same thread (`turns`, a simulated `user`), or
+    pauses the graph only makes with a checkpointer (`interrupt_before`/`interrupt_after`).
+    Otherwise the graph runs as compiled: an unanswered `interrupt()` still surfaces, and
+    nothing is serialized. The saver keeps what msgpack cannot hold (ints past 64 bits, deep
+    nesting) by pickle, in memory, so such state never fails only under tracegrade."""
     if getattr(graph, "checkpointer", "absent") is not None or not hasattr(graph, "copy"):
         return graph  # has its own (or is not a compiled LangGraph graph)
+    if not _needs_checkpointer(graph, question):
+        return graph
     from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    return graph.copy(update={"checkpointer": InMemorySaver()})
+    saver = InMemorySaver(serde=JsonPlusSerializer(pickle_fallback=True))
+    return graph.copy(update={"checkpointer": saver})
+
+
+def _needs_checkpointer(graph: Any, question: Any) -> bool:
+    if getattr(graph, "interrupt_before_nodes", None) or getattr(
+        graph, "interrupt_after_nodes", None
+    ):
+        return True
+    if getattr(question, "resume", None) or getattr(question, "user", None) is not None:
+        return True
+    turns = question.user_turns() if hasattr(question, "user_turns") else ()
+    return len(turns) > 0
 
 
 def outcome_expected(row: Mapping[str, Any], outcome: str) -> bool:

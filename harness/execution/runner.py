@@ -201,7 +201,7 @@ async def _invoke(
             recorder.set_answer(text)
             return text, [*messages, reply], None, None
         ending = await arun_conversation(
-            with_checkpointer(runnable),
+            with_checkpointer(runnable, question),
             question,
             messages,
             config,
