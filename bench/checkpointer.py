@@ -33,7 +33,7 @@ INPUTS = {"messages": [{"role": "user", "content": "Is 2026-12-03 at 10:00 still
 class Resumable:
     """A question with a `resume:` script: the kind that gets the saver."""
 
-    resume = ["yes"]
+    resume = ("yes",)
     user = None
 
     def user_turns(self) -> list:
