@@ -16,7 +16,7 @@ from tracegrade.execution.conversation import with_checkpointer
 from tracegrade.execution.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 
-AGENT = '''
+AGENT = """
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -76,7 +76,7 @@ def build_asking():
 
 def build_paused():
     return _graph(False, interrupt_before=["answer"])
-'''
+"""
 
 BALANCE = str(2**70)
 
