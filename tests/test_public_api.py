@@ -23,6 +23,8 @@ def test_all_is_sorted_unique_and_every_name_resolves(package):
 
 
 def test_graders_namespace_holds_exactly_all():
+    for name in graders.__all__:  # the facade is lazy: resolve every name, whatever ran before
+        getattr(graders, name)
     public = {
         name
         for name, value in vars(graders).items()
