@@ -163,8 +163,36 @@ def test_targets_prints_the_effective_gate_and_each_bar(tmp_path, capsys):
     )
 
 
+def _as_before_the_safe_defaults(run_dir: Path) -> None:
+    """Rewrite a run's identity as a release before the safe defaults recorded it: the graders
+    that observe actions, unsaid in the config, were not must-pass."""
+    path = run_dir / "identity.json"
+    identity = json.loads(path.read_text())
+    for target in identity["targets"].values():
+        for spec in target["graders"]:
+            if spec["observes_actions"]:
+                spec["must_pass"] = False
+    path.write_text(json.dumps(identity))
+
+
+def test_a_new_users_copy_of_the_readme_config_gets_no_changed_defaults_notice(tmp_path, capsys):
+    # issue 45 item 23: someone who copied the README's config never knew the old defaults;
+    # "would have passed before ... write must_pass" reads to them as "your config is
+    # incomplete". The failure itself is said, with its reasons, as for any failing run.
+    path = project(tmp_path / "broken", BROKEN_SHOP, DATASET)
+    assert main(["run", "--config", str(path), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "notice:" not in captured.err and "safe defaults" not in captured.err
+    assert "gate: FAILED" in captured.out
+
+
 def test_a_verdict_the_changed_defaults_decided_gets_a_one_line_notice(tmp_path, capsys):
     path = project(tmp_path / "broken", BROKEN_SHOP, DATASET)
+    assert main(["run", "--config", str(path), "--quiet"]) == 2
+    capsys.readouterr()
+    # the same config ran before, under the old defaults: now the change decided its verdict
+    (before,) = (tmp_path / "broken" / "runs").iterdir()
+    _as_before_the_safe_defaults(before)
     assert main(["run", "--config", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err
     notices = [line for line in err.splitlines() if line.startswith("notice:")]

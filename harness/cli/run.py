@@ -232,11 +232,18 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
 
 def _print_changed_defaults(config: Any, outcome: Any) -> None:
     """A one-line notice per target whose verdict the safe defaults decided (stderr, last)."""
-    from ..execution.grading import changed_defaults_notice
+    from ..execution.defaults_notice import changed_defaults_notice
+
+    def earlier() -> list[dict[str, Any]]:  # read only when a notice could be due
+        from ..rundir.history import earlier_identities
+
+        return earlier_identities(config.runs_dir, but=outcome.run_id)
 
     for result in outcome.targets:
         target = config.targets.get(result.target)
-        notice = changed_defaults_notice(target, result) if target is not None else None
+        notice = (
+            changed_defaults_notice(target, result, earlier=earlier) if target is not None else None
+        )
         if notice:
             print(notice, file=sys.stderr)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..abandon import in_daemon_thread
-from ..errors import ConfigError, InputError, RubricError
-from ..graders.base import Attachment, Grader, GraderServices, gates_by_default, with_safe_defaults
+from ..errors import ConfigError, RubricError
+from ..graders.base import Attachment, Grader, GraderServices, with_safe_defaults
 from ..inputs.config import GraderEntry
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
@@ -39,7 +39,6 @@ __all__ = [
     "attach_from_specs",
     "attach_graders",
     "build_services",
-    "changed_defaults_notice",
     "criteria_with_rubric",
     "grading_deadline",
     "target_policy",
@@ -238,63 +237,6 @@ def _entry_of(stored: Mapping[str, Any]) -> GraderEntry:
     counts = {k: stored[k] for k in GraderSpec.model_fields if stored.get(k) is not None}
     return GraderEntry(
         id=stored["id"], spec=GraderSpec(**counts), options=dict(stored.get("options") or {})
-    )
-
-
-def changed_defaults_notice(target: Any, result: Any, *, registry: Any = None) -> str | None:
-    """One line when the safe defaults decided this target's verdict: it failed, it leaves to
-    a default what changed (a grader that observes actions became must-pass at its full score;
-    the gate's `min_pass_rate` became 1), and under the old defaults it would have passed.
-    Names what it relies on and how to choose; None otherwise (a verdict they did not change
-    needs no notice). `result` is the target's `TargetResult`."""
-    from dataclasses import replace
-
-    from ..verdicts.gate import evaluate_gate
-
-    if result.verdict.exit_code != 2:
-        return None
-    if registry is None:
-        from ..graders.registry import load_registry
-
-        registry = load_registry()
-    relied = []
-    for entry in target.graders:
-        try:
-            cls = registry.get(entry.id)
-        except InputError:  # an unknown id is the pre-flight's error to report, not ours
-            continue
-        written = entry.spec.model_fields_set
-        if "must_pass" not in written and gates_by_default(cls):
-            relied.append((entry.id, "threshold" not in written))
-    pass_rate_default = "min_pass_rate" not in (target.raw.get("gate") or {})
-    if not relied and not pass_rate_default:
-        return None
-    by_id = dict(relied)
-
-    def old_spec(g: Any) -> Any:
-        values = {**g.spec.model_dump(), "must_pass": False}
-        if by_id[g.grader_id]:
-            values["threshold"] = 0.0
-        return g.model_copy(update={"spec": GraderSpec(**values)})
-
-    old_questions = [
-        replace(q, graders=[old_spec(g) if g.grader_id in by_id else g for g in q.graders])
-        for q in result.questions
-    ]
-    old_gate = replace(target.gate, min_pass_rate=None) if pass_rate_default else target.gate
-    must_pass = sorted({g.grader_id for q in old_questions for g in q.graders if g.must_pass})
-    if evaluate_gate(old_questions, old_gate, must_pass=must_pass).exit_code != 0:
-        return None
-    parts = []
-    if relied:
-        names = " and ".join(gid for gid, _ in relied)
-        parts.append(f"{names} must pass at full score (they observe actions)")
-    if pass_rate_default:
-        parts.append("the gate fails on any failing question (min_pass_rate 1)")
-    return (
-        f"notice: target {target.name} failed under the safe defaults, which its config leaves "
-        f"unsaid and which it would have passed before: {'; '.join(parts)}. Write must_pass, "
-        "threshold or gate.min_pass_rate to choose (docs/running.md, Safe defaults)."
     )
 
 

@@ -28,6 +28,7 @@ from .verdict import decide_run
 __all__ = [
     "RunSummary",
     "StoredRun",
+    "earlier_identities",
     "list_runs",
     "load_comparable",
     "load_outcome",
@@ -192,6 +193,26 @@ def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSumm
         reverse=True,
     )
     return (runs[:limit] if limit else runs), problems
+
+
+def earlier_identities(runs_dir: Path, *, but: str, limit: int = 200) -> list[dict[str, Any]]:
+    """The identities of the runs in `runs_dir` other than run `but`, newest first (at most
+    `limit`; an unreadable one is skipped: this is history, not a verdict)."""
+    import json
+
+    from .identity import IDENTITY_FILE
+
+    found = []
+    try:
+        dirs = sorted((p for p in Path(runs_dir).iterdir() if p.name != but), reverse=True)
+    except OSError:
+        return []
+    for run_dir in dirs[:limit]:
+        try:
+            found.append(json.loads((run_dir / IDENTITY_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def tool_calls_of(run_dir: Path, target: str) -> dict[tuple[str, int], list[ToolCallResult]]:
