@@ -78,8 +78,14 @@ class ScriptedChatModel(BaseChatModel):
         return {"model_name": self.model_name}
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any):
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
         names = tuple(getattr(t, "name", None) or getattr(t, "__name__", str(t)) for t in tools)
-        return self.model_copy(update={"bound_tools": names})
+        # As a real chat model binds them: the tools' schemas in every call's invocation
+        # parameters, where callbacks (tracegrade's recorder) see what the model was offered.
+        return self.model_copy(update={"bound_tools": names}).bind(
+            tools=[convert_to_openai_tool(t) for t in tools]
+        )
 
     # -- choosing the turn ----------------------------------------------------------------
     def _turns_for(self, messages: list[BaseMessage]) -> Sequence[Turn]:

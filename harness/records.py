@@ -15,6 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .graph_path import NodeRun
+from .toolspec import ToolSpec
+
 __all__ = [
     "GradeResult",
     "GraderSpec",
@@ -154,7 +157,16 @@ class ToolRecord(Sequence[ToolCall]):
     `None` (and by `tool_calls` missing from a grader's context), never by an empty record.
     """
 
-    __slots__ = ("_calls", "complete", "interruptions", "problems", "turn_starts")
+    __slots__ = (
+        "_calls",
+        "answer_ns",
+        "complete",
+        "interruptions",
+        "nodes",
+        "offered",
+        "problems",
+        "turn_starts",
+    )
 
     def __init__(
         self,
@@ -164,6 +176,9 @@ class ToolRecord(Sequence[ToolCall]):
         problems: Sequence[str] = (),
         interruptions: Sequence[Interruption] = (),
         turn_starts: Sequence[int] = (),
+        nodes: Sequence[NodeRun] = (),
+        offered: Sequence[ToolSpec] | None = None,
+        answer_ns: int | None = None,
     ) -> None:
         self._calls: tuple[ToolCall, ...] = tuple(sorted(calls, key=lambda c: c.seq))
         self.complete = complete
@@ -176,6 +191,15 @@ class ToolRecord(Sequence[ToolCall]):
         """Every `interrupt()` the graph paused on, in the order raised."""
         self.turn_starts: tuple[int, ...] = tuple(turn_starts)
         """When each user turn of a conversation was sent (epoch ns); () for one message."""
+        self.nodes: tuple[NodeRun, ...] = tuple(nodes)
+        """The path through the graph: every node run, in start order (() when the agent is
+        not a LangGraph graph, or the trace did not say)."""
+        self.offered: tuple[ToolSpec, ...] | None = None if offered is None else tuple(offered)
+        """The tools the agent's models were offered (name, description, argument schema);
+        None when unknown (no model call declared its tools), never () for unknown."""
+        self.answer_ns: int | None = answer_ns
+        """When the final answer was given (the last model turn, of any agent, that requested
+        no tool ended), epoch ns; None when unknown."""
 
     def turn(self, index: int) -> ToolRecord:
         """The calls and interruptions of user turn `index` of a conversation: those that
@@ -187,6 +211,8 @@ class ToolRecord(Sequence[ToolCall]):
             complete=self.complete,
             problems=self.problems,
             interruptions=[i for i in self.interruptions if low <= i.start_ns < high],
+            nodes=[n for n in self.nodes if low <= n.start_ns < high],
+            offered=self.offered,
         )
 
     @property
@@ -213,6 +239,9 @@ class ToolRecord(Sequence[ToolCall]):
                 and self.complete == other.complete
                 and self.interruptions == other.interruptions
                 and self.turn_starts == other.turn_starts
+                and self.nodes == other.nodes
+                and self.offered == other.offered
+                and self.answer_ns == other.answer_ns
             )
         return NotImplemented
 

@@ -102,6 +102,18 @@ TG_RECORD_PROBLEMS = "tracegrade.record.problems"
 TG_TURN_STARTS = "tracegrade.turn_starts"
 """On the question span of a conversation: when each user turn was sent (epoch ns)."""
 
+TG_NODE = "tracegrade.node"
+"""On a tool span: the graph node (task) the tool ran in."""
+TG_NODES = "tracegrade.nodes"
+"""On the question span: the path through the graph, every node run as JSON
+(`tracegrade.graph_path.encode_nodes`)."""
+TG_TOOLS = "tracegrade.tools"
+"""On the question span: the tools the agent's models were offered, as JSON
+(`tracegrade.toolspec.encode_specs`)."""
+TG_ANSWER_NS = "tracegrade.answer_ns"
+"""On the question span: when the final answer (the last model turn, of any agent, that
+requested no tool) ended, epoch ns."""
+
 TG_INTERRUPT_VALUE = "tracegrade.interrupt.value"
 """JSON: the payload passed to `interrupt()` (redacted like tool arguments)."""
 TG_INTERRUPT_ID = "tracegrade.interrupt.id"
@@ -175,6 +187,7 @@ STRUCTURAL_ATTRIBUTES: frozenset[str] = frozenset(
         TG_INTERRUPT_NODE,
         TG_INTERRUPT_TOOL,
         TG_INTERRUPT_CALL_ID,
+        TG_NODE,
     }
 )
 

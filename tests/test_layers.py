@@ -16,6 +16,8 @@ FLOORS: dict[str, int] = {
     "tracegrade.errors": 1,
     "tracegrade.records": 1,
     "tracegrade.canonical": 1,
+    "tracegrade.graph_path": 1,
+    "tracegrade.toolspec": 1,
     "tracegrade.redaction": 1,
     "tracegrade.semconv": 1,
     "tracegrade.environment": 1,

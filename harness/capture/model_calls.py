@@ -19,8 +19,10 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import semconv as sc
+from ..graph_path import NodeRun
 from ..records import ToolRecord
 from ..redaction import truncate
+from ..toolspec import ToolSpec, tool_spec
 from ..usage import ModelCall, model_call
 from .cassette import REPLAYED
 from .reconcile import (
@@ -29,9 +31,11 @@ from .reconcile import (
 from .spans import LiteSpan, SpanSink
 from .state import (
     InterruptState,
+    NodeState,
     RunState,
     ToolState,
 )
+from .tracefile import graph_attributes
 
 __all__ = ["ModelCallRecorder"]
 
@@ -96,6 +100,11 @@ class ModelCallRecorder(BaseCallbackHandler):
         self.model_calls: list[ModelCall] = []
         """Each chat model call with the usage it reported (None counts: unknown) and its
         latency, in the order they ended."""
+        self._nodes: list[NodeState] = []
+        self._invocations = 0
+        self._offered: dict[tuple[str, str], ToolSpec] = {}
+        self._offered_seen: set[tuple[str, int]] = set()
+        self._answer_ns: int | None = None
 
     @property
     def _ended(self) -> bool:
@@ -191,6 +200,9 @@ class ModelCallRecorder(BaseCallbackHandler):
                 attributes[sc.OI_INPUT_MIME_TYPE] = sc.MIME_JSON
             if agent is not None:
                 attributes[sc.TG_AGENT] = agent.name
+                tools = params.get("tools")
+                if tools:
+                    self._offer(agent.name, tools)
             run.span = self._start(
                 f"{sc.SPAN_CHAT} {run.name}", run.parent_span, attributes, kind=SpanKind.CLIENT
             )
@@ -224,6 +236,9 @@ class ModelCallRecorder(BaseCallbackHandler):
                     if usage:
                         self._set_usage(run.span, usage)
                     agent = run.agent
+                    if not getattr(message, "tool_calls", None):
+                        # The last model turn, of any agent, that asked for no tool: the answer.
+                        self._answer_ns = time.time_ns()
                     if agent is not None:
                         turn = self._turns.get(agent.name, 0)
                         self._turns[agent.name] = turn + 1
@@ -240,6 +255,33 @@ class ModelCallRecorder(BaseCallbackHandler):
                 run.span.end()
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_llm_end", exc)
+
+    # -- the tools offered, the path through the graph -----------------------------------
+    def _offer(self, agent: str, tools: Any) -> None:
+        """The tools a model of `agent` was bound to. A binding passes the same list object
+        on every call, so each list is read once (called under the lock)."""
+        key = (agent, id(tools))
+        if key in self._offered_seen:
+            return
+        self._offered_seen.add(key)
+        for raw in tools if isinstance(tools, list | tuple) else ():
+            spec = tool_spec(raw, agent)
+            if spec is not None:
+                self._offered[(agent, spec.name)] = spec
+
+    def _offered_specs(self) -> tuple[ToolSpec, ...] | None:
+        return tuple(self._offered.values()) if self._offered_seen else None
+
+    def _node_runs(self) -> tuple[NodeRun, ...]:
+        ordered = sorted(self._nodes, key=lambda n: n.start_ns)
+        return tuple(n.freeze(i, self.agent_name) for i, n in enumerate(ordered))
+
+    def _graph_attributes(self, span: Any) -> None:
+        """The question span carries the path, the offered tools and the answer time, so a
+        trace file or a backend holds what the record holds."""
+        facts = graph_attributes(self._node_runs(), self._offered_specs(), self._answer_ns)
+        for key, value in facts.items():
+            span.set_attribute(key, value)
 
     @staticmethod
     def _set_usage(span: LiteSpan, usage: Any) -> None:

@@ -41,6 +41,7 @@ from .spans import LiteSpan
 from .state import (
     AgentState,
     InterruptState,
+    NodeState,
     RunState,
     ToolState,
     finish_tool,
@@ -127,6 +128,9 @@ class Recorder(ModelCallRecorder):
                 problems=tuple(self.problems),
                 interruptions=interruptions,
                 turn_starts=self._turn_starts,
+                nodes=self._node_runs(),
+                offered=self._offered_specs(),
+                answer_ns=self._answer_ns,
             )
             return self._record
 
@@ -169,6 +173,7 @@ class Recorder(ModelCallRecorder):
                 span.set_attribute(sc.TG_TURN_STARTS, list(self._turn_starts))
             if self.problems:
                 span.set_attribute(sc.TG_RECORD_PROBLEMS, list(self.problems))
+            self._graph_attributes(span)
             span.end()
 
     # -- failure collection --------------------------------------------------------------
@@ -213,6 +218,7 @@ class Recorder(ModelCallRecorder):
                     if parent_run_id is None:
                         if isinstance(inputs, Command) and inputs.resume is not None:
                             self._answered(inputs.resume)
+                        self._invocations += 1
                         self._new_agent(run, self.agent_name, 0)
                 return
             is_task = False
@@ -228,7 +234,13 @@ class Recorder(ModelCallRecorder):
                         self._new_agent(parent, parent.name, depth)
             run = RunState(name, parent.agent, parent.parent_span, inputs)
             run.is_task = is_task
-            run.node = name if is_task else parent.node
+            if is_task:
+                run.node = name
+                node = NodeState(name, metadata, parent.agent, self._invocations - 1, run.start_ns)
+                run.node_run = node
+                self._nodes.append(node)  # list.append: atomic under the GIL
+            else:
+                run.node = parent.node
             self._runs[run_id.int] = run
         except Exception as exc:  # isolation point: collected, never raised into the run
             self._collect("on_chain_start", exc)
@@ -238,6 +250,8 @@ class Recorder(ModelCallRecorder):
             run = self._runs.pop(run_id.int, None)
             if run is None:
                 return
+            if run.node_run is not None:
+                run.node_run.end_ns = time.time_ns()
             if run.is_task and outputs is not None:
                 errors = [
                     m
@@ -262,6 +276,11 @@ class Recorder(ModelCallRecorder):
         try:
             with self._lock:
                 run = self._runs.pop(run_id.int, None)
+                if run is not None and run.node_run is not None:
+                    run.node_run.end_ns = time.time_ns()
+                    run.node_run.outcome = (
+                        "interrupted" if isinstance(error, GraphInterrupt) else "error"
+                    )
                 if run is not None and isinstance(error, GraphInterrupt):
                     self._interrupted(error, run)
                 if run is None or not run.is_agent:
@@ -306,6 +325,7 @@ class Recorder(ModelCallRecorder):
                     tool.model_turn = tool.index_in_turn = None
                 tool.agent = agent.name if agent is not None else self.agent_name
                 tool.depth = agent.depth if agent is not None else 0
+                tool.node = parent.node if parent is not None else None
                 tool.outcome = None
                 tool.error_type = None
                 tool.result = None
@@ -437,6 +457,7 @@ class Recorder(ModelCallRecorder):
                     None,
                 )
             tool.name, tool.arguments, tool.agent, tool.depth = requested[:4]
+            tool.node = None
             tool.model_turn, tool.index_in_turn = requested[4], requested[5]
             tool.start_ns = time.time_ns()
             parent = agent.span if agent is not None else self._question
@@ -488,3 +509,7 @@ class Recorder(ModelCallRecorder):
         for pending in self._interrupts.values():
             if pending.end_ns == 0:
                 pending.finish(resumed=False)
+        for node in self._nodes:
+            if node.end_ns == 0:
+                node.end_ns = time.time_ns()
+                node.outcome = "cancelled"

@@ -11,6 +11,7 @@ from typing import Any, cast
 from opentelemetry.trace import Status, StatusCode
 
 from .. import semconv as sc
+from ..graph_path import NodeRun, namespace_of
 from ..records import Interruption, Outcome, ToolCall
 from .reconcile import encode_result
 
@@ -18,6 +19,7 @@ __all__ = [
     "ERROR_MESSAGE_CHARS",
     "AgentState",
     "InterruptState",
+    "NodeState",
     "RunState",
     "ToolState",
     "finish_tool",
@@ -51,6 +53,7 @@ class RunState:
         "is_task",
         "name",
         "node",
+        "node_run",
         "parent_span",
         "span",
         "start_ns",
@@ -69,6 +72,8 @@ class RunState:
         self.is_task = False
         self.node: str | None = None
         """The graph node (task) this run belongs to: its own name for a task."""
+        self.node_run: NodeState | None = None
+        """For a task: its entry in the path through the graph."""
         self.span: Any = None
         self.tool: ToolState | None = None
 
@@ -88,6 +93,7 @@ class ToolState:
     index_in_turn: int | None
     model_turn: int | None
     name: str
+    node: str | None
     outcome: Outcome | None
     result: Any
     seq: int
@@ -105,6 +111,7 @@ class ToolState:
         "index_in_turn",
         "model_turn",
         "name",
+        "node",
         "outcome",
         "result",
         "seq",
@@ -112,6 +119,40 @@ class ToolState:
         "start_ns",
         "world",
     )
+
+
+class NodeState:
+    """A graph node (task) in flight or finished, before it becomes a frozen NodeRun."""
+
+    __slots__ = ("agent", "end_ns", "invocation", "name", "ns", "outcome", "start_ns")
+
+    def __init__(
+        self, name: str, metadata: Any, agent: AgentState | None, invocation: int, start_ns: int
+    ) -> None:
+        self.name = name
+        self.ns = metadata  # the raw metadata: read only at seal, off the hot path
+        self.agent = agent
+        self.invocation = invocation
+        self.start_ns = start_ns
+        self.end_ns = 0
+        self.outcome = "ok"
+
+    def freeze(self, seq: int, top_agent: str) -> NodeRun:
+        meta = self.ns if isinstance(self.ns, dict) else {}
+        step = meta.get("langgraph_step")
+        agent = self.agent
+        return NodeRun(
+            seq=seq,
+            name=str(meta.get("langgraph_node") or self.name),
+            namespace=namespace_of(meta.get("checkpoint_ns")),
+            step=step if isinstance(step, int) else None,
+            invocation=self.invocation,
+            agent=agent.name if agent is not None else top_agent,
+            depth=agent.depth if agent is not None else 0,
+            start_ns=self.start_ns,
+            end_ns=self.end_ns,
+            outcome=self.outcome,
+        )
 
 
 def tool_attributes(tool: ToolState) -> dict[str, Any]:
@@ -135,6 +176,8 @@ def tool_attributes(tool: ToolState) -> dict[str, Any]:
         attributes[sc.GEN_AI_TOOL_CALL_ID] = tool.call_id
         attributes[sc.OI_TOOL_ID] = tool.call_id
         attributes[sc.OI_TOOL_CALL_ID] = tool.call_id
+    if tool.node is not None:
+        attributes[sc.TG_NODE] = tool.node
     if tool.model_turn is not None:
         attributes[sc.TG_MODEL_TURN] = tool.model_turn
         attributes[sc.TG_INDEX_IN_TURN] = tool.index_in_turn

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .. import semconv as sc
 from ..errors import InputError
+from ..graph_path import NodeRun, decode_nodes, encode_nodes
 from ..records import (
     Interruption,
     Outcome,
@@ -31,6 +32,7 @@ from ..records import (
     finalize_interruptions,
 )
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from ..toolspec import ToolSpec, decode_specs, encode_specs
 
 __all__ = [
     "QuestionRunKey",
@@ -424,7 +426,7 @@ def read_records(
 
 def _read_span(
     span: dict,
-    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...]]],
+    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...], dict]],
     calls: dict[str, list[ToolCall]],
     interrupts: dict[str, list[Interruption]],
 ) -> None:
@@ -445,7 +447,7 @@ def _read_span(
             problems = tuple(attrs.get(sc.TG_RECORD_PROBLEMS) or ())
             complete = bool(attrs.get(sc.TG_RECORD_COMPLETE, False))
             turns = tuple(int(t) for t in attrs.get(sc.TG_TURN_STARTS) or ())
-            questions[key] = (start, trace_id, complete, problems, turns)
+            questions[key] = (start, trace_id, complete, problems, turns, graph_facts(attrs))
     elif attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
         calls.setdefault(trace_id, []).append(_tool_call(span, attrs))
     elif span.get("name") == sc.SPAN_INTERRUPT:
@@ -501,7 +503,9 @@ def read_question_runs(
     question span was in it. Each skipped line is described in `unreadable` when a list is given.
     """
     path = Path(path)
-    questions: dict[QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...]]] = {}
+    questions: dict[
+        QuestionRunKey, tuple[int, str, bool, tuple[str, ...], tuple[int, ...], dict]
+    ] = {}
     calls: dict[str, list[ToolCall]] = {}
     interrupts: dict[str, list[Interruption]] = {}
     broken: dict[int, set[str]] = {}
@@ -527,7 +531,7 @@ def read_question_runs(
     if unreadable is not None:
         unreadable += [f"{path}:{n}: not an OTLP JSON line; skipped" for n in sorted(broken)]
     out = {}
-    for key, (_start, trace_id, complete, problems, turns) in questions.items():
+    for key, (_start, trace_id, complete, problems, turns, facts) in questions.items():
         lost = damaged.get(trace_id.lower())
         if lost:
             where = ", ".join(map(str, lost))
@@ -540,5 +544,31 @@ def read_question_runs(
             problems=problems,
             interruptions=finalize_interruptions(interrupts.get(trace_id, ()), final),
             turn_starts=turns,
+            **facts,
         )
     return out
+
+
+def graph_attributes(
+    nodes: Sequence[NodeRun], offered: Sequence[ToolSpec] | None, answer_ns: int | None
+) -> dict[str, Any]:
+    """The question span's attributes for what `graph_facts` reads back (absent ones left out)."""
+    out: dict[str, Any] = {}
+    if nodes:
+        out[sc.TG_NODES] = encode_nodes(nodes)
+    if offered is not None:
+        out[sc.TG_TOOLS] = encode_specs(offered)
+    if answer_ns is not None:
+        out[sc.TG_ANSWER_NS] = answer_ns
+    return out
+
+
+def graph_facts(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """What a question span says beyond the calls: the path through the graph, the tools
+    offered, when the answer was given (`ToolRecord`'s keyword arguments)."""
+    answer = attrs.get(sc.TG_ANSWER_NS)
+    return {
+        "nodes": decode_nodes(attrs.get(sc.TG_NODES)),
+        "offered": decode_specs(attrs[sc.TG_TOOLS]) if sc.TG_TOOLS in attrs else None,
+        "answer_ns": int(answer) if answer is not None else None,
+    }

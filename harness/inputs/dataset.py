@@ -28,6 +28,7 @@ from pydantic import (
 
 from ..errors import DatasetError, InputError, suggest
 from ..world import ToolOverride
+from .checks import check_checks, check_claims, check_nodes
 from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
 from .expected_tool import ExpectedTool, NonBlank
 from .sourcefile import (
@@ -171,6 +172,12 @@ class Question(BaseModel):
     trajectory: dict[str, Any] | None = None
     """Assertions about the whole run (match mode, argument matchers, forbid, only, count,
     max_calls), graded by trajectory_grader; checked by `trajectory_problems`."""
+    checks: bool | dict[str, Any] | None = None
+    """The record checks that need no expected answer (record_checks); `checks_problems`."""
+    claims: dict[str, Any] | None = None
+    """RE2 pattern -> the tool(s) whose successful call backs that claim (claims_grader)."""
+    nodes: dict[str, Any] | None = None
+    """The path through the graph (nodes_grader): match mode and path or steps."""
     rubric_ref: Annotated[str, Field(pattern=RUBRIC_REF_PATTERN)] | None = None
     """`rubric/<id>@<version>`: a shared rubric."""
     configurable: dict[str, Any] | None = None
@@ -221,6 +228,21 @@ class Question(BaseModel):
     @classmethod
     def _trajectory_well_formed(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return check_trajectory(value)
+
+    @field_validator("checks")
+    @classmethod
+    def _checks_well_formed(cls, value: Any) -> Any:
+        return check_checks(value)
+
+    @field_validator("claims")
+    @classmethod
+    def _claims_well_formed(cls, value: Any) -> Any:
+        return check_claims(value)
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes_well_formed(cls, value: Any) -> Any:
+        return check_nodes(value)
 
     @field_validator("expected_facts")
     @classmethod

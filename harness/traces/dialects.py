@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
+from .graph_facts import openinference_facts, question_span_facts
 from .spans import Span
 
 __all__ = ["DIALECTS", "AgentTrace", "agent_trace", "dialect_of"]
@@ -87,8 +88,11 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
         problems.insert(0, "the trace's root span is missing")
     if dialect == "openinference":
         calls, user, answer = _openinference(spans, by_id)
+        graphs = _oi_graphs(spans, by_id)
+        facts = openinference_facts(spans, by_id, _metadata, lambda s: _oi_agent(s, by_id, graphs))
     else:
         calls, user, answer = _genai(spans, by_id)
+        facts = question_span_facts(spans)
     complete = not problems
     if dialect == "tracegrade":
         question = next(s for s in spans if s.name == sc.SPAN_QUESTION)
@@ -104,7 +108,9 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
     return AgentTrace(
         trace_id=root.trace_id,
         dialect=dialect,
-        record=ToolRecord(finalize_calls(calls), complete=complete, problems=tuple(problems)),
+        record=ToolRecord(
+            finalize_calls(calls), complete=complete, problems=tuple(problems), **facts
+        ),
         question_id=_first_attribute(spans, root, (sc.TG_QUESTION_ID, sc.AGENTEVALS_CASE_ID)),
         conversation_id=_first_attribute(spans, root, (sc.GEN_AI_CONVERSATION_ID, _OI_SESSION_ID)),
         user_message=user,
@@ -471,7 +477,7 @@ def _openinference(
                     s.end_ns,
                 )
             )
-        if depth == 0:
+        if not found:  # a turn that asked for no tool: the last such one (any agent) answers
             answer = str(s.attributes.get("llm.output_messages.0.message.content", "") or "")
     calls: list[ToolCall] = []
     for s in ordered:

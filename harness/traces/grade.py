@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .. import semconv as sc
-from ..capture.tracefile import redacted_attributes
+from ..capture.tracefile import graph_attributes, redacted_attributes
 from ..errors import EvaluationError, NothingToRunError
 from ..execution.lifecycle import decided
 from ..execution.loops import run_without_loop
@@ -94,6 +94,7 @@ def record_line(
         sc.OI_INPUT_VALUE: trace.user_message,
         sc.OI_OUTPUT_VALUE: trace.answer,
         sc.TG_SOURCE_DIALECT: trace.dialect,
+        **graph_attributes(record.nodes, record.offered, record.answer_ns),
     }
     spans = [
         {
