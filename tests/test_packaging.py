@@ -48,3 +48,16 @@ def test_the_sdist_carries_the_test_suite():
     manifest = (ROOT / "MANIFEST.in").read_text().split()
     for folder in ("harness", "graders", "schema", "tests", "examples", "agents"):
         assert folder in manifest
+
+
+def test_the_license_file_is_the_license_pyproject_names():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == {"text": "MIT"}
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    # the sdist ships them beside the code
+    include = next(
+        line
+        for line in (ROOT / "MANIFEST.in").read_text().splitlines()
+        if line.startswith("include ")
+    )
+    assert {"LICENSE", "CHANGELOG.md", "CONTRIBUTING.md"} <= set(include.split())
