@@ -32,6 +32,17 @@ GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 """One question run (run, target, question, trial): `conversation_id()`. Backends group a
 session by it, so it must never repeat across runs, targets or trials; the question id has its
 own attribute (`TG_QUESTION_ID`, `AGENTEVALS_CASE_ID`)."""
+# What an evaluator concluded about a span (GenAI conventions, Development): one event per
+# grade on the span it judged.
+GEN_AI_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+TG_EVALUATION_KIND = "tracegrade.evaluation.kind"
+"""`code` (a deterministic grader), `llm` (a judge) or `human` (a person's label)."""
+TG_EVALUATION_GRADING = "tracegrade.evaluation.grading"
+"""Which grading of the run the grade belongs to (1 the run's own, 2+ a re-grade)."""
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 """JSON: the messages an agent was invoked with, in the GenAI structured form (role, parts)."""
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"

@@ -2,8 +2,10 @@
 # Set up everything the tests need and run the whole suite: a .venv in the checkout (from
 # nothing), Debian's chromium for the browser tests of the HTML report (installed with apt-get
 # when missing and this user can install packages; checked first, so a machine without it stops
-# here, not minutes into the run), then lint, types (mypy over the package `tracegrade`, its
-# harness/ and graders/ as the editable install links them; configured in pyproject.toml), then pytest on every core (`-n auto`, pytest-xdist).
+# here, not minutes into the run), Phoenix in .venv-phoenix (the annotation tests start a real
+# one on loopback), then lint, types (mypy over the package `tracegrade`, its harness/ and
+# graders/ as the editable install links them; configured in pyproject.toml), then pytest on
+# every core (`-n auto`, pytest-xdist).
 # This is the README's test command and what CI (.ci/run) calls. Arguments go to pytest; give
 # `-n N` (or `-p no:xdist`) to choose the workers yourself.
 set -euo pipefail
@@ -32,6 +34,13 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,ray]'
+# A real Phoenix for the annotation tests (tests/phoenix_server.py). It pins its own
+# dependencies, so it gets an environment of its own; tracegrade never imports it.
+if [ ! -x .venv-phoenix/bin/python ] || ! .venv-phoenix/bin/python -c 'import phoenix' 2>/dev/null; then
+  echo "==> installing arize-phoenix into .venv-phoenix (the Phoenix annotation tests start it)"
+  python3 -m venv .venv-phoenix
+  .venv-phoenix/bin/python -m pip install -q --disable-pip-version-check 'arize-phoenix==20.26.1'
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy

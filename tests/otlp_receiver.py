@@ -38,6 +38,8 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     status_code: int
     resource: dict[str, Any] = field(default_factory=dict)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(name, attributes) of each span event, in order."""
 
 
 def _value(v: Any) -> Any:
@@ -124,6 +126,10 @@ class OtlpReceiver:
                                 attributes={kv.key: _value(kv.value) for kv in s.attributes},
                                 status_code=s.status.code,
                                 resource=resource,
+                                events=[
+                                    (e.name, {kv.key: _value(kv.value) for kv in e.attributes})
+                                    for e in s.events
+                                ],
                             )
                         )
         return out
@@ -161,6 +167,16 @@ def _json_spans(data: dict[str, Any]) -> list[ReceivedSpan]:
                         },
                         status_code=s.get("status", {}).get("code", 0),
                         resource=resource,
+                        events=[
+                            (
+                                e["name"],
+                                {
+                                    kv["key"]: _json_value(kv["value"])
+                                    for kv in e.get("attributes", [])
+                                },
+                            )
+                            for e in s.get("events", [])
+                        ],
                     )
                 )
     return out

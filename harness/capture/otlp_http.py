@@ -10,10 +10,12 @@ one place where OTLP/JSON departs from it: trace and span ids are hex, not base6
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +140,17 @@ def _post(
     return False, describe_response(response, endpoint), False
 
 
-def _redact_line(line: str, *, project: str | None, policy: RedactionPolicy) -> tuple[str, int]:
+def _redact_line(
+    line: str,
+    *,
+    project: str | None,
+    policy: RedactionPolicy,
+    events: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+    roots: dict[str, str] | None = None,
+) -> tuple[str, int]:
     """A stored request redacted (and cut) again for export, as the live exporter would; the
-    project resource attribute replaced when `project` is given. Returns (line, span count)."""
+    project resource attribute replaced when `project` is given; `events` added to the root
+    span of their trace (and each root noted in `roots`). Returns (line, span count)."""
     from functools import partial
 
     from .tracefile import redacted_attributes
@@ -157,6 +167,12 @@ def _redact_line(line: str, *, project: str | None, policy: RedactionPolicy) -> 
         for scope in resource.get("scopeSpans", ()):
             for span in scope.get("spans", ()):
                 count += 1
+                if not span.get("parentSpanId"):
+                    trace = str(span.get("traceId", ""))
+                    if roots is not None:
+                        roots[trace] = str(span.get("spanId", ""))
+                    if events and trace in events:
+                        span.setdefault("events", []).extend(copy.deepcopy(list(events[trace])))
                 _redact_key_values(span.get("attributes", ()), redact)
                 for event in span.get("events", ()):
                     _redact_key_values(event.get("attributes", ()), redact)
@@ -238,6 +254,8 @@ class ReplayReport:
     """Requests (trace-file lines) in the file."""
     delivered_lines: int = 0
     """Requests the backend accepted."""
+    roots: dict[str, str] = dataclass_field(default_factory=dict)
+    """trace id -> span id of its root span (the question span), for every trace sent."""
 
 
 def replay_trace_file(
@@ -249,21 +267,27 @@ def replay_trace_file(
     project: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
     budget: ExportBudget | None = None,
+    events: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> ReplayReport:
     """Post every request stored in a run's trace file to an OTLP/HTTP endpoint, redacted again
     on the way out, within `budget` (one deadline and a breaker, shared by every file of one
     export; default a fresh one): once it stops, the rest is counted as not sent. Unreadable
-    lines count as failed; nothing raises for a dead backend."""
+    lines count as failed; nothing raises for a dead backend. `events` (trace id -> OTLP/JSON
+    span events, the run's `gen_ai.evaluation.result` events) are added to each trace's root
+    span on the way out, redacted like every other event."""
     budget = budget if budget is not None else ExportBudget()
     exported = failed = not_sent = lines = delivered = 0
     first: str | None = None
+    roots: dict[str, str] = {}
     with httpx.Client(headers=dict(headers or {})) as client:
         for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
             if not raw.strip():
                 continue
             lines += 1
             try:
-                line, count = _redact_line(raw, project=project, policy=redaction)
+                line, count = _redact_line(
+                    raw, project=project, policy=redaction, events=events, roots=roots
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 failed += 1
                 first = first or f"{path}:{number}: unreadable trace-file line ({exc})"
@@ -290,4 +314,5 @@ def replay_trace_file(
         stopped=budget.stopped if not_sent else None,
         lines=lines,
         delivered_lines=delivered,
+        roots=roots,
     )

@@ -21,8 +21,16 @@ The whole export is bounded: each request may take --timeout seconds, the export
 out or could not connect), so a backend that accepts connections and never answers costs
 seconds, not a timeout per trace-file line. What was and was not delivered is printed per
 target.
-Exit 0 when every span was accepted, 3 when the backend refused or missed any (or the export
-stopped before the end), 4 for a run, target, endpoint or protocol that is not valid.
+Each question's grades go with its spans: one `gen_ai.evaluation.result` event per grade on the
+question's root span (the grader as gen_ai.evaluation.name, score, pass/fail label, the reason
+as explanation; the question's overall verdict as `tracegrade`; each label a person gave as
+`label:<name>`), from the run's latest grading (--no-evaluations sends the spans alone).
+--to phoenix (--endpoint is Phoenix's base URL, e.g. http://localhost:6006) also writes each
+grade as a Phoenix span annotation on the span it judged (annotator kind CODE for graders, LLM
+for judges, HUMAN for labels); exporting again updates them in place.
+Exit 0 when every span (and annotation) was accepted, 3 when the backend refused or missed any
+(or the export stopped before the end), 4 for a run, target, endpoint or protocol that is not
+valid.
 """
 
 
@@ -51,6 +59,18 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="P",
         help="http/protobuf (default) or http/json; default from OTEL_EXPORTER_OTLP_PROTOCOL",
+    )
+    parser.add_argument(
+        "--to",
+        choices=("otlp", "phoenix"),
+        default="otlp",
+        help="otlp (default): any OTLP/HTTP backend; phoenix: the spans to Phoenix's OTLP "
+        "endpoint, then each grade as a span annotation through its REST API",
+    )
+    parser.add_argument(
+        "--no-evaluations",
+        action="store_true",
+        help="send the spans without the grades' gen_ai.evaluation.result events",
     )
     parser.add_argument(
         "--project", default=None, help="project name for the backend (replaces the stored one)"
@@ -127,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
     from ..redaction import DEFAULT_POLICY
 
     protocol = resolve_protocol(args.protocol, key="--protocol")
+    if args.to == "phoenix" and not args.endpoint:
+        raise InputError(
+            "--to phoenix needs --endpoint: Phoenix's base URL",
+            key="--endpoint",
+            hint="e.g. --endpoint http://localhost:6006",
+        )
     if args.endpoint:
         if why := endpoint_problem(args.endpoint):
             raise InputError(why, key="--endpoint", hint="e.g. --endpoint http://localhost:4318")
@@ -157,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
     budget = ExportBudget(
         deadline_s=args.deadline, timeout_s=args.timeout, breaker=max(1, args.breaker)
     )
+    evaluations = [] if args.no_evaluations else _evaluations(run.path)
+    from ..rundir.evaluations import otlp_events
+
+    events = otlp_events(evaluations)
+    roots: dict[str, str] = {}
     missed = 0
     for target in args.target or list(files):
         report = replay_trace_file(
@@ -167,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
             project=args.project,
             redaction=redaction,
             budget=budget,
+            events=events,
         )
+        roots.update(report.roots)
         line = (
             f"{target}: {report.exported} span(s) exported to {endpoint} ({protocol}), "
             f"{report.delivered_lines} of {report.lines} request(s) delivered"
@@ -178,6 +211,42 @@ def run(args: argparse.Namespace) -> int:
             line += f"; {report.not_sent} span(s) not sent"
         sys.stdout.write(line + "\n")
         missed += report.failed + report.not_sent
+    if evaluations and not missed:
+        graded = sum(1 for e in evaluations if e.trace_id in roots)
+        sys.stdout.write(f"{graded} evaluation event(s) on {len(roots)} question span(s)\n")
+    if args.to == "phoenix" and evaluations:
+        missed += _annotate(args.endpoint, evaluations, roots, headers, budget, redaction)
     if budget.stopped:
         sys.stdout.write(f"export stopped: {budget.stopped}\n")
     return 3 if missed else 0
+
+
+def _evaluations(run_dir: Path) -> list[Any]:
+    """The grades of the run's latest grading, as `show` reads them (one verdict)."""
+    from ..rundir.evaluations import evaluations_of
+    from ..rundir.history import load_outcome
+
+    outcome = load_outcome(run_dir)
+    questions = [q for t in outcome.targets for q in t.questions]
+    return evaluations_of(questions, grading=outcome.grading_id)
+
+
+def _annotate(
+    endpoint: str, evaluations: list, roots: dict, headers: dict, budget: Any, redaction: Any
+) -> int:
+    """Each grade as a Phoenix span annotation on its question's root span; the count missed."""
+    from ..rundir.evaluations import phoenix_annotation
+    from ..traces.phoenix import annotate_spans
+
+    base = endpoint.removesuffix("/v1/traces")
+    annotations = [
+        phoenix_annotation(e, roots[e.trace_id], explanation=redaction.text(e.explanation))
+        for e in evaluations
+        if e.trace_id in roots
+    ]
+    report = annotate_spans(base, annotations, headers=headers, budget=budget)
+    line = f"phoenix: {report.written} annotation(s) written to {base}"
+    if report.failed:
+        line += f"; {report.failed} not written: {report.first_failure}"
+    sys.stdout.write(line + "\n")
+    return report.failed

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .alerts import Alerts, alerts_config
 from .assembly import Assembler, Limits
 from .grade import COMMIT_BATCH
 from .ingest import (
@@ -173,6 +174,10 @@ class Receiver:
         self.grading_failed: list[str] = []
         self._server: Any = None
         self._forwarder: _Forwarder | None = None
+        settings = alerts_config((getattr(monitor.config, "data", None) or {}).get("alerts"))
+        self.alerts = (
+            Alerts(settings, self.counts, run_id=monitor.run_id) if settings is not None else None
+        )
 
     # -- the endpoint -----------------------------------------------------------------------
     def app(self) -> Any:
@@ -299,6 +304,7 @@ class Receiver:
             self._forwarder.task = asyncio.create_task(self._forwarder.run())
         if self.options.window_s is not None:
             tasks.append(asyncio.create_task(self._window(server, self.options.window_s)))
+        delivering = asyncio.create_task(self.alerts.deliver()) if self.alerts else None
         try:
             self.announce(f"listening on {self._where()}/v1/traces; run {self.monitor.run_dir}")
             self.started.set()
@@ -307,6 +313,9 @@ class Receiver:
             self.stopped_by = _signal_name(getattr(server, "_captured_signals", []))
             server.should_exit = True
             await ticking  # it ends its batch (never cancelled half way through a trace)
+            if delivering is not None and self.alerts is not None:
+                await self.alerts.drain(self.options.drain_s)
+                tasks.append(delivering)
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -327,6 +336,8 @@ class Receiver:
         while not server.should_exit:
             await asyncio.sleep(self.options.tick_s)
             await self._grade_ready(force=False)
+            if self.alerts is not None:
+                self.alerts.check()
             if loop.time() - last >= self.options.checkpoint_s:
                 last = loop.time()
                 self._checkpoint()
@@ -343,8 +354,11 @@ class Receiver:
             while (item := self.assembler.pop_ready()) is not None:
                 trace_id, spans = item
                 try:
-                    if await self.monitor.grade(trace_id, spans) is not None:
+                    score = await self.monitor.grade(trace_id, spans)
+                    if score is not None:
                         batch.append((trace_id, len(spans)))
+                        if self.alerts is not None:
+                            self.alerts.observe(score)
                 except Exception:  # isolation point: a trace's failure is counted, not the server's
                     log.exception("grading trace %s failed", trace_id)
                     self._failed(trace_id, len(spans))
