@@ -42,6 +42,7 @@ __all__ = [
     "replayed_note",
     "run_totals",
     "stored_usage",
+    "token_count",
 ]
 
 UNPRICED = "unpriced"
@@ -67,10 +68,14 @@ class ModelCall:
         return self.input_tokens is not None or self.output_tokens is not None
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+def token_count(value: Any) -> int | None:
+    """A token count a model reported, or None (unknown) for anything that is not a finite
+    count: missing, negative, NaN, infinite, a string."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def model_call(
@@ -81,12 +86,12 @@ def model_call(
     `completion_tokens`, `prompt_tokens_details.cached_tokens`); None or {}: unknown."""
     if not usage:
         return ModelCall(model=model, latency_s=latency_s, replayed=replayed)
-    inp = _count(usage.get("input_tokens", usage.get("prompt_tokens")))
-    out = _count(usage.get("output_tokens", usage.get("completion_tokens")))
+    inp = token_count(usage.get("input_tokens", usage.get("prompt_tokens")))
+    out = token_count(usage.get("output_tokens", usage.get("completion_tokens")))
     details = usage.get("input_token_details") or usage.get("prompt_tokens_details") or {}
     cached = None
     if isinstance(details, Mapping):
-        cached = _count(details.get("cache_read", details.get("cached_tokens")))
+        cached = token_count(details.get("cache_read", details.get("cached_tokens")))
     return ModelCall(model, inp, out, cached, latency_s, replayed)
 
 

@@ -190,18 +190,13 @@ def test_a_store_from_before_the_accounting_migrates_and_still_opens(tmp_path):
         assert score_.usage is None and score_.composite is not None
 
 
-def test_a_model_that_reports_no_usage_is_unknown_never_zero():
-    from agents.scripted import ScriptedChatModel, call, say
+def recorded_lookup(model):
+    """A react agent on `model` with the lookup tool, invoked once under a recorder: the
+    recorder (its `model_calls`) and the sealed record."""
     from agents.testing_graphs import lookup, react_agent
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
-    from tracegrade.inputs.config import GateConfig
-    from tracegrade.pricing import question_usage
-    from tracegrade.usage import format_cost
-    from tracegrade.verdicts.budgets import question_budget_failures
 
-    script = [call(("lookup", {"q": "x"})), say("done")]
-    model = ScriptedChatModel(script=script, usage="none", model_name="gpt-4o")
     graph = react_agent(model, [lookup], name="quiet")
     with RunTelemetry(trace_file=None) as telemetry:
         recorder = Recorder(
@@ -209,7 +204,19 @@ def test_a_model_that_reports_no_usage_is_unknown_never_zero():
         )
         with recorder.question_span():
             state = graph.invoke({"messages": [("user", "hi")]}, {"callbacks": [recorder]})
-        recorder.seal(state)
+        return recorder, recorder.seal(state)
+
+
+def test_a_model_that_reports_no_usage_is_unknown_never_zero():
+    from agents.scripted import ScriptedChatModel, call, say
+    from tracegrade.inputs.config import GateConfig
+    from tracegrade.pricing import question_usage
+    from tracegrade.usage import format_cost
+    from tracegrade.verdicts.budgets import question_budget_failures
+
+    script = [call(("lookup", {"q": "x"})), say("done")]
+    model = ScriptedChatModel(script=script, usage="none", model_name="gpt-4o")
+    recorder, _record = recorded_lookup(model)
     assert [(c.model, c.reported) for c in recorder.model_calls] == [("gpt-4o", False)] * 2
     assert all(c.latency_s > 0 for c in recorder.model_calls)
     usage = question_usage(recorder.model_calls, wall_s=0.1)

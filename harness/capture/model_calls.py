@@ -23,7 +23,7 @@ from ..graph_path import NodeRun
 from ..records import ToolRecord
 from ..redaction import truncate
 from ..toolspec import ToolSpec, tool_spec
-from ..usage import ModelCall, model_call
+from ..usage import ModelCall, model_call, token_count
 from .cassette import REPLAYED
 from .reconcile import (
     genai_messages,
@@ -285,15 +285,17 @@ class ModelCallRecorder(BaseCallbackHandler):
 
     @staticmethod
     def _set_usage(span: LiteSpan, usage: Any) -> None:
-        """Token counts the model reported, under both conventions' names."""
-        prompt, completion = usage.get("input_tokens"), usage.get("output_tokens")
+        """Token counts the model reported, under both conventions' names (a count that is
+        not a finite number is unknown: not written)."""
+        prompt = token_count(usage.get("input_tokens"))
+        completion = token_count(usage.get("output_tokens"))
         if prompt is not None:
             span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, prompt)
             span.set_attribute(sc.OI_TOKEN_COUNT_PROMPT, prompt)
         if completion is not None:
             span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, completion)
             span.set_attribute(sc.OI_TOKEN_COUNT_COMPLETION, completion)
-        total = usage.get("total_tokens")
+        total = token_count(usage.get("total_tokens"))
         if total is None and prompt is not None and completion is not None:
             total = prompt + completion
         if total is not None:

@@ -75,7 +75,13 @@ def md_code(text: Any) -> str:
     """An id as an inline code span that nothing inside it can end: fenced by more backticks
     than its longest run of them, `|` escaped for tables, on one line. Inside a code span `<`,
     `*` and `#` are literal text."""
-    out = _LINE_BREAKS.sub(" ", printable(str(text))).replace("|", "\\|")
+    out = _LINE_BREAKS.sub(" ", printable(str(text)))
+    if "\\|" in out:
+        # A table splits its row before reading code spans, at every pipe whose backslash is
+        # not itself escaped: `\\|` would end the cell inside the span and leave the rest of
+        # the id as markup. No code span can hold it; escaped plain text can.
+        return md_text(text)
+    out = out.replace("|", "\\|")
     longest = max((len(run) for run in re.findall("`+", out)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if out.startswith(("`", " ")) or out.endswith(("`", " ")) else ""
