@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+from contextlib import ExitStack
 from pathlib import Path
 
 import yaml
@@ -45,6 +46,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.overhead_parts import Timers, instrumented  # noqa: E402
 from tracegrade.execution.lifecycle import start_run  # noqa: E402
 from tracegrade.inputs.config import load_config  # noqa: E402
 from tracegrade.inputs.dataset import load_dataset  # noqa: E402
@@ -324,10 +326,12 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     async def raw_one(question) -> None:
         await raw_question(target, factory, make_env, question)
 
-    async def interleave(store: ResultStore, grading_id: int, tracer) -> tuple[list, list]:
+    async def interleave(
+        store: ResultStore, grading_id: int, tracer, record_class=Recorder
+    ) -> tuple[list, list]:
         async def ours(question) -> None:
             stored, score = await _run_one(
-                plan, question, tracer=tracer, shared=None, record_class=Recorder
+                plan, question, tracer=tracer, shared=None, record_class=record_class
             )
             store.commit_question(stored, score, grading_id=grading_id)
 
@@ -348,6 +352,11 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         raws, harness = asyncio.run(interleave(store, grading_id, telemetry.tracer))
         telemetry.flush()
         writer = (_thread_cpu("OtelBatch") - writer_before) / n
+        timers = Timers()
+        with ExitStack() as stack:  # a pass apart: the timers cost CPU of their own
+            timed_recorder = instrumented(stack, timers)
+            gc.collect()
+            asyncio.run(interleave(store, grading_id, telemetry.tracer, timed_recorder))
     telemetry.shutdown()
     diffs = [h - r for h, r in zip(harness, raws, strict=True)]
     main_thread = statistics.fmean(diffs)
@@ -374,6 +383,23 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         f"  plus {setup * 1000:.0f} ms per run (config, run directory, identity, store, "
         f"telemetry, compiling the dataset schema): "
         f"{(per_question + setup / 1000) * 1000:.2f} ms/question at 1,000 questions"
+    )
+    raw_mean = statistics.fmean(raws)
+    parts = {name: spent / n for name, spent in timers.corrected().items()}
+    rest = main_thread - sum(parts.values())
+    print(
+        f"  by part (a timed pass apart), ms/question and x the raw agent's "
+        f"{raw_mean * 1000:.2f} ms:"
+    )
+    rows = [*parts.items(), ("trace file writer", writer), ("dataset loading", loading)]
+    rows.append(("callback dispatch, runner glue (the rest)", rest))
+    for name, spent in rows:
+        print(f"    {name:<42} {spent * 1000:6.3f} ms  {spent / raw_mean:5.3f}x")
+    total = per_question + setup / 1000
+    verdict = "meets" if total <= 0.2 * raw_mean else "misses"
+    print(
+        f"  own CPU {total * 1000:.2f} ms/question = {total / raw_mean:.2f}x the raw agent "
+        f"(goal <= 0.2x: {verdict})"
     )
 
 

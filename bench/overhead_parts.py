@@ -1,0 +1,156 @@
+"""tracegrade's own CPU per question split by part, for `bench/run.py --parts overhead`.
+
+One serial pass of the runner's per-question path with each part's entry points wrapped in a
+timer on the main thread's CPU clock (`time.thread_time`); a call inside another timed call is
+not counted twice. The parts:
+
+- capture: the recorder (every LangChain callback it receives, the question span, `seal`);
+- checkpointer: LangGraph's in-memory saver (`with_checkpointer` and every saver call);
+- accounting: pricing the question's model calls and tool seconds (`account`, `with_judges`);
+- grading: the graders on the answer (`agrade_conversation`) and scoring;
+- commit: the question's SQLite commit (`ResultStore.commit_question`, redaction included);
+- workdir: the question's work folder made and removed;
+- deadline: the per-question timeout (`QuestionDeadline`) and the loop watch's task factory.
+
+The wrappers cost CPU of their own, so this pass is not the one the total is measured on; what
+the parts leave of that total is LangChain's callback dispatch to the recorder and the runner's
+own glue (messages, rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+PARTS = ("capture", "checkpointer", "accounting", "grading", "commit", "workdir", "deadline")
+
+_inside = threading.local()
+
+
+class Timers:
+    """CPU seconds per part, added up by the wrappers `wrap` and `awrap` make."""
+
+    def __init__(self) -> None:
+        self.spent = dict.fromkeys(PARTS, 0.0)
+        self.calls = dict.fromkeys(PARTS, 0)
+
+    def _add(self, part: str, started: float) -> None:
+        self.spent[part] += time.thread_time() - started
+        self.calls[part] += 1
+
+    def corrected(self) -> dict[str, float]:
+        """CPU seconds per part less what the timer itself adds inside each timed call
+        (calibrated on a timed call that does nothing)."""
+        probe = Timers()
+        noop = probe.wrap("capture", lambda: None)
+        for _ in range(20_000):
+            noop()
+        per_call = probe.spent["capture"] / probe.calls["capture"]
+        return {
+            part: max(0.0, spent - per_call * self.calls[part])
+            for part, spent in self.spent.items()
+        }
+
+    def wrap(self, part: str, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if getattr(_inside, "on", False):
+                return fn(*args, **kwargs)
+            _inside.on = True
+            started = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._add(part, started)
+                _inside.on = False
+
+        return timed
+
+    def awrap(self, part: str, fn: Callable) -> Callable:
+        """A coroutine function timed from its start to its end (serial: nothing else runs on
+        the loop meanwhile but its own work)."""
+
+        @functools.wraps(fn)
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            _inside.on = True
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                _inside.on = False
+                self._add(part, started)
+
+        return timed
+
+
+def _patch(stack: ExitStack, owner: Any, name: str, value: Any) -> None:
+    old = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    setattr(owner, name, value)
+    stack.callback(setattr, owner, name, old)
+
+
+def instrumented(stack: ExitStack, timers: Timers) -> type:
+    """Wrap each part's entry points until `stack` closes; returns the recorder class to run
+    with (a subclass whose callbacks are timed)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tracegrade.capture.recorder import Recorder
+    from tracegrade.execution import runner
+    from tracegrade.execution.watchdog import LoopWatch, QuestionDeadline
+    from tracegrade.rundir.directory import RunDirectory
+    from tracegrade.rundir.store import ResultStore
+
+    timed_recorder = type("TimedRecorder", (Recorder,), {})
+    for name in dir(Recorder):
+        if name.startswith("on_") or name in ("seal", "set_answer", "mark_turn"):
+            setattr(timed_recorder, name, timers.wrap("capture", getattr(Recorder, name)))
+    for name in ("_open_question", "_close_question"):
+        setattr(timed_recorder, name, timers.wrap("capture", getattr(Recorder, name)))
+    for name in ("put", "put_writes", "get_tuple", "aput", "aput_writes", "aget_tuple"):
+        method = getattr(InMemorySaver, name)
+        wrapped = (
+            timers.awrap("checkpointer", method)
+            if asyncio.iscoroutinefunction(method)
+            else timers.wrap("checkpointer", method)
+        )
+        _patch(stack, InMemorySaver, name, wrapped)
+    _patch(
+        stack, runner, "with_checkpointer", timers.wrap("checkpointer", runner.with_checkpointer)
+    )
+    _patch(stack, runner, "account", timers.wrap("accounting", runner.account))
+    _patch(stack, runner, "with_judges", timers.wrap("accounting", runner.with_judges))
+    _patch(
+        stack,
+        runner,
+        "agrade_conversation",
+        timers.awrap("grading", runner.agrade_conversation),
+    )
+    _patch(stack, runner, "score_question", timers.wrap("grading", runner.score_question))
+    _patch(
+        stack, ResultStore, "commit_question", timers.wrap("commit", ResultStore.commit_question)
+    )
+    _patch(
+        stack,
+        RunDirectory,
+        "question_workdir",
+        timers.wrap("workdir", RunDirectory.question_workdir),
+    )
+    _patch(
+        stack,
+        RunDirectory,
+        "remove_empty_workdir",
+        staticmethod(timers.wrap("workdir", RunDirectory.remove_empty_workdir)),
+    )
+    _patch(
+        stack, QuestionDeadline, "__aenter__", timers.awrap("deadline", QuestionDeadline.__aenter__)
+    )
+    _patch(
+        stack, QuestionDeadline, "__aexit__", timers.awrap("deadline", QuestionDeadline.__aexit__)
+    )
+    _patch(stack, LoopWatch, "_task_factory", timers.wrap("deadline", LoopWatch._task_factory))
+    return timed_recorder
