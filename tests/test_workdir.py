@@ -69,17 +69,12 @@ def file_written(output, question, workdir):
 """
 
 
-def test_each_question_run_has_its_own_workdir_for_the_agent_and_the_grader(tmp_path, monkeypatch):
+def run_questions(tmp_path, monkeypatch, questions, **target) -> Path:
+    """`tracegrade run` of the writer agent on `questions`; the run directory."""
     monkeypatch.syspath_prepend(str(ROOT))
     (tmp_path / "agent.py").write_text(textwrap.dedent(AGENT))
     data = tmp_path / "data"
     data.mkdir()
-    questions = [
-        {"id": "a", "input": "write a", "metadata": {"file": "a.txt"}},
-        {"id": "b/odd id", "input": "write b", "metadata": {"file": "b.txt"}},
-        # Claims a file it never wrote: the grader looks in its own folder, not a neighbour's.
-        {"id": "c", "input": "claim c", "metadata": {"file": "a.txt"}},
-    ]
     (data / "questions.yaml").write_text(yaml.safe_dump({"questions": questions}))
     (data / "graders.py").write_text(textwrap.dedent(GRADERS))
     config = tmp_path / "tracegrade.yaml"
@@ -93,6 +88,7 @@ def test_each_question_run_has_its_own_workdir_for_the_agent_and_the_grader(tmp_
                         "agent": "agent.py:build_graph",
                         "dataset": "data/questions.yaml",
                         "concurrency": 1,
+                        **target,
                     }
                 },
             }
@@ -101,10 +97,31 @@ def test_each_question_run_has_its_own_workdir_for_the_agent_and_the_grader(tmp_
     out = tmp_path / "r.json"
     main(["run", "--config", str(config), "--quiet", "--json", str(out)])
     report = json.loads(out.read_text())
-    scores = {str(q["id"]): q["graders"][0]["score"] for q in report["questions"]}
-    assert scores == {"a": 1.0, "b/odd id": 1.0, "c": 0.0}
+    scores = {str(q["id"]): [g["score"] for g in q["graders"]] for q in report["questions"]}
     run_dir = next((tmp_path / "runs").iterdir())
+    return run_dir, scores
+
+
+def test_each_question_run_has_its_own_workdir_for_the_agent_and_the_grader(tmp_path, monkeypatch):
+    questions = [
+        {"id": "a", "input": "write a", "metadata": {"file": "a.txt"}},
+        {"id": "b/odd id", "input": "write b", "metadata": {"file": "b.txt"}},
+        # Claims a file it never wrote: the grader looks in its own folder, not a neighbour's.
+        {"id": "c", "input": "claim c", "metadata": {"file": "a.txt"}},
+    ]
+    run_dir, scores = run_questions(tmp_path, monkeypatch, questions)
+    assert scores == {"a": [1.0], "b/odd id": [1.0], "c": [0.0]}
     written = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.glob("work/**/*.txt"))
     assert len(written) == 2 and written[0].startswith("work/t/a/trial-0/")
     assert not (run_dir / "a.txt").exists()  # never the run directory itself
     assert not list(run_dir.glob("work/t/c*"))  # an empty folder is not kept
+
+
+def test_a_run_whose_agent_wrote_nothing_leaves_no_work_folder(tmp_path, monkeypatch):
+    questions = [
+        {"id": "c", "input": "claim c", "metadata": {"file": "a.txt"}},
+        {"id": "d", "input": "claim c", "metadata": {"file": "a.txt"}},
+    ]
+    run_dir, scores = run_questions(tmp_path, monkeypatch, questions, repeats=2, concurrency=2)
+    assert scores == {"c": [0.0], "d": [0.0]}  # each claims a file it never wrote
+    assert not (run_dir / "work").exists()

@@ -536,4 +536,7 @@ async def arun_target(
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         raise
+    finally:
+        if plan.services.workdir is not None:
+            RunDirectory(plan.services.workdir).remove_empty_work(plan.target.name)
     return committed

@@ -266,23 +266,38 @@ class RunDirectory:
     def question_workdir(self, target: str, question: str, trial: int) -> Path:
         """The question run's own directory (`work/<target>/<question>/trial-<n>`), made for
         the agent to write to: its path is `config["configurable"]["workdir"]` for the agent's
-        tools and `workdir` for grader functions (`remove_empty_workdir` after grading)."""
-        path = self.path / "work" / _safe(target) / _safe(question) / f"trial-{trial}"
+        tools and `workdir` for grader functions (`remove_empty_workdir` after grading).
+        Two folders made per question run (`work/<target>` stays until `remove_empty_work`):
+        each level made and removed was a syscall on the per-question path."""
+        folder = self.path / "work" / _safe(target) / _safe(question)
+        path = folder / f"trial-{trial}"
         for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
             try:
-                path.mkdir(parents=True, exist_ok=True)
+                _mkdir(folder)
+                _mkdir(path)
                 break
-            except FileNotFoundError:
-                continue
+            except FileNotFoundError:  # no work/<target> yet (or it was just removed)
+                folder.parent.mkdir(parents=True, exist_ok=True)
         return path
 
     @staticmethod
     def remove_empty_workdir(workdir: Path) -> None:
-        """Remove a question's work folder and its empty parents up to `work/` itself: kept
-        only when the agent wrote something."""
+        """Remove a question's work folder and its question's folder when empty: kept only when
+        the agent wrote something (`remove_empty_work` removes `work/<target>` at the end)."""
         with contextlib.suppress(OSError):
-            for folder in (workdir, *list(workdir.parents)[:3]):
-                folder.rmdir()  # stops at the first that is not empty
+            os.rmdir(workdir)
+            os.rmdir(workdir.parent)  # fails while a sibling trial's folder is in it
+
+    def remove_empty_work(self, target: str) -> None:
+        """Remove `work/<target>` and `work/` when no question run left anything in them."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self.path / "work" / _safe(target))
+            os.rmdir(self.path / "work")
+
+
+def _mkdir(path: Path) -> None:
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path)
 
 
 def _safe(name: str) -> str:
