@@ -170,6 +170,40 @@ def add_trace_policy_flags(parser: argparse.ArgumentParser) -> None:
         "--max-calls", type=int, default=None, metavar="N", help="at most N tool calls a trace"
     )
     group.add_argument("--goal", default=None, metavar="TEXT", help="judge each trace against it")
+    group.add_argument(
+        "--checks",
+        action="store_true",
+        help="the record checks that need no expectation (record_checks, must pass), on every trace",
+    )
+    group.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="one record check set (max_steps=30, repeats=2, cycles=false; implies --checks)",
+    )
+    group.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="PATTERN=TOOL",
+        help="a claim of action the answer may make and the tool that must back it (repeatable)",
+    )
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, Any]:
+    """`NAME=VALUE` flags as a mapping, each value read as YAML (`30`, `false`, `[a, b]`)."""
+    import yaml
+
+    from ..errors import InputError
+
+    out: dict[str, Any] = {}
+    for item in values:
+        name, sep, value = item.rpartition("=") if flag == "--claim" else item.partition("=")
+        if not sep or not name:
+            raise InputError(f"{flag} takes NAME=VALUE, not {item!r}", key=flag)
+        out[name] = yaml.safe_load(value) if flag == "--check" else value
+    return out
 
 
 def trace_policy_of(args: argparse.Namespace, config: object) -> object:
@@ -183,6 +217,8 @@ def trace_policy_of(args: argparse.Namespace, config: object) -> object:
         forbid=args.forbid,
         max_calls=args.max_calls,
         goal=args.goal,
+        checks=_pairs(args.check, "--check") or (True if args.checks else None),
+        claims=_pairs(args.claim, "--claim"),
     )
 
 

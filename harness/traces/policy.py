@@ -5,7 +5,15 @@ expectation:
 
 - `forbid`, `only`, `count`, `max_calls`: the trajectory vocabulary's constraints that name no
   expected call (`trajectory_grader`, must pass);
-- `goal`: what a good run achieves (`goal_judge`, on the config's judge).
+- `goal`: what a good run achieves (`goal_judge`, on the config's judge);
+- `checks`: the record checks that need no expectation (`record_checks`, must pass: schema,
+  offered, repeats, cycles, unhandled errors, calls after the answer, `max_steps`);
+- `claims`: RE2 pattern -> tool, each claim of action backed by a call (`claims_grader`, must
+  pass);
+- `nodes`: the path through the graph (`nodes_grader`, must pass).
+
+`checks` and `claims` attach their graders to the target, so they hold on the traces paired
+with a question too.
 
 It comes from a target's `trace_policy:` block (its `file:` naming a YAML or JSON file of the
 same keys), then `--policy FILE`, then `--forbid`, `--max-calls` and `--goal` on the command line,
@@ -23,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
+from ..inputs.checks import checks_problems, claims_problems, nodes_problems
 from ..inputs.config import Config, GraderEntry
 from ..inputs.trajectory import trajectory_problems
 from ..records import GraderSpec
@@ -31,9 +40,12 @@ from .dialects import AgentTrace
 __all__ = ["POLICY_KEYS", "TracePolicy", "trace_policy", "with_policy"]
 
 CONSTRAINTS = ("forbid", "only", "count", "max_calls")
-POLICY_KEYS = (*CONSTRAINTS, "goal", "file")
+EXTRAS = ("checks", "claims", "nodes")
+POLICY_KEYS = (*CONSTRAINTS, "goal", *EXTRAS, "file")
 TRAJECTORY = "trajectory_grader"
 GOAL = "goal_judge"
+EXTRA_GRADERS = {"checks": "record_checks", "claims": "claims_grader", "nodes": "nodes_grader"}
+_EXTRA_PROBLEMS = {"checks": checks_problems, "claims": claims_problems, "nodes": nodes_problems}
 PREFIX = "trace-"
 
 
@@ -42,9 +54,11 @@ class TracePolicy:
     trajectory: Mapping[str, Any] = field(default_factory=dict)
     goal: str | None = None
     sources: tuple[str, ...] = ()
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """`checks`, `claims`, `nodes` as the policy states them."""
 
     def __bool__(self) -> bool:
-        return bool(self.trajectory) or self.goal is not None
+        return bool(self.trajectory) or self.goal is not None or bool(self.extras)
 
     def question(self, trace: AgentTrace) -> Any:
         """The question an unmatched trace is graded as."""
@@ -56,6 +70,7 @@ class TracePolicy:
             input=text,
             trajectory=dict(self.trajectory) or None,
             goal=self.goal,
+            **{k: v for k, v in self.extras.items() if k != "claims"},
             tags=["trace-policy"],
         )
 
@@ -67,12 +82,28 @@ class TracePolicy:
             out.append(GraderEntry(id=TRAJECTORY, spec=GraderSpec(must_pass=True)))
         if self.goal is not None and GOAL not in ids:
             out.append(GraderEntry(id=GOAL))
+        for key, grader_id in EXTRA_GRADERS.items():
+            if key in self.extras and grader_id not in ids:
+                out.append(GraderEntry(id=grader_id, spec=GraderSpec(must_pass=True)))
+        return out
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """The options of the graders the policy attaches, by grader id."""
+        out: dict[str, dict[str, Any]] = {}
+        if self.goal is not None:
+            out[GOAL] = {"goal": self.goal}
+        checks = self.extras.get("checks")
+        if isinstance(checks, Mapping):
+            out["record_checks"] = dict(checks)
+        if "claims" in self.extras:
+            out["claims_grader"] = {"claims": dict(self.extras["claims"])}
         return out
 
     def note(self) -> str:
         parts = [f"{k} {v}" for k, v in self.trajectory.items()]
         if self.goal is not None:
             parts.append("a goal")
+        parts += [f"{k} {v}" for k, v in self.extras.items()]
         return (
             f"trace policy ({', '.join(self.sources)}): {'; '.join(parts)}; traces that match "
             "no question are graded by it as questions trace-<trace id>"
@@ -101,6 +132,9 @@ def _merge(into: dict[str, Any], raw: Mapping[str, Any], *, file: str, key: str)
             )
         if name == "forbid" and isinstance(value, list) and isinstance(into.get("forbid"), list):
             into["forbid"] = [*into["forbid"], *(v for v in value if v not in into["forbid"])]
+        elif name in ("checks", "claims") and isinstance(value, Mapping):
+            before = into.get(name)
+            into[name] = {**(before if isinstance(before, Mapping) else {}), **value}
         elif name != "file":
             into[name] = value
 
@@ -113,6 +147,8 @@ def trace_policy(
     forbid: Sequence[str] = (),
     max_calls: int | None = None,
     goal: str | None = None,
+    checks: Mapping[str, Any] | bool | None = None,
+    claims: Mapping[str, Any] | None = None,
 ) -> TracePolicy:
     """The target's trace policy with the command line's on top; exit 4 naming the file and
     key of a malformed one."""
@@ -141,12 +177,26 @@ def trace_policy(
         flags["max_calls"] = max_calls
     if goal is not None:
         flags["goal"] = goal
+    if checks is not None and checks is not False:
+        flags["checks"] = checks
+    if claims:
+        flags["claims"] = dict(claims)
     if flags:
         _merge(merged, flags, file="", key="")
         sources.append("the command line")
     goal_text = merged.pop("goal", None)
     if goal_text is not None and not (isinstance(goal_text, str) and goal_text.strip()):
         raise InputError("the trace policy's goal must be text", key="goal")
+    extras = {k: merged[k] for k in EXTRAS if k in merged}
+    for key, value in extras.items():
+        problems = _EXTRA_PROBLEMS[key](value)
+        if problems:
+            pointer, message = problems[0]
+            raise InputError(
+                f"trace policy: {message}",
+                file=sources[-1] if sources else None,
+                key=f"trace_policy/{key}{pointer}",
+            )
     trajectory = {k: merged[k] for k in CONSTRAINTS if k in merged}
     if trajectory:
         problems = trajectory_problems(trajectory)
@@ -157,7 +207,7 @@ def trace_policy(
                 file=sources[-1] if sources else None,
                 key=f"trace_policy{pointer}",
             )
-    return TracePolicy(trajectory, goal_text, tuple(sources))
+    return TracePolicy(trajectory, goal_text, tuple(sources), extras)
 
 
 def with_policy(config: Config, target: str, policy: TracePolicy) -> Config:
@@ -169,7 +219,7 @@ def with_policy(config: Config, target: str, policy: TracePolicy) -> Config:
     extra = policy.graders(tc.graders)
     if not extra:
         return config
-    options = {GOAL: {"goal": policy.goal}} if policy.goal is not None else {}
+    options = policy.options()
     extra = [dataclasses.replace(g, options=options.get(g.id, g.options)) for g in extra]
     changed = dataclasses.replace(tc, graders=[*tc.graders, *extra])
     return dataclasses.replace(config, targets={**config.targets, target: changed})
