@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_FIELDS = {"weight", "must_pass", "threshold", "samples"}
 QUESTION_TYPES = {"RunRecord", "QuestionRun", "QuestionScore", "QuestionResult"}
-VERDICT_TYPES = {"GradeResult", "GraderScore", "GraderResult", "GraderVerdict"}
+VERDICT_TYPES = {"GradeResult", "GraderVerdict"}
 
 
 def sources() -> list[Path]:

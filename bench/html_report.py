@@ -32,7 +32,7 @@ from tracegrade.reports.html_data import RESULT_CHARS  # noqa: E402
 from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
 from tracegrade.rundir.store import QuestionRun  # noqa: E402
 from tracegrade.verdicts.scoring import (  # noqa: E402
-    GraderScore,
+    GraderVerdict,
     QuestionScore,
     evaluate_gate,
     score_question,
@@ -52,9 +52,9 @@ CHECKS = [
 ]  # fmt: skip
 
 
-def G(grader_id, score, lo, hi, reason, **kw) -> GraderScore:
+def G(grader_id, score, lo, hi, reason, **kw) -> GraderVerdict:
     """A grader verdict written positionally, as the table below lists them."""
-    return GraderScore(
+    return GraderVerdict(
         grader_id=grader_id, score=score, min_score=lo, max_score=hi, reason=reason, **kw
     )
 

@@ -18,7 +18,7 @@ from tracegrade.errors import InputError
 from tracegrade.records import GraderSpec
 from tracegrade.reports.compare_report import render_comparison_console
 from tracegrade.rundir.history import StoredRun
-from tracegrade.rundir.record import GraderResult, QuestionResult, ToolCallResult
+from tracegrade.rundir.record import GraderVerdict, QuestionResult, ToolCallResult
 
 MUST_PASS = [
     {"id": "tool_usage_grader", "must_pass": True, "threshold": 5},
@@ -139,7 +139,7 @@ def _result(qid: str, *, rubrics=(), passed=True, composite=5.0, sha="x") -> Que
         composite=composite,
         content_sha256=sha,
         rubrics=list(rubrics),
-        graders=[GraderResult(id="g", score=1.0 if passed else 0.0, passed=passed, binary=True)],
+        graders=[GraderVerdict(id="g", score=1.0 if passed else 0.0, passed=passed, binary=True)],
     )
 
 
@@ -211,9 +211,9 @@ def test_a_question_newly_failing_is_a_regression_by_default():
 def test_fail_on_any_counts_a_grader_newly_below_its_bar_on_a_passing_question():
     def result(passed: bool) -> QuestionResult:
         graders = [
-            GraderResult(id="g", score=1.0, max=1.0, binary=True),
+            GraderVerdict(id="g", score=1.0, max=1.0, binary=True),
             # not must-pass, bar >= 2 on 0-5: met in the baseline, missed in the candidate
-            GraderResult(id="h", score=2.0 if passed else 1.0, spec=GraderSpec(threshold=2.0)),
+            GraderVerdict(id="h", score=2.0 if passed else 1.0, spec=GraderSpec(threshold=2.0)),
         ]
         return QuestionResult(target="t", id="a", passed=True, composite=4.0, graders=graders)
 

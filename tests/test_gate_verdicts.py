@@ -10,11 +10,11 @@ import pytest
 
 from tracegrade.inputs.config import GateConfig
 from tracegrade.verdicts.gate import evaluate_gate
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
 
 
-def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderScore:
-    return GraderScore(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
+def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderVerdict:
+    return GraderVerdict(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
 
 
 def q(qid="q", graders=(), error=None, **kw) -> QuestionScore:

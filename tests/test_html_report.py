@@ -21,7 +21,7 @@ from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.rundir.store import QuestionRun
 from tracegrade.verdicts.gate import evaluate_gate
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
 
 
 def page_data(html: str) -> dict:
@@ -53,14 +53,14 @@ def stored(qid: str, row: dict, **kw) -> QuestionRun:
     return QuestionRun(target="t", question_id=qid, row=row, has_record=True, **kw)
 
 
-def question(qid: str, *graders: GraderScore, error=None) -> QuestionScore:
+def question(qid: str, *graders: GraderVerdict, error=None) -> QuestionScore:
     return score_question(
         QuestionScore(question_id=qid, target="t", graders=list(graders), error=error)
     )
 
 
-def grader(gid: str, score, *, must=False, error=False, checks=()) -> GraderScore:
-    return GraderScore(
+def grader(gid: str, score, *, must=False, error=False, checks=()) -> GraderVerdict:
+    return GraderVerdict(
         grader_id=gid,
         score=score,
         min_score=0.0,

@@ -10,7 +10,7 @@ from tracegrade.reports.junit import render_junit
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
-    GraderScore,
+    GraderVerdict,
     QuestionScore,
     score_question,
     summarise_graders,
@@ -18,7 +18,7 @@ from tracegrade.verdicts.scoring import (
 
 
 def _g(gid, score, **kw):
-    return GraderScore(grader_id=gid, score=score, min_score=0.0, max_score=5.0, reason="r", **kw)
+    return GraderVerdict(grader_id=gid, score=score, min_score=0.0, max_score=5.0, reason="r", **kw)
 
 
 def _outcome(questions):

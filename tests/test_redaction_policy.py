@@ -17,7 +17,7 @@ from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from tracegrade.judging.redacting import RedactingProvider
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
 from tracegrade.rundir.store import QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
 
 # (as planted, the part that must not survive): one of every kind.
 KINDS = [
@@ -64,7 +64,7 @@ def _store_channel(text: str, tmp, *, policy: RedactionPolicy = DEFAULT_POLICY) 
             response=text,
             error=text,
         )
-        grade = GraderScore(
+        grade = GraderVerdict(
             grader_id="g",
             score=None,
             min_score=0,

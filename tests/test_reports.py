@@ -19,7 +19,7 @@ from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.usage import ModelCall, QuestionUsage
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
-    GraderScore,
+    GraderVerdict,
     QuestionScore,
     score_question,
     summarise_graders,
@@ -41,7 +41,7 @@ def _usage(model: str, calls: int, wall: float, *, judge: int = 0) -> QuestionUs
 
 
 def _g(gid, score, hi=5.0, **kw):
-    return GraderScore(
+    return GraderVerdict(
         grader_id=gid, score=score, min_score=0.0, max_score=hi, reason=kw.pop("reason", "ok"), **kw
     )
 

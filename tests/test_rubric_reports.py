@@ -16,7 +16,7 @@ from tracegrade.reports.markdown import render_markdown
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
-    GraderScore,
+    GraderVerdict,
     QuestionScore,
     score_question,
     summarise_graders,
@@ -60,7 +60,7 @@ CHECKS = [
 
 
 def outcome() -> RunOutcome:
-    rubric = GraderScore(
+    rubric = GraderVerdict(
         grader_id="rubric_judge",
         score=0.0,
         min_score=0.0,
@@ -68,7 +68,7 @@ def outcome() -> RunOutcome:
         reason="desk@1.0.0: 0 of 2 decided required checks pass",
         checks=[dict(c) for c in CHECKS],
     )
-    clean = GraderScore(
+    clean = GraderVerdict(
         grader_id="relevance_grader", score=5.0, min_score=0.0, max_score=5.0, reason="on topic"
     )
     questions = [
@@ -78,7 +78,7 @@ def outcome() -> RunOutcome:
                 question_id="book",
                 target="desk",
                 graders=[
-                    GraderScore(
+                    GraderVerdict(
                         grader_id="relevance_grader",
                         score=5.0,
                         min_score=0.0,

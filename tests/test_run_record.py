@@ -17,7 +17,7 @@ from tracegrade.rundir.history import load_outcome, load_stored_run
 from tracegrade.rundir.identity import read_manifest
 from tracegrade.rundir.record import question_fingerprint
 from tracegrade.rundir.store import SCHEMA_VERSION, QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"
 # What the first release scored on that run (printed by it when the fixture was written).
@@ -130,7 +130,7 @@ def test_graders_details_and_trials_round_trip(tmp_path):
     with ResultStore(tmp_path / "r.sqlite") as store:
         gid = store.new_grading(mode="run")
         for trial in (0, 1):
-            grader = GraderScore(
+            grader = GraderVerdict(
                 grader_id="g",
                 score=float(trial),
                 min_score=0.0,

@@ -10,7 +10,7 @@ from tracegrade.inputs.config import GateConfig
 from tracegrade.records import GradeResult
 from tracegrade.verdicts.gate import combine_exit_codes, evaluate_gate
 from tracegrade.verdicts.scoring import (
-    GraderScore,
+    GraderVerdict,
     QuestionScore,
     aggregate_samples,
     passes,
@@ -18,8 +18,8 @@ from tracegrade.verdicts.scoring import (
 )
 
 
-def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderScore:
-    return GraderScore(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
+def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderVerdict:
+    return GraderVerdict(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
 
 
 def q(qid="q", graders=(), error=None, **kw) -> QuestionScore:

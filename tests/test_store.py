@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from tracegrade.rundir.store import QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderScore, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
 
 
 def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:
@@ -15,7 +15,7 @@ def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> Que
         []
         if error
         else [
-            GraderScore(
+            GraderVerdict(
                 grader_id="g",
                 score=value,
                 min_score=0.0,

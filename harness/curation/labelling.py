@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..inputs.sourcefile import Problem, load_document, pointer_of, raise_problems
 from ..rundir.annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
 from ..rundir.record import ToolCallResult
-from ..verdicts.scoring import GraderScore
+from ..verdicts.scoring import GraderVerdict
 
 __all__ = [
     "AnswerRow",
@@ -47,7 +47,7 @@ class LabelTask:
     """Why the agent failed, if it did."""
     tool_calls: list[ToolCallResult] | None
     """From the trace file (redacted); None when no record is known."""
-    graders: list[GraderScore]
+    graders: list[GraderVerdict]
     """The latest grading's verdicts."""
     checklist: list[ChecklistItem]
     """The target's `labels:`."""

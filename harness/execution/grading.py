@@ -25,7 +25,7 @@ from ..inputs.config import GraderEntry
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..rundir.identity import grader_code_hash
-from ..verdicts.scoring import GraderScore, aggregate_samples
+from ..verdicts.scoring import GraderVerdict, aggregate_samples
 from .errortext import (
     MAX_ERROR_CHARS,
     bounded,
@@ -383,12 +383,12 @@ async def agrade_question(
     response: str,
     context: Mapping[str, Any],
     deadline_s: float | None = None,
-) -> list[GraderScore]:
+) -> list[GraderVerdict]:
     """Every attached grader on one answer (graders concurrently; a grader's own samples too),
-    folded per grader into a GraderScore. Graders still running `deadline_s` after the
+    folded per grader into a GraderVerdict. Graders still running `deadline_s` after the
     concurrent ones started are cancelled and error, naming the deadline."""
 
-    async def one_grader(a: AttachedGrader) -> GraderScore:
+    async def one_grader(a: AttachedGrader) -> GraderVerdict:
         n = 1 if a.self_sampling else a.attachment.spec.samples
         results = [await _one(a.grader, input, response, context) for _ in range(n)]
         score = aggregate_samples(
@@ -404,7 +404,7 @@ async def agrade_question(
     # Built-in graders with only a sync `grade` never suspend: awaited in place, they skip a
     # task and a loop turn each. The rest (judges, user code) run concurrently, under the
     # deadline.
-    scores: list[GraderScore | None] = [None] * len(attached)
+    scores: list[GraderVerdict | None] = [None] * len(attached)
     waiting = []
     for index, a in enumerate(attached):
         if _runs_inline(a.grader):
@@ -425,7 +425,7 @@ async def agrade_question(
 
 async def _within_deadline(
     graders: Sequence[AttachedGrader], one_grader: Any, *, deadline_s: float
-) -> list[GraderScore]:
+) -> list[GraderVerdict]:
     tasks = [asyncio.ensure_future(one_grader(a)) for a in graders]
     try:
         _, pending = await asyncio.wait(tasks, timeout=deadline_s)

@@ -22,7 +22,7 @@ from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_scope
 from ..usage import ModelCall, judge_meter
-from ..verdicts.scoring import GraderScore, QuestionScore, score_question
+from ..verdicts.scoring import GraderVerdict, QuestionScore, score_question
 from .accounting import with_judges
 from .changed import refuse_changed_rubrics
 from .conversation import agrade_conversation
@@ -86,7 +86,7 @@ async def _regrade_question(
     attached: Sequence[AttachedGrader],
     target: TargetConfig,
     services: Any,
-    previous: Mapping[str, GraderScore],
+    previous: Mapping[str, GraderVerdict],
 ) -> QuestionScore:
     error, error_type = stored.error, stored.error_type
     if error is None and stored.has_record and record is None:
@@ -95,7 +95,7 @@ async def _regrade_question(
     elif error is None and record is not None and not record.complete:
         error = f"capture failed: {'; '.join(record.problems) or 'record incomplete'}"
         error_type = "CaptureError"
-    graders: list[GraderScore] = []
+    graders: list[GraderVerdict] = []
     judge_calls: list[ModelCall] = []
     if error is None:
         fresh = [a for a in attached if not reads_environment(a.grader)]
@@ -139,7 +139,7 @@ async def _regrade_question(
                 )
             else:
                 graders.append(
-                    GraderScore(
+                    GraderVerdict(
                         grader_id=a.grader.id,
                         score=None,
                         min_score=float(a.grader.min_score),

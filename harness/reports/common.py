@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..verdicts.scoring import GraderScore, QuestionScore
+from ..verdicts.scoring import GraderVerdict, QuestionScore
 
 __all__ = [
     "annotation_lines",
@@ -45,7 +45,7 @@ def fmt_score(score: float | None, max_score: float) -> str:
     return "-" if score is None else f"{fmt(score)} / {fmt(max_score)}"
 
 
-def _grader_reason(g: GraderScore) -> str:
+def _grader_reason(g: GraderVerdict) -> str:
     if g.error:
         return f"{g.grader_id} errored: {g.reason}"
     verdict = "must-pass failed" if g.must_pass else "below bar"

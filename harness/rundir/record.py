@@ -22,7 +22,6 @@ from ..verdicts.scoring import GraderVerdict, QuestionScore, question_passed
 __all__ = [
     "CONTENT_KEYS",
     "MANIFEST_VERSION",
-    "GraderResult",
     "QuestionResult",
     "QuestionRun",
     "RunManifest",
@@ -123,11 +122,6 @@ class ToolCallResult(_Model):
     outcome: str = "ok"
     """How the call ended: ok, error, not_executed, declined, interrupted, handoff, command,
     cancelled."""
-
-
-GraderResult = GraderVerdict
-"""A grader's verdict as the report writes it: the one `GraderVerdict` (its report shape is
-its serialization)."""
 
 
 class QuestionResult(_Model):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..usage import stored_usage
-from ..verdicts.scoring import GraderScore, QuestionScore, score_question
+from ..verdicts.scoring import GraderVerdict, QuestionScore, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
 from .record import QuestionRun, question_fingerprint
 from .schema import GRADE_COLUMNS, QUESTION_COLUMNS, SCHEMA_VERSION, migrate, rollback
@@ -455,7 +455,7 @@ class ResultStore:
             }
             for r in self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
         }
-        grades: dict[tuple[str, str, int], list[GraderScore]] = {}
+        grades: dict[tuple[str, str, int], list[GraderVerdict]] = {}
         for r in self._db.execute(
             "SELECT target, question_id, trial, grader_id, score, min_score, max_score, reason, "
             "error, binary, weight, must_pass, threshold, samples, checks, details FROM grades "
@@ -463,7 +463,7 @@ class ResultStore:
             (grading_id,),
         ):
             grades.setdefault((r[0], r[1], r[2]), []).append(
-                GraderScore(
+                GraderVerdict(
                     grader_id=r[3],
                     score=r[4],
                     min_score=r[5],

@@ -36,7 +36,6 @@ from ..records import GradeResult, GraderSpec, map_to_composite
 from ..usage import QuestionUsage
 
 __all__ = [
-    "GraderScore",
     "GraderSummary",
     "GraderVerdict",
     "QuestionScore",
@@ -224,17 +223,13 @@ class GraderVerdict(BaseModel):
         return self.spec.passes(self.score, max_score=self.max_score, binary=self.binary)
 
 
-GraderScore = GraderVerdict
-"""The name `GraderVerdict` had before it was the one grader verdict (kept for callers)."""
-
-
 def aggregate_samples(
     results: Sequence[GradeResult],
     *,
     spec: GraderSpec | None = None,
     binary: bool = False,
-) -> GraderScore:
-    """Fold the N samples of one grader on one question into one GraderScore.
+) -> GraderVerdict:
+    """Fold the N samples of one grader on one question into one GraderVerdict.
 
     Any errored sample makes the whole grader errored (a noisy judge that failed once did not
     answer); skipped samples are ignored; the score is the mean of the scored samples.
@@ -263,16 +258,16 @@ def aggregate_samples(
         "details": dict(first.details),
     }
     if errored:
-        return GraderScore(score=None, reason=errored[0].reason, error=True, **common)
+        return GraderVerdict(score=None, reason=errored[0].reason, error=True, **common)
     if not scored:
-        return GraderScore(score=None, reason=first.reason, **common)
+        return GraderVerdict(score=None, reason=first.reason, **common)
     values = [r.score for r in scored if r.score is not None]
     mean = sum(values) / len(values)
     reason = scored[0].reason
     if len(results) > 1:
         spread = max(values) - min(values)
         reason = f"{reason} (mean of {len(scored)} samples, spread {spread:g})"
-    return GraderScore(score=mean, reason=reason, **common)
+    return GraderVerdict(score=mean, reason=reason, **common)
 
 
 @dataclass(slots=True)
@@ -290,7 +285,7 @@ class QuestionScore:
     tags: list[str] = field(default_factory=list)
     content_sha256: str | None = None
     """Fingerprint of the question's content (input, expected, expected_tools, rubric_ref)."""
-    graders: list[GraderScore] = field(default_factory=list)
+    graders: list[GraderVerdict] = field(default_factory=list)
     """Each attached grader's aggregated verdict, in attachment order."""
     error: str | None = None
     """Why the agent run failed (exception, timeout, capture failure); None when it ran."""
@@ -343,7 +338,7 @@ class QuestionScore:
         return [g.grader_id for g in self.graders if g.must_pass and g.passed is False]
 
     @property
-    def unmet(self) -> list[GraderScore]:
+    def unmet(self) -> list[GraderVerdict]:
         """Graders that scored and did not pass (one JUnit failure each)."""
         return [g for g in self.graders if g.passed is False]
 
@@ -513,7 +508,7 @@ def _fmt(x: float) -> str:
 
 def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]:
     """Per grader summaries across questions (agent-errored questions have no grader verdicts)."""
-    order: dict[str, list[GraderScore]] = {}
+    order: dict[str, list[GraderVerdict]] = {}
     for q in questions:
         for g in q.graders:
             order.setdefault(g.grader_id, []).append(g)
