@@ -6,7 +6,7 @@ message, so reports and the CLI can render it consistently.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import IntEnum
 from typing import Any
 
@@ -23,6 +23,7 @@ __all__ = [
     "ProviderError",
     "RubricError",
     "TracegradeError",
+    "located",
     "suggest",
 ]
 
@@ -87,19 +88,50 @@ class TracegradeError(Exception):
         return f"{self.file}:{self.line}" if self.line is not None else self.file
 
     def __str__(self) -> str:
-        parts = []
-        loc = self.location()
-        if loc:
-            parts.append(f"{loc}:")
-        if self.question_id is not None:
-            parts.append(f"question {self.question_id!r}:")
-        if self.key is not None:
-            parts.append(f"at {self.key}:")
-        parts.append(self.message)
-        text = " ".join(parts)
-        if self.hint:
-            text += f" ({self.hint})"
-        return text
+        return self.render()
+
+    def render(self, redact: Callable[[str], str] | None = None) -> str:
+        """The error as printed; `redact` (a redaction policy's `text`) is applied to what the
+        user or the agent supplied (the message, the hint, the question id), never to
+        tracegrade's own words around it: a key named `max_tokens_per_question` or a question
+        id holding "password" is not a secret's name followed by its value."""
+        problems = self.context.get("problems") or ()
+        message = self.message
+        if len(problems) > 1 and all(hasattr(p, "render") for p in problems):
+            listing = "\n".join(f"  {p.render(redact)}" for p in problems)
+            message = f"{len(problems)} problems:\n{listing}"
+        elif redact is not None:
+            message = redact(message)
+        return located(
+            message,
+            where=self.location(),
+            key=self.key,
+            question_id=self.question_id,
+            hint=self.hint,
+            redact=redact if len(problems) <= 1 else None,
+        )
+
+
+def located(
+    message: str,
+    *,
+    where: str,
+    key: str | None,
+    question_id: str | None,
+    hint: str | None,
+    redact: Callable[[str], str] | None = None,
+) -> str:
+    """`file:line: question 'id': at key: message (hint)`, the parts known; `redact` applied
+    to the supplied parts (question id, hint) only, the message being redacted by the caller."""
+    show = redact or (lambda text: text)
+    parts = [f"{where}:"] if where else []
+    if question_id is not None:
+        parts.append(f"question {show(question_id)!r}:")
+    if key is not None:
+        parts.append(f"at {key}:")
+    parts.append(message)
+    text = " ".join(parts)
+    return f"{text} ({show(hint)})" if hint else text
 
 
 class InputError(TracegradeError):

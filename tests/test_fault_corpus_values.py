@@ -163,3 +163,44 @@ def test_an_escaped_id_or_reason_is_one_table_cell_and_no_markup(text):
         row = f"| {shown} | x |"
         assert _cells(row)[1:] == [" x "], row  # one cell, whatever the text holds
         assert _raw_html(row) == [], row
+
+
+# -- 16. redaction touches supplied values, never tracegrade's own words ---------------------
+SECRET_ID = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+"""A question id shaped like a GitHub token: supplied, so still redacted where it is shown."""
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_config_error_under_a_token_key_is_printed_whole(tmp_path, capsys, command):
+    from tests.runs_support import write_project
+    from tracegrade.cli import main
+
+    config = write_project(tmp_path, target={"gate": {"max_tokens_per_question": "lots"}})
+    argv = [command, str(config)] if command == "validate" else [command, "--config", str(config)]
+    assert main(argv) == 4
+    out = capsys.readouterr().err
+    assert "(redacted)" not in out, out
+    assert (
+        "at /targets/t/gate/max_tokens_per_question: max_tokens_per_question must be an integer"
+        in out
+    ), out
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_messages_about_a_password_question_keep_their_words(tmp_path, capsys, command):
+    from tests.runs_support import write_project
+    from tracegrade.cli import main
+
+    rows = [
+        {"id": "reset-password", "input": "hi", "expected_tools": [{"tool": "x", "shuld_run": 1}]},
+        {"id": SECRET_ID, "input": "ho", "expected_tools": [{"tool": "x"}]},
+    ]
+    config = write_project(tmp_path, questions=[], extra_questions=rows)
+    argv = [command, str(config)] if command == "validate" else [command, "--config", str(config)]
+    assert main(argv) == 4
+    out = capsys.readouterr().err
+    assert (
+        "question 'reset-password': at /questions/0/expected_tools/0/shuld_run: unknown key" in out
+    )
+    assert "did you mean 'should_run'?" in out
+    assert SECRET_ID not in out and "question '(redacted)': at /questions/1/" in out, out

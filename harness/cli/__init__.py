@@ -314,7 +314,7 @@ def _escaped_main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except TracegradeError as exc:
-        print(f"tracegrade: error: {console_policy().text(str(exc))}", file=sys.stderr)
+        print(f"tracegrade: error: {exc.render(console_policy().text)}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt as exc:
         print("tracegrade: interrupted", file=sys.stderr)

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         if problems:
             failed += 1
             for problem in problems:  # a problem may quote the value it rejects
-                print(redact_text(str(problem)), file=sys.stderr)
+                print(problem.render(redact_text), file=sys.stderr)
         else:
             print(_summary(kind, path))
         for note in notes:

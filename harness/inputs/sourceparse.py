@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from ..errors import DatasetError, InputError
+from ..errors import DatasetError, InputError, located
 from .files import missing_file_hint, not_a_file
 from .yamlbuild import (
     ALIAS_EXPANSION_MIN,
@@ -60,14 +60,18 @@ class Problem:
     """A suggestion, e.g. "did you mean 'expected_facts'?"."""
 
     def __str__(self) -> str:
-        loc = self.file if self.line is None else f"{self.file}:{self.line}"
-        parts = [f"{loc}:"]
-        if self.question_id is not None:
-            parts.append(f"question {self.question_id!r}:")
-        parts.append(f"at {self.pointer or '/'}:")
-        parts.append(self.message)
-        text = " ".join(parts)
-        return f"{text} ({self.hint})" if self.hint else text
+        return self.render()
+
+    def render(self, redact: Callable[[str], str] | None = None) -> str:
+        """As printed; `redact` touches what was supplied, never the words around it."""
+        return located(
+            redact(self.message) if redact is not None else self.message,
+            where=self.file if self.line is None else f"{self.file}:{self.line}",
+            key=self.pointer or "/",
+            question_id=self.question_id,
+            hint=self.hint,
+            redact=redact,
+        )
 
 
 def escape_pointer_token(token: Any) -> str:
