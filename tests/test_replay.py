@@ -385,3 +385,59 @@ def test_cassettes_diff_lists_and_prune_removes_what_no_question_uses(tmp_path, 
     assert main(["cassettes", "prune", *argv]) == 0
     assert sorted(p.name for p in folder.iterdir()) == ["paris.t0.jsonl"]
     assert main(["run", *argv, "--id", "paris", "--record-mode", "none", "--quiet"]) == 0
+
+
+# -- structured output and worker processes -------------------------------------------------
+def test_chat_openai_structured_output_over_http_replays_offline(tmp_path):
+    from langchain_openai import ChatOpenAI
+    from pydantic import BaseModel
+
+    from tests.openai_server import OpenAIServer, reply
+
+    class Status(BaseModel):
+        order: str
+        status: str
+
+    server = OpenAIServer().start()
+    server.enqueue(reply({"order": "A1", "status": "shipped"}))
+    model = ChatOpenAI(model="gpt-x", base_url=server.base_url, api_key="sk-k", max_retries=0)
+    structured = model.with_structured_output(Status, method="json_schema")
+    try:
+        with (s := session(tmp_path, "once")).active():
+            live = structured.invoke("where is A1?")
+        s.finish()
+    finally:
+        server.stop()
+    (recording,) = read_cassette(tmp_path / "q.t0.jsonl").recordings  # type: ignore[union-attr]
+    assert recording.request["response_format"]["schema"]["required"] == ["order", "status"]
+    with session(tmp_path, "none").active():
+        again = structured.invoke("where is A1?")
+    assert again == live == Status(order="A1", status="shipped")
+    assert len(server.requests) == 1
+
+
+def test_workers_replay_each_trial_its_own_recording(tmp_path, capsys):
+    """A nondeterministic agent (its answer depends on the process and the call), recorded with
+    two trials per question, replays under two worker processes with the same verdicts."""
+    path = write_project(
+        tmp_path,
+        questions=["pid", "paris"],
+        target={"repeats": 2, "graders": ["tool_usage_grader"]},
+    )
+    out = tmp_path / "r.json"
+    argv = ["run", "--config", str(path), "--cassettes", str(tmp_path / "c")]
+    argv += ["--quiet", "--json", str(out)]
+    assert main([*argv, "--record-mode", "once"]) in (0, 2)
+    recorded = json.loads(out.read_text())["questions"]
+    assert main([*argv, "--record-mode", "none", "--workers", "2"]) in (0, 2)
+    replayed = json.loads(out.read_text())["questions"]
+
+    def key(q):
+        return (q["id"], q["trial"], q["error"], q["composite"], json.dumps(q["tool_calls"]))
+
+    assert sorted(map(key, replayed)) == sorted(map(key, recorded))
+    assert all(q["error"] is None for q in replayed)
+    assert all(
+        sum(m["replayed_calls"] for m in q["usage"]["agent"]["models"].values()) >= 1
+        for q in replayed
+    )

@@ -167,12 +167,13 @@ def read_cassette(path: Path) -> Cassette | None:
 
 
 def write_cassette(path: Path, header: Mapping[str, Any], recordings: Sequence[Recording]) -> None:
-    """Write atomically (a reader never sees half a file), one call a line, sorted keys."""
+    """Write atomically (a reader never sees half a file), one call a line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"cassette": CASSETTE_VERSION, **header}, sort_keys=True)]
+    lines = [json.dumps({"cassette": CASSETTE_VERSION, **header})]
+    # Keys in the order the model gave them: a replayed tool call's arguments keep theirs.
     lines += [
-        json.dumps(r.as_json(), sort_keys=True, ensure_ascii=False, default=str)
+        json.dumps(r.as_json(), ensure_ascii=False, default=str)
         for r in sorted(recordings, key=lambda r: r.call)
     ]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
