@@ -48,7 +48,15 @@ def receiving(config_path: Path, run=None, **options):
     decided) when the block ends."""
     limits = options.pop("limits", None) or Limits(quiet_s=0.1)
     policy = options.pop("policy", None)
-    monitor = Monitor(load_config(config_path), "t", run=run, sample=limits.sample, policy=policy)
+    conversations = options.pop("conversations", None)
+    monitor = Monitor(
+        load_config(config_path),
+        "t",
+        run=run,
+        sample=limits.sample,
+        policy=policy,
+        conversations=conversations,
+    )
     receiver = Receiver(
         monitor,
         bind("127.0.0.1", 0),

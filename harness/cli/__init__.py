@@ -206,6 +206,50 @@ def _pairs(values: list[str], flag: str) -> dict[str, Any]:
     return out
 
 
+def add_conversation_flags(parser: argparse.ArgumentParser, *, live: bool) -> None:
+    """`--conversations` of `grade-traces` and `receive`: the traces of one conversation
+    (session.id, gen_ai.conversation.id, LangGraph's thread_id) graded together."""
+    group = parser.add_argument_group("conversations (several traces, one per user turn)")
+    group.add_argument(
+        "--conversations",
+        action="store_true",
+        help="grade the traces that share a conversation id (session.id, "
+        "gen_ai.conversation.id, LangGraph's thread_id) as one conversation, whole and per "
+        "turn, paired with a question's turns: by its id or its first user message"
+        + (", once it is quiet for --conversation-quiet seconds" if live else ", at the end"),
+    )
+    if live:
+        group.add_argument(
+            "--conversation-quiet",
+            type=float,
+            default=30.0,
+            metavar="S",
+            help="a conversation closes after S seconds without a new trace (default 30)",
+        )
+    group.add_argument(
+        "--max-conversations",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="conversations held open at most (default 10000); past it a trace is graded alone",
+    )
+
+
+def conversation_book_of(args: argparse.Namespace) -> object:
+    """The conversation book the flags ask for; None without --conversations."""
+    from ..errors import InputError
+    from ..traces.conversations import ConversationBook
+
+    if not args.conversations:
+        return None
+    if args.max_conversations < 1:
+        raise InputError("--max-conversations must be at least 1", key="--max-conversations")
+    quiet = getattr(args, "conversation_quiet", 0.0)
+    if quiet < 0:
+        raise InputError("--conversation-quiet must not be negative", key="--conversation-quiet")
+    return ConversationBook(quiet_s=quiet, max_open=args.max_conversations)
+
+
 def trace_policy_of(args: argparse.Namespace, config: object) -> object:
     """The policy the target and the flags make (falsy when none)."""
     from ..traces.policy import trace_policy

@@ -10,7 +10,13 @@ from typing import Any
 from ..ci.publish import add_ci_flags, report_outcome
 from ..errors import InputError
 from ..reports.flags import add_report_flags
-from . import EPILOG, add_trace_policy_flags, trace_policy_of
+from . import (
+    EPILOG,
+    add_conversation_flags,
+    add_trace_policy_flags,
+    conversation_book_of,
+    trace_policy_of,
+)
 
 __all__ = ["register", "run"]
 
@@ -68,6 +74,7 @@ def register(subparsers: Any) -> None:
         "--until", metavar="TIME", help="only traces that started before TIME (ISO 8601)"
     )
     add_trace_policy_flags(parser)
+    add_conversation_flags(parser, live=False)
     add_report_flags(parser)
     add_ci_flags(parser)
     parser.set_defaults(handler=run)
@@ -108,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             since_ns=since,
             until_ns=until,
             policy=policy or None,
+            conversations=conversation_book_of(args),  # type: ignore[arg-type]
         )
     report_outcome(args, outcome, config=config)
     return outcome.exit_code

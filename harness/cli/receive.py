@@ -12,7 +12,13 @@ from typing import Any
 from ..ci.publish import add_ci_flags, report_outcome
 from ..errors import ExitCode, InputError
 from ..reports.flags import add_report_flags
-from . import EPILOG, add_trace_policy_flags, trace_policy_of
+from . import (
+    EPILOG,
+    add_conversation_flags,
+    add_trace_policy_flags,
+    conversation_book_of,
+    trace_policy_of,
+)
 
 __all__ = ["register", "run"]
 
@@ -134,6 +140,7 @@ def register(subparsers: Any) -> None:
         "--gate", action="store_true", help="exit with the monitor run's verdict (see below)"
     )
     add_trace_policy_flags(parser)
+    add_conversation_flags(parser, live=True)
     add_report_flags(parser)
     add_ci_flags(parser)
     parser.set_defaults(handler=run)
@@ -171,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
             use_cache=not args.no_cache,
             sample=args.sample,
             policy=policy or None,
+            conversations=conversation_book_of(args),  # type: ignore[arg-type]
         )
     except BaseException:
         sock.close()

@@ -56,6 +56,9 @@ class AgentTrace:
     start_ns: int
     end_ns: int
     span_count: int
+    turns: tuple[tuple[str, str], ...] = ()
+    """A conversation read from several traces (`traces.conversations`): each user turn's
+    message and the agent's answer to it, in order; () for one trace."""
 
 
 def dialect_of(spans: Sequence[Span]) -> str | None:
@@ -112,7 +115,8 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
             finalize_calls(calls), complete=complete, problems=tuple(problems), **facts
         ),
         question_id=_first_attribute(spans, root, (sc.TG_QUESTION_ID, sc.AGENTEVALS_CASE_ID)),
-        conversation_id=_first_attribute(spans, root, (sc.GEN_AI_CONVERSATION_ID, _OI_SESSION_ID)),
+        conversation_id=_first_attribute(spans, root, (sc.GEN_AI_CONVERSATION_ID, _OI_SESSION_ID))
+        or _thread_id(root),
         user_message=user,
         answer=answer or "",
         error=error,
@@ -121,6 +125,19 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
         end_ns=max(s.end_ns for s in spans),
         span_count=len(spans),
     )
+
+
+def _thread_id(root: Span) -> str | None:
+    """LangGraph's `thread_id`, which OpenInference writes into the root's `metadata` JSON: a
+    conversation's id when the app sets neither session.id nor gen_ai.conversation.id."""
+    metadata = root.attributes.get("metadata")
+    if not isinstance(metadata, str) or "thread_id" not in metadata:
+        return None
+    try:
+        value = json.loads(metadata).get("thread_id")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value not in (None, "") else None
 
 
 def _first_attribute(spans: Sequence[Span], root: Span, keys: Sequence[str]) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from .. import semconv as sc
 from ..capture.tracefile import graph_attributes, redacted_attributes
 from ..errors import EvaluationError, NothingToRunError
+from ..execution.conversation import Ending, TurnResult
 from ..execution.lifecycle import decided
 from ..execution.loops import run_without_loop
 from ..execution.prepare import new_grading, prepare_run
@@ -32,6 +33,7 @@ from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore
 from .archive import Pairer
+from .conversations import ConversationBook
 from .dialects import AgentTrace
 from .policy import TracePolicy
 from .spill import SpilledPairs, TraceSpill
@@ -94,6 +96,7 @@ def record_line(
         sc.OI_INPUT_VALUE: trace.user_message,
         sc.OI_OUTPUT_VALUE: trace.answer,
         sc.TG_SOURCE_DIALECT: trace.dialect,
+        sc.TG_TURN_STARTS: list(record.turn_starts) or None,
         **graph_attributes(record.nodes, record.offered, record.answer_ns),
     }
     spans = [
@@ -190,6 +193,16 @@ async def grade_paired(
         problems = "; ".join(record.problems) or "record incomplete"
         run.error = f"capture failed: {problems}"[:2000]
         run.error_type = "CaptureError"
+    ending = None
+    if trace.turns:  # a conversation of several traces: graded whole and per turn, as a run's
+        ending = Ending(
+            state=None, turns=[TurnResult(i, u, a) for i, (u, a) in enumerate(trace.turns)]
+        )
+        run.messages = [
+            m
+            for user, answer in trace.turns
+            for m in ({"role": "user", "content": user}, {"role": "assistant", "content": answer})
+        ]
     line = record_line(
         trace,
         record,
@@ -199,7 +212,7 @@ async def grade_paired(
         trial=trial,
         policy=policy,
     )
-    stored, score = await agrade_recorded(plan, question, run, record)
+    stored, score = await agrade_recorded(plan, question, run, record, ending=ending)
     return GradedTrace(line, stored, score)
 
 
@@ -227,12 +240,14 @@ async def agrade_traces(
     since_ns: int | None = None,
     until_ns: int | None = None,
     policy: TracePolicy | None = None,
+    conversations: ConversationBook | None = None,
 ) -> RunOutcome:
     """Grade the agent traces of `traces` that started in [since, until) against `target`'s
     dataset and graders into a new run directory. The traces are read, paired and graded one at
     a time from the spill: memory does not grow with the archive while they are. With a trace
     `policy` (its graders attached to the config's target, `policy.with_policy`), traces that
-    match no question are graded by it."""
+    match no question are graded by it. With `conversations`, the traces of one conversation
+    are graded together, as one question run of several turns."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -243,7 +258,7 @@ async def agrade_traces(
     plan = prepared.plans[target]
     pairs = SpilledPairs(traces)
     pairs.pair(
-        traces.traces(),
+        conversations.stream(traces.traces()) if conversations is not None else traces.traces(),
         Pairer(plan.questions),
         since_ns=since_ns,
         until_ns=until_ns,
@@ -283,6 +298,8 @@ async def agrade_traces(
     run_dir = prepared.directory
     run_dir.write_identity(identity)
     notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
+    if conversations is not None:
+        notes += conversations.notes()
     if policy:
         notes.append(policy.note())
     plan.run_id = prepared.run_id

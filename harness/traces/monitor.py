@@ -38,7 +38,8 @@ from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.scoring import QuestionScore, question_passed
 from .archive import Pair, Pairer
-from .dialects import agent_trace
+from .conversations import ConversationBook
+from .dialects import AgentTrace, agent_trace
 from .grade import GradedTrace, commit_graded, grade_paired
 from .policy import TracePolicy, with_policy
 from .spans import ReadProblems, Span, read_spans, request_of_spans
@@ -69,8 +70,11 @@ class Monitor:
         use_cache: bool = True,
         sample: float = 1.0,
         policy: TracePolicy | None = None,
+        conversations: ConversationBook | None = None,
     ) -> None:
         self.policy = policy
+        self.conversations = conversations
+        """With a book, the traces of one conversation are graded together once it is quiet."""
         if policy:  # its graders attached to the target for this run (the manifest says so)
             config = with_policy(config, target, policy)
         self.config = config
@@ -223,6 +227,27 @@ class Monitor:
         if trace is None:
             self._count(not_agent=1)
             return None
+        if self.conversations is not None:
+            ready = self.conversations.add(trace)
+            if not ready:  # held until its conversation is quiet (`grade_conversations`)
+                return None
+            trace = ready[0]
+        return await self.grade_trace(trace)
+
+    async def grade_conversations(self, *, force: bool = False) -> list[QuestionScore]:
+        """Grade the conversations quiet long enough (every open one when `force`: a stop)."""
+        if self.conversations is None:
+            return []
+        scores = []
+        for trace in self.conversations.close(force=force):
+            score = await self.grade_trace(trace)
+            if score is not None:
+                scores.append(score)
+        return scores
+
+    async def grade_trace(self, trace: AgentTrace) -> QuestionScore | None:
+        """Grade one agent trace (or conversation) paired with its question."""
+        trace_id = trace.trace_id
         pair = self.pairer.pair(trace)
         if isinstance(pair, list):
             self._count(ambiguous=1)

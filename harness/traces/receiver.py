@@ -369,6 +369,10 @@ class Receiver:
                     done, batch, started = batch, [], loop.time()
                     self._commit(done)
                 await asyncio.sleep(0)  # the server answers between two traces
+            for score in await self.monitor.grade_conversations(force=force):
+                batch.append((score.trace_id or "", 0))
+                if self.alerts is not None:
+                    self.alerts.observe(score)
         finally:
             self._commit(batch)
 
