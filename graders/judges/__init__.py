@@ -10,6 +10,13 @@ from .builtin import (
     GroundednessGrader,
     RelevanceGrader,
 )
+from .catalog import (
+    ArgumentCorrectnessJudge,
+    ClaimsJudge,
+    PlanAdherenceJudge,
+    StepEfficiencyJudge,
+    ToolSelectionJudge,
+)
 from .file_judge import file_judge
 from .goal import GoalJudge
 
@@ -17,12 +24,17 @@ __all__ = [
     "GRADERS",
     "AccuracyGrader",
     "ActionabilityGrader",
+    "ArgumentCorrectnessJudge",
+    "ClaimsJudge",
     "CompletenessGrader",
     "FactMatchGrader",
     "GoalJudge",
     "GroundednessGrader",
     "LlmJudge",
+    "PlanAdherenceJudge",
     "RelevanceGrader",
+    "StepEfficiencyJudge",
+    "ToolSelectionJudge",
     "file_judge",
 ]
 
@@ -34,4 +46,9 @@ GRADERS = [
     FactMatchGrader,
     GroundednessGrader,
     GoalJudge,
+    ToolSelectionJudge,
+    ArgumentCorrectnessJudge,
+    PlanAdherenceJudge,
+    StepEfficiencyJudge,
+    ClaimsJudge,
 ]
