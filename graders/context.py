@@ -55,7 +55,7 @@ def build_context(
     """
     if tool_calls is not None and not isinstance(tool_calls, ToolRecord):
         raise TypeError(f"tool_calls must be a ToolRecord or None, not {type(tool_calls)!r}")
-    context: dict[str, Any] = copy.deepcopy(dict(row))
+    context: dict[str, Any] = {key: _copied(value) for key, value in row.items()}
     for key in ("tool_calls", "environment", "run_record", "policy", "workdir"):
         context.pop(key, None)
     context["response_char_limit"] = (
@@ -75,6 +75,22 @@ def build_context(
     if workdir is not None:
         context["workdir"] = workdir
     return context
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of the question row: its JSON-shaped parts copied by hand (a question is
+    mostly dicts, lists and strings, and `copy.deepcopy`'s memo made it a tenth of the
+    grading's CPU on the per-question path), anything else by `copy.deepcopy`."""
+    if isinstance(value, _PLAIN):
+        return value
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copied(v) for v in value]
+    return copy.deepcopy(value)
 
 
 def trial_of(context: Mapping[str, Any]) -> int:

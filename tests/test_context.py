@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracegrade.environment import SQLiteEnvironment
-from tracegrade.graders.context import build_context
+from tracegrade.graders.context import RESERVED_KEYS, build_context
 from tracegrade.records import RunRecord, ToolRecord
 
 ROW = {
@@ -70,3 +72,32 @@ def test_row_is_copied_so_graders_cannot_alter_the_dataset():
 def test_tool_calls_must_be_a_record():
     with pytest.raises(TypeError, match="ToolRecord"):
         build_context({"id": "q"}, messages=[], tool_calls=[])  # type: ignore[arg-type]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.tuples(inner, inner)
+    ),
+    max_leaves=20,
+)
+
+
+def _containers(value, out):
+    if isinstance(value, dict | list):
+        out.append(value)
+        for v in value.values() if isinstance(value, dict) else value:
+            _containers(v, out)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=6), _json, max_size=5))
+def test_the_row_copy_is_equal_and_shares_nothing_mutable(row):
+    row = {k: v for k, v in row.items() if k not in RESERVED_KEYS}
+    context = build_context(row, messages=[])
+    assert {k: context[k] for k in row} == row
+    theirs = {id(c) for c in _containers(row, [])}
+    assert not any(id(c) in theirs for c in _containers({k: context[k] for k in row}, []))
