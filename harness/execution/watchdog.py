@@ -91,6 +91,9 @@ class QuestionDeadline:
     _watch: LoopWatch | None = None
     _cancelling: int = 0
     _token: Any = None
+    tasks: list[Any] | None = None
+    """The tasks made inside the question while it runs (the loop watch's task factory adds
+    them), so a stall is blamed on its question; None once it ended."""
 
     def expired(self) -> bool:
         return self._expired
@@ -106,6 +109,7 @@ class QuestionDeadline:
         self._cancelling = self.task.cancelling()
         self._watch = LoopWatch.of_running_loop()
         self.started = time.monotonic()
+        self.tasks = []
         self._watch.enter(self)
         self._handle = asyncio.get_running_loop().call_later(self.timeout_s, self._fire)
         return self
@@ -147,8 +151,8 @@ class LoopWatch:
     def __init__(self, loop: Any) -> None:
         self.loop = loop
         # LangGraph runs each node in a task of its own: a task made inside a question belongs
-        # to it (the factory tags it from the creating context), so the holder is found.
-        self.owners: weakref.WeakKeyDictionary[Any, QuestionDeadline] = weakref.WeakKeyDictionary()
+        # to it (the factory adds it to the question's `tasks`, from the creating context), so
+        # the holder is found. A list append per task: the factory runs for every task made.
         self._inner_factory = loop.get_task_factory()
         loop.set_task_factory(self._task_factory)
         self.loop_thread = threading.get_ident()
@@ -164,19 +168,22 @@ class LoopWatch:
 
     # -- on the loop ------------------------------------------------------------------------
     def _task_factory(self, loop: Any, coro: Any, context: Any = None) -> Any:
-        kwargs = {} if context is None else {"context": context}
         if self._inner_factory is not None:
+            kwargs = {} if context is None else {"context": context}
             task = self._inner_factory(loop, coro, **kwargs)
         else:
-            task = asyncio.Task(coro, loop=loop, **kwargs)
-        owner = (context.get(_QUESTION) if context is not None else _QUESTION.get()) or None
-        if owner is not None:
-            self.owners[task] = owner
+            task = asyncio.Task(coro, loop=loop, context=context)
+        owner = context.get(_QUESTION) if context is not None else _QUESTION.get()
+        if owner is not None and owner.tasks is not None:
+            owner.tasks.append(task)
         return task
 
     def owner(self, task: Any) -> QuestionDeadline | None:
-        """The question `task` works for (its own task, or one made inside it)."""
-        return self.active.get(task) or self.owners.get(task)
+        """The question `task` works for (its own task, or one made inside it while it ran)."""
+        found = self.active.get(task)
+        if found is None:
+            found = next((d for d in self.active.values() if task in (d.tasks or ())), None)
+        return found
 
     def enter(self, deadline: QuestionDeadline) -> None:
         with self._lock:
@@ -184,6 +191,7 @@ class LoopWatch:
         deadline._token = _QUESTION.set(deadline)
 
     def leave(self, deadline: QuestionDeadline) -> None:
+        deadline.tasks = None
         if deadline._token is not None:
             with contextlib.suppress(ValueError):  # left in another context: nothing to undo
                 _QUESTION.reset(deadline._token)
