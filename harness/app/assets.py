@@ -119,6 +119,18 @@ document.addEventListener("submit", function (ev) {
     say(d.message || "saved");
   });
 });
+/* Run page: the Review queue link lands on the question being viewed (#q=<target>/<id>). */
+var reviewLink = document.querySelector("a[data-review-link]");
+if (reviewLink) {
+  var queueHref = reviewLink.getAttribute("href");
+  var followQuestion = function () {
+    var m = /^#q=([^/]*)\/([^/]*)(?:\/(\d+))?$/.exec(location.hash);
+    reviewLink.href = m ? queueHref + "&target=" + m[1] + "&question=" + m[2] + "&trial=" +
+      (m[3] || 0) : queueHref;
+  };
+  window.addEventListener("hashchange", followQuestion);
+  followQuestion();
+}
 /* Runs page: a running run's progress, polled while it runs. */
 var running = document.querySelectorAll("[data-progress]");
 if (running.length) {

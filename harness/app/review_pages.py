@@ -33,6 +33,8 @@ class QueueItem:
     trial: int
     items: tuple[tuple[str, str], ...]
     """(label, what is asked) still open."""
+    failing: bool = False
+    """The question failed or errored (what "failing first" puts ahead)."""
 
 
 def _checklists(state: Any, entry: RunEntry) -> dict[str, Any]:
@@ -42,9 +44,14 @@ def _checklists(state: Any, entry: RunEntry) -> dict[str, Any]:
     return checklists_of(entry.outcome.identity, state.config)
 
 
-def review_queue(state: Any, entries: Sequence[RunEntry]) -> list[QueueItem]:
-    """Every question of `entries` with an open Review check or checklist item, in order."""
+def review_queue(
+    state: Any, entries: Sequence[RunEntry], *, failing_first: bool = False
+) -> list[QueueItem]:
+    """Every question of `entries` with an open Review check or checklist item, in order
+    (runs newest first, each in file order); `failing_first`: the questions that failed or
+    errored ahead of the rest, each group in that order."""
     from ..curation.labelling import open_items
+    from ..reports.html_data import question_verdict
 
     out = []
     for entry in entries:
@@ -55,10 +62,35 @@ def review_queue(state: Any, entries: Sequence[RunEntry]) -> list[QueueItem]:
             for qs in t.questions:
                 items = open_items(qs, checklists.get(t.target, []))
                 if items:
-                    out.append(
-                        QueueItem(entry.run_id, t.target, qs.question_id, qs.trial, tuple(items))
+                    failing = question_verdict(qs) in ("failed", "errored")
+                    item = QueueItem(
+                        entry.run_id, t.target, qs.question_id, qs.trial, tuple(items), failing
                     )
+                    out.append(item)
+    if failing_first:
+        out.sort(key=lambda item: not item.failing)  # stable: each group keeps its order
     return out
+
+
+ORDERS = {"": "file order", "failing": "failing first"}
+
+
+def _landing(queue: Sequence[QueueItem], params: Any) -> tuple[int | None, str]:
+    """The queue index of the question a link named (`target`, `question`, `trial`), and a
+    note when it has nothing waiting; (None, "") when no question was named."""
+    wanted = params.get("question")
+    if not wanted:
+        return None, ""
+    target, trial = params.get("target") or "", params.get("trial") or "0"
+    for i, item in enumerate(queue):
+        same_target = not target or item.target == target
+        if item.question_id == wanted and same_target and str(item.trial) == trial:
+            return i, ""
+    return None, (
+        f'<p class="advisory" id="not-waiting">Question <code>{e(wanted)}</code> has nothing '
+        "waiting for a person (no check in Review, every checklist item answered); the queue "
+        "goes on below.</p>"
+    )
 
 
 def _timeline(calls: list[Any] | None) -> str:
@@ -125,12 +157,24 @@ def review_page(request: Request) -> Response:
     run_filter = request.query_params.get("run") or ""
     if run_filter:
         entries = [r for r in entries if r.run_id == run_filter]
-    queue = review_queue(state, entries)
+    order = request.query_params.get("order") or ""
+    order = order if order in ORDERS else ""
+    queue = review_queue(state, entries, failing_first=order == "failing")
     try:
         at = max(0, int(request.query_params.get("at") or 0))
     except ValueError:
         at = 0
-    head = "<main><h1>Review queue</h1>"
+    landed, note = _landing(queue, request.query_params)
+    at = landed if landed is not None else at
+    orders = " · ".join(
+        f"<strong aria-current=true>{e(words)}</strong>"
+        if key == order
+        else f'<a href="{url("/review", run=run_filter, order=key)}" data-order="{key}">'
+        f"{e(words)}</a>"
+        for key, words in ORDERS.items()
+    )
+    head = f'<main><h1>Review queue</h1><p class="controls" id="order">Order: {orders}</p>{note}'
+
     if not queue:
         body = (
             head + '<p id="queue-empty">Nothing waits for a person: no rubric check is in '
@@ -143,9 +187,9 @@ def review_page(request: Request) -> Response:
     item = queue[at]
     entry = next(r for r in entries if r.run_id == item.run_id)
     task = _task(state, entry, item)
-    nxt = url("/review", run=run_filter, at=(at + 1) % len(queue))
-    after = url("/review", run=run_filter, at=at)
-    prev = url("/review", run=run_filter, at=at - 1) if at else ""
+    nxt = url("/review", run=run_filter, order=order, at=(at + 1) % len(queue))
+    after = url("/review", run=run_filter, order=order, at=at)
+    prev = url("/review", run=run_filter, order=order, at=at - 1) if at else ""
     boxes = []
     for label, asked in item.items:
         boxes.append(
@@ -163,6 +207,7 @@ def review_page(request: Request) -> Response:
         else ""
     )
     trial = f" trial {item.trial}" if item.trial else ""
+    failing = ' <span class="badge v-failed">failing</span>' if item.failing else ""
     body = (
         head
         + f'<p class="muted">{at + 1} of {len(queue)} question(s) waiting · keys: <kbd>p</kbd> pass, '
@@ -170,7 +215,7 @@ def review_page(request: Request) -> Response:
         f'<section id="review" data-run="{e(item.run_id)}" data-target="{e(item.target)}" '
         f'data-question="{e(item.question_id)}" data-trial="{item.trial}" data-next="{nxt}" '
         f'data-after="{after}" data-prev="{prev}">'
-        f'<h2 id="review-h"><code>{e(item.question_id)}</code>{e(trial)} '
+        f'<h2 id="review-h"><code>{e(item.question_id)}</code>{e(trial)}{failing} '
         f'<span class="mode">({e(item.target)}, run <a href="/runs/{e(item.run_id)}">'
         f"{e(item.run_id)}</a>)</span></h2>{stale_note}"
         '<div class="review-grid"><div>'

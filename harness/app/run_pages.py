@@ -28,11 +28,14 @@ def render_run_page(entry: RunEntry, *, report_options: Mapping[str, Any]) -> st
     data["links"] = {
         "Promote to a dataset": f"/promote?run={q(entry.run_id)}&target={{target}}"
         "&question={id}&trial={trial}",
+        "Review this question": f"/review?run={q(entry.run_id)}&target={{target}}"
+        "&question={id}&trial={trial}",
     }
+    # the queue link follows the question being viewed (the app script sets its query)
     actions = (
         f'<p class="actions"><a href="{url("/compare", cand=entry.run_id)}">Compare with its '
-        f'baseline</a> · <a href="{url("/review", run=entry.run_id)}">Review queue of this '
-        "run</a></p>"
+        f'baseline</a> · <a href="{url("/review", run=entry.run_id)}" data-review-link>Review '
+        "queue of this run</a></p>"
     )
     body = actions + report_body(outcome, data)
     return page(page_title(outcome), body, active="runs", scripts=("report", "app"))
