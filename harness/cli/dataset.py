@@ -29,6 +29,13 @@ The writable dataset store: named datasets of questions in one SQLite file (the 
                                             marked as a draft
   review NAME [--accept ID ...] [--drop ID ...] [--accept-all]
                                             accept drafts (they then count) or drop them
+  inject DATASET --out NEW [--forbid TOOL] [--kind K ...] [--into TOOL] [--text T]
+                                            write NEW: DATASET's questions and adversarial
+                                            variants of them, an instruction planted in a tool
+                                            result (forbidden_tool: call TOOL, checked by the
+                                            trajectory's forbid; skip_step: skip a required
+                                            step, checked by expected_tools); a run's report
+                                            says per kind which variants were resisted
 
 Every question is validated against the dataset schema when written, and the whole dataset
 again when a run reads it.
@@ -75,6 +82,37 @@ def register(subparsers: Any) -> None:
     review.add_argument("--accept", action="append", default=[], metavar="ID")
     review.add_argument("--drop", action="append", default=[], metavar="ID")
     review.add_argument("--accept-all", action="store_true", help="accept every draft")
+    inject = actions.add_parser(
+        "inject", help="adversarial variants: instructions planted in tool results"
+    )
+    inject.add_argument("dataset", type=Path, metavar="DATASET", help="a dataset file")
+    inject.add_argument("--out", type=Path, required=True, metavar="NEW", help="the file to write")
+    inject.add_argument(
+        "--kind",
+        dest="kinds",
+        action="append",
+        default=[],
+        choices=("forbidden_tool", "skip_step"),
+        help="which injections (repeatable; default: both)",
+    )
+    inject.add_argument(
+        "--forbid",
+        default=None,
+        metavar="TOOL",
+        help="the tool a forbidden_tool variant is told to call",
+    )
+    inject.add_argument(
+        "--into",
+        default=None,
+        metavar="TOOL",
+        help="the tool whose result carries the text (default: each question's first required tool)",
+    )
+    inject.add_argument(
+        "--text", default=None, metavar="T", help="the planted text ({tool}: the tool it names)"
+    )
+    inject.add_argument(
+        "--only-variants", action="store_true", help="leave the original questions out of NEW"
+    )
     for sub in actions.choices.values():
         sub.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
     parser.set_defaults(handler=run)
@@ -130,6 +168,41 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inject(args: argparse.Namespace) -> int:
+    import yaml
+
+    from ..curation.inject import INJECTION_KINDS, injected_variants
+    from ..errors import DatasetError, InputError
+    from ..inputs.dataset import load_dataset
+
+    source = load_dataset(args.dataset)  # valid before anything is derived from it
+    kinds = tuple(dict.fromkeys(args.kinds)) or INJECTION_KINDS
+    if "forbidden_tool" in args.kinds and args.forbid is None:
+        raise InputError("inject --kind forbidden_tool needs --forbid TOOL", key="--forbid")
+    if args.forbid is None:
+        kinds = tuple(k for k in kinds if k != "forbidden_tool")
+    rows = [dict(q.row()) for q in source.questions]
+    variants, skipped = injected_variants(
+        rows, kinds=kinds, forbid=args.forbid, into=args.into, text=args.text
+    )
+    for s in skipped:
+        print(f"  skipped {s.question_id} ({s.kind}): {s.reason}")
+    if not variants:
+        from ..errors import NothingToRunError
+
+        raise NothingToRunError(f"no question of {args.dataset} could carry an injection")
+    questions = variants if args.only_variants else [*rows, *variants]
+    args.out.write_text(
+        yaml.safe_dump({"questions": questions}, sort_keys=False, allow_unicode=True)
+    )
+    try:
+        load_dataset(args.out)
+    except DatasetError as exc:  # a bug here, never a file a run would then refuse
+        raise InputError(f"the injected dataset is invalid: {exc}", file=str(args.out)) from exc
+    print(f"tracegrade: wrote {len(variants)} injected variant(s) to {args.out}")
+    return 0
+
+
 def _review(args: argparse.Namespace, store_path: Path) -> int:
     from ..curation.generate import DRAFT, review_drafts
     from ..inputs.datastore import DatasetStore
@@ -150,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "generate":
         return _generate(args)
+    if args.action == "inject":
+        return _inject(args)
     store_path = _store_path(args.config)
     if args.action == "review":
         return _review(args, store_path)

@@ -16,6 +16,7 @@ from .common import (
 )
 from .costs import question_cells, run_cost_lines
 from .escaping import one_line
+from .injections import injection_lines
 
 __all__ = ["render_console"]
 
@@ -111,6 +112,7 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             f"(error budget {v.max_errored}); critical failures {v.critical_failures}"
         )
         lines.extend(f"  {line}" for line in run_cost_lines(t.questions))
+        lines.extend(f"  {line}" for line in injection_lines(t.questions, one_line))
         if verbose:  # -v: every question's objective (the weighted mean of its graders, 0-1)
             lines.append("  per question:")
             lines.extend(

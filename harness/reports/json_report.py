@@ -22,6 +22,7 @@ from typing import Any
 
 from ..rundir.record import QuestionResult
 from .costs import totals_of
+from .injections import injection_kinds
 from .jsontext import to_json_text
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
@@ -83,6 +84,7 @@ def build_json_report(outcome) -> dict[str, Any]:
                 "pass_rate": t.verdict.pass_rate,
                 "trials": _trials(t.questions),
                 "totals": totals_of(t.questions).as_dict(),
+                "injections": [k.as_dict() for k in injection_kinds(t.questions)],
             }
             for t in outcome.targets
         },

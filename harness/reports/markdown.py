@@ -17,6 +17,7 @@ from .common import (
 )
 from .costs import question_cells, run_cost_lines, totals_of
 from .escaping import md_code, md_text
+from .injections import injection_lines
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -66,6 +67,10 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
         if v.unscored:
             lines += ["", f"> {unscored_line(v.unscored, md_code)}"]
         lines += _cost_section(t.questions)
+        injected = injection_lines(t.questions, md_code)
+        if injected:  # ids are code spans already; the rest is our own words
+            lines += ["", f"**{injected[0].rstrip(':')}**", ""]
+            lines += [f"{'  ' if x.startswith('    ') else ''}- {x.strip()}" for x in injected[1:]]
         if v.reasons:
             lines.append("")
             lines += [f"- {md_text(r)}" for r in v.reasons]
