@@ -68,8 +68,8 @@ class Ending:
 def with_checkpointer(graph: Any, question: Any) -> Any:
     """`graph` with a fresh in-memory checkpointer (a per-question copy; the shared graph is left
     as it is) when it was compiled without one and this question run needs one: an interrupt
-    to resume (`resume:`), later turns on the same thread (`turns`, a simulated `user`), or
-    pauses the graph only makes with a checkpointer (`interrupt_before`/`interrupt_after`).
+    to resume (`resume:`), later turns on the same thread (`turns`, a simulated `user`), a
+    run started after a node (`start_at:`), or pauses the graph only makes with a checkpointer (`interrupt_before`/`interrupt_after`).
     Otherwise the graph runs as compiled: an unanswered `interrupt()` still surfaces, and
     nothing is serialized. The saver keeps what msgpack cannot hold (ints past 64 bits, deep
     nesting) by pickle, in memory, so such state never fails only under tracegrade."""
@@ -90,6 +90,8 @@ def _needs_checkpointer(graph: Any, question: Any) -> bool:
     ):
         return True
     if getattr(question, "resume", None) or getattr(question, "user", None) is not None:
+        return True
+    if getattr(question, "start_at", None):  # its opening state is written on the thread
         return True
     turns = question.user_turns() if hasattr(question, "user_turns") else ()
     return len(turns) > 0
