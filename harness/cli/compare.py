@@ -56,7 +56,20 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("base", metavar="BASE", help="baseline: run id, run dir or results JSON")
-    parser.add_argument("cand", metavar="CAND", help="candidate: run id, run dir or results JSON")
+    parser.add_argument(
+        "cand",
+        metavar="CAND",
+        nargs="?",
+        default=None,
+        help="candidate: run id, run dir or results JSON (none with --variants)",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs=2,
+        metavar=("A", "B"),
+        default=None,
+        help="compare two variants (targets) of the run BASE: A the baseline, B the candidate",
+    )
     add_compare_flags(parser)
     parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
@@ -112,6 +125,34 @@ def fail_on_of(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.fail_on or DEFAULT_FAIL_ON)
 
 
+def variant_of(stored: Any, target: str) -> Any:
+    """One target of a stored run as a run of its own, its questions under the common target
+    name `variant`, so two variants of one run align question by question."""
+    import dataclasses
+
+    from ..errors import InputError
+
+    names = sorted({q.target for q in stored.questions})
+    if target not in names:
+        raise InputError(
+            f"run {stored.label} has no target {target!r}",
+            key="--variants",
+            hint=f"its targets: {', '.join(names) or '(none)'}",
+        )
+    manifest = dict(stored.manifest)
+    manifest["targets"] = {"variant": (stored.manifest.get("targets") or {}).get(target, {})}
+    return dataclasses.replace(
+        stored,
+        label=f"{stored.label} {target}",
+        questions=[
+            q.model_copy(update={"target": "variant"})
+            for q in stored.questions
+            if q.target == target
+        ],
+        manifest=manifest,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..comparison.compare import compare_runs
     from ..reports.compare_report import (
@@ -121,8 +162,20 @@ def run(args: argparse.Namespace) -> int:
     )
     from ..rundir.history import load_comparable
 
-    base = load_comparable(args.base, config_path=args.config)
-    cand = load_comparable(args.cand, config_path=args.config)
+    if args.variants is not None:
+        if args.cand is not None:
+            from ..errors import InputError
+
+            raise InputError("compare --variants A B takes one run", key="--variants")
+        both = load_comparable(args.base, config_path=args.config)
+        base, cand = (variant_of(both, name) for name in args.variants)
+    elif args.cand is None:
+        from ..errors import InputError
+
+        raise InputError("compare needs BASE and CAND, or one run and --variants A B", key="CAND")
+    else:
+        base = load_comparable(args.base, config_path=args.config)
+        cand = load_comparable(args.cand, config_path=args.config)
     comparison = compare_runs(
         base,
         cand,

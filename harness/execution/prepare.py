@@ -102,6 +102,9 @@ def _target_identity(
         if target.grading_module
         else None,
         "graders": specs,
+        "variant": {"of": target.variant_of, "name": target.variant, "args": target.factory_args}
+        if target.variant
+        else None,
     }
 
 

@@ -400,7 +400,7 @@ def config_from_document(doc: Document) -> Config:
             raw=dict(raw),
             lines=lines,
         )
-    return config
+    return _expand_variants(config, doc)
 
 
 def _cassettes(base: Path, raw: dict[str, Any] | None) -> CassetteSettings | None:
@@ -438,6 +438,35 @@ def with_cassettes(
             "--record-mode needs cassettes: give --cassettes DIR, or a target's `cassettes:`",
             key="--record-mode",
         )
+    return config
+
+
+def _expand_variants(config: Config, doc: Document) -> Config:
+    """Each target with `variants:` replaced by one target per variant, `<target>.<variant>`,
+    its factory called with the variant's keyword arguments."""
+    for name, target in list(config.targets.items()):
+        variants = target.raw.get("variants")
+        if not variants:
+            continue
+        if target.mode != "agent":
+            raise ConfigError(
+                "variants: are factory keyword arguments of an agent target",
+                **target.where("variants"),
+            )
+        del config.targets[name]
+        for variant, args in variants.items():
+            full = f"{name}.{variant}"
+            if full in config.targets or full in doc.data.get("targets", {}):
+                raise ConfigError(
+                    f"variant {full!r} is also a target's name", **target.where("variants", variant)
+                )
+            config.targets[full] = dataclasses.replace(
+                target,
+                name=full,
+                variant=str(variant),
+                variant_of=name,
+                factory_args=dict(args or {}),
+            )
     return config
 
 

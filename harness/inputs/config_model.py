@@ -161,6 +161,12 @@ class TargetConfig:
     """Record and replay of the agent's model calls; None: every call is live."""
     configurable: dict[str, Any] = field(default_factory=dict)
     """LangGraph `config["configurable"]` for every question (a question's own keys win)."""
+    variant: str | None = None
+    """The variant's name (a target's `variants:` run as one target each); None otherwise."""
+    variant_of: str | None = None
+    """For a variant, the target as the config names it (`desk` of `desk.small`)."""
+    factory_args: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments the agent factory is called with (a variant's)."""
     tools: dict[str, Any] = field(default_factory=dict)
     """`tracegrade.world.ToolOverride` by tool name: the world every question's tools meet
     (a question's own `tools:` win tool by tool)."""
@@ -187,7 +193,7 @@ class TargetConfig:
     def where(self, *parts: Any) -> dict[str, Any]:
         """`file`, `line` and `key` of `/targets/<name>/<parts...>` in the config file (the
         line of the nearest enclosing key when that one has none), for errors and problems."""
-        pointer = pointer_of(["targets", self.name, *parts])
+        pointer = pointer_of(["targets", self.variant_of or self.name, *parts])
         probe = pointer
         while probe not in self.lines and "/" in probe:
             probe = probe.rsplit("/", 1)[0]
@@ -200,9 +206,25 @@ class TargetConfig:
 
     def load_factory(self) -> Any:
         if not isinstance(self.factory, str):
-            return self.factory
-        key = "agent" if self.mode == "agent" else "chat_model"
-        return load_object(self.factory, base_dir=self.base_dir, **self._where(key))
+            factory = self.factory
+        else:
+            key = "agent" if self.mode == "agent" else "chat_model"
+            factory = load_object(self.factory, base_dir=self.base_dir, **self._where(key))
+        if not self.factory_args:
+            return factory
+        import functools
+        import inspect
+
+        try:  # an argument the factory does not take is the variant's error, not each question's
+            inspect.signature(factory).bind_partial(**self.factory_args)
+        except TypeError as exc:
+            raise ConfigError(
+                f"variant {self.variant!r}: the agent factory {self.factory!r} {exc}",
+                **self.where("variants", self.variant),
+            ) from None
+        except ValueError:  # no signature to check against
+            pass
+        return functools.partial(factory, **self.factory_args)
 
     def load_environment_factory(self) -> Any:
         if self.environment is None or not isinstance(self.environment, str):
@@ -258,6 +280,9 @@ class Config:
         """Targets by name (all when none named); an unknown name is a config error."""
         if not names:
             return list(self.targets.values())
+        # a target with variants is named by its config name: all of its variants
+        variants = {n: [t.name for t in self.targets.values() if t.variant_of == n] for n in names}
+        names = [v for n in names for v in (variants[n] or [n])]
         unknown = [n for n in names if n not in self.targets]
         if unknown:
             raise ConfigError(

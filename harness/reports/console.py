@@ -17,6 +17,7 @@ from .common import (
 from .costs import question_cells, run_cost_lines
 from .escaping import one_line
 from .injections import injection_lines
+from .variants import variant_lines
 
 __all__ = ["render_console"]
 
@@ -155,6 +156,9 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
                 )
                 for reason in question_reasons(q):
                     lines.append(f"      {one_line(reason)}")
+    side_by_side = variant_lines(outcome)
+    if side_by_side:
+        lines += ["", *side_by_side]
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:
         from .compare_report import render_comparison_console

@@ -24,6 +24,7 @@ from ..rundir.record import QuestionResult
 from .costs import totals_of
 from .injections import injection_kinds
 from .jsontext import to_json_text
+from .variants import variant_groups
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 
@@ -94,6 +95,9 @@ def build_json_report(outcome) -> dict[str, Any]:
             "targets": {t.target: t.verdict.to_dict() for t in outcome.targets},
         },
         "totals": totals_of(q for t in outcome.targets for q in t.questions).as_dict(),
+        "variants": {
+            base: [row.as_dict() for row in rows] for base, rows in variant_groups(outcome).items()
+        },
         "notes": list(outcome.notes),
         "comparison": _comparison(outcome),
         **({"monitor": outcome.monitor} if getattr(outcome, "monitor", None) else {}),

@@ -18,6 +18,7 @@ from .common import (
 from .costs import question_cells, run_cost_lines, totals_of
 from .escaping import md_code, md_text
 from .injections import injection_lines
+from .variants import variant_lines
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -93,6 +94,9 @@ def render_markdown(outcome, *, worst: int = 5) -> str:
                     f"| {md_code(q.trace_id or '-')} |"
                 )
             lines += ["", "</details>"]
+    side_by_side = variant_lines(outcome)
+    if side_by_side:  # a fixed-width table: ids and figures only, no Markdown in it
+        lines += ["", "```", *side_by_side, "```"]
     comparison = getattr(outcome, "comparison", None)
     if comparison is not None:
         from .compare_report import render_comparison_markdown
