@@ -374,9 +374,9 @@ def format_cost(tokens: Tokens | None, *, digits: int | None = None) -> str:
     if tokens is None:
         return "-"
     if tokens.unpriced:
-        return UNPRICED
+        return UNPRICED + replayed_note(tokens)
     if tokens.cost is None:
-        return "unknown" if tokens.calls else "-"
+        return "unknown" + replayed_note(tokens) if tokens.calls else "-"
     symbol = _SYMBOLS.get(tokens.currency or "USD")
     number = _amount(tokens.cost) if digits is None else f"{tokens.cost:.{digits}f}"
     amount = f"{symbol}{number}" if symbol else f"{number} {tokens.currency}"

@@ -441,3 +441,31 @@ def test_workers_replay_each_trial_its_own_recording(tmp_path, capsys):
         sum(m["replayed_calls"] for m in q["usage"]["agent"]["models"].values()) >= 1
         for q in replayed
     )
+
+
+def test_reports_say_a_replayed_cost_was_recorded_not_spent(tmp_path, capsys):
+    path = write_project(tmp_path, questions=["paris"])
+    argv = ["run", "--config", str(path), "--cassettes", str(tmp_path / "c")]
+    assert main([*argv, "--record-mode", "once"]) == 0
+    assert "calls replayed" not in capsys.readouterr().out
+    md = tmp_path / "r.md"
+    assert main([*argv, "--record-mode", "none", "--markdown", str(md)]) == 0
+    console = capsys.readouterr().out
+    assert "unpriced (recorded: 2 of 2 calls replayed, not spent)" in console
+    assert "(recorded: 2 of 2 calls replayed, not spent)" in md.read_text()
+
+
+def test_new_drops_recordings_the_run_no_longer_used(tmp_path):
+    recorded(tmp_path, conversation())
+    model = ScriptedChatModel(model_name="m", script=[say("ok")] * 3)
+    with (s := session(tmp_path, "new")).active():
+        pass  # the agent no longer calls the model at all
+    assert s.finish()
+    cassette = read_cassette(tmp_path / "q.t0.jsonl")
+    assert cassette is not None and cassette.recordings == []
+    with (s := session(tmp_path, "new")).active():
+        model.invoke(conversation())
+    assert s.finish() and s.recorded == 1
+    with (s := session(tmp_path, "new")).active():
+        model.invoke(conversation())
+    assert not s.finish() and s.replayed == 1  # nothing changed: the file is left alone

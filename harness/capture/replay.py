@@ -154,8 +154,10 @@ class ReplaySession:
             self._used.append(recording)
 
     def finish(self) -> bool:
-        """Write the cassette when this mode recorded something; True when written."""
-        if not self.may_record or (self.mode != "all" and not self.recorded):
+        """Write the cassette when this mode may record and the calls used differ from the
+        file's (something recorded, or a recording went unused); True when written."""
+        stale = len(self._used) < len(self._loaded)
+        if not self.may_record or (self.mode != "all" and not self.recorded and not stale):
             return False
         header = {"target": self.target, "question": self.question_id, "trial": self.trial}
         write_cassette(self.path, header, self._used)
