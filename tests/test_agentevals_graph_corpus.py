@@ -17,13 +17,29 @@ Where we differ, on purpose:
 
 from __future__ import annotations
 
-import pytest
+import operator
+from typing import Annotated, TypedDict
 
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import StateGraph
+from opentelemetry.sdk.trace import TracerProvider
+
+from tracegrade.capture.recorder import Recorder
 from tracegrade.graders.nodes import INTERRUPT, NodesGrader, match_nodes, node_steps
 from tracegrade.graph_path import NodeRun
 from tracegrade.records import ToolRecord
 
 MODES = ("strict", "unordered", "subset", "superset")
+
+
+class InnerState(TypedDict):
+    my_key: Annotated[str, operator.add]
+    my_other_key: str
+
+
+class State(TypedDict):
+    my_key: Annotated[str, operator.add]
 
 
 def record_of(steps: list[list[str]]) -> ToolRecord:
@@ -153,3 +169,59 @@ def test_both_empty_agrees_in_the_matching_and_the_grader_asks_for_evidence():
 def test_the_subgraph_case_reads_as_agentevals_names_it():
     steps = node_steps(record_of([["__start__", "inner", "inner:inner_1", "__interrupt__"]]))
     assert steps == [[["inner"], ["inner:inner_1"], [INTERRUPT]]]
+
+
+def test_the_path_of_agentevals_nested_interrupt_graph_as_the_recorder_sees_it():
+    """agentevals' extraction test graph (graph_trajectory/test_graph_trajectory_utils.py): two
+    parallel branches from the start (a subgraph `inner` that pauses before `inner_2`, and
+    `outer_1`), joined into `outer_2`, run, paused, then resumed. agentevals reads the path back
+    from the thread's checkpoints as
+    [[__start__, outer_1, inner, inner:__start__, inner:inner_1, inner:inner_2], [outer_2]];
+    the recorder sees it as it happens: the resumed `inner` and `inner:inner_2` ran in the
+    second invocation (agentevals files them under the first, where their checkpoints began),
+    and the first invocation ends paused in `inner`. Every node agentevals reads ran here too
+    (`superset` passes); the re-run of `inner` on resume and the pause are ours alone."""
+    inner = StateGraph(InnerState)
+    inner.add_node("inner_1", lambda s: {"my_key": "got here", "my_other_key": s["my_key"]})
+    inner.add_node("inner_2", lambda s: {"my_key": " and there", "my_other_key": s["my_key"]})
+    inner.add_edge("inner_1", "inner_2")
+    inner.set_entry_point("inner_1")
+    inner.set_finish_point("inner_2")
+    graph = StateGraph(State)
+    graph.add_node("inner", inner.compile(interrupt_before=["inner_2"]))
+    graph.add_node("outer_1", lambda s: {"my_key": " and parallel"})
+    graph.add_node("outer_2", lambda s: {"my_key": " and back again"})
+    graph.add_edge("__start__", "inner")
+    graph.add_edge("__start__", "outer_1")
+    graph.add_edge(["inner", "outer_1"], "outer_2")
+    graph.set_finish_point("outer_2")
+    app = graph.compile(checkpointer=InMemorySaver(), name="outer")
+
+    rec = Recorder(
+        tracer=TracerProvider().get_tracer("t"),
+        question_id="q",
+        dataset="d",
+        target="t",
+        agent_name="outer",
+    )
+    config = {"configurable": {"thread_id": "1"}, "callbacks": [rec]}
+    with rec.question_span():
+        app.invoke({"my_key": ""}, config)
+        final = app.invoke(None, config)
+    record = rec.seal()
+    assert final["my_key"] == "got here and there and parallel and back again"
+    steps = node_steps(record)
+    # the parallel branches share a superstep: one group, in any order
+    assert sorted(steps[0][0]) == ["inner", "outer_1"]
+    assert steps[0][1:] == [["inner:inner_1"], [INTERRUPT]]
+    assert steps[1] == [["inner"], ["inner:inner_2"], ["outer_2"]]
+    paused = [n for n in record.nodes if n.outcome == "interrupted"]
+    assert [n.path for n in paused] == ["inner"]  # the node that raised the interrupt
+    agentevals = [
+        ["__start__", "outer_1", "inner", "inner:__start__", "inner:inner_1", "inner:inner_2"],
+        ["outer_2"],
+    ]
+    result = NodesGrader().grade(
+        "q", "", {"tool_calls": record, "nodes": {"match": "superset", "steps": agentevals}}
+    )
+    assert result.score == 1.0, result.reason
