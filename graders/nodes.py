@@ -32,7 +32,7 @@ from ..records import GradeResult, ToolRecord
 from .base import Grader
 from .trajectory import record_in
 
-__all__ = ["GRADERS", "NodesGrader", "match_nodes", "node_steps", "shown_path"]
+__all__ = ["GRADERS", "NodesGrader", "match_nodes", "node_of", "node_steps", "shown_path"]
 
 INTERRUPT = "__interrupt__"
 START = "__start__"
@@ -49,12 +49,24 @@ def node_steps(record: ToolRecord, *, subgraphs: bool = True) -> list[list[list[
             groups[-1][1].append(node.path)
         else:
             groups.append((node.group, [node.path]))
-        if node.outcome == "interrupted" and not node.namespace:
-            pass
     for invocation, groups in out.items():
         if _paused(record.nodes, invocation):
             groups.append((None, [INTERRUPT]))
     return [[names for _, names in out[i]] for i in sorted(out)]
+
+
+def node_of(call: Any, nodes: Sequence[NodeRun]) -> str | None:
+    """The path of the innermost node of the call's agent that was running when the call
+    started (`refund_agent:tools`); None when no node run holds it."""
+    best = None
+    for node in nodes:
+        if node.agent != call.agent or node.start_ns > call.start_ns:
+            continue
+        if node.end_ns and node.end_ns < call.start_ns:
+            continue
+        if best is None or node.start_ns >= best.start_ns:
+            best = node
+    return best.path if best is not None else None
 
 
 def _paused(nodes: Sequence[NodeRun], invocation: int) -> bool:

@@ -72,6 +72,7 @@ ol.calls ol.calls{padding-left:22px;border-left:3px solid #c8e1ff;margin:6px 0 0
 li.call{border:1px solid var(--line);border-radius:6px;padding:6px 10px;margin:6px 0}
 li.call.broken{border-color:var(--fail);box-shadow:inset 4px 0 0 var(--fail)}
 .call-head{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:center}
+.path{margin:0 0 8px;font-size:13px}.call-head .node{color:var(--muted);font-size:12px}
 .call-head .seq{font-weight:700}.call-head .turn,.call-head .agent{color:var(--muted);
 font-size:12px}
 .o-ok{background:var(--pass)}.o-error,.o-not_executed{background:var(--fail)}
@@ -366,6 +367,7 @@ function callItem(q, c, i, children) {
       h("code", {cls: "qid", text: c.q}),
       h("span", {cls: "badge o-" + c.o, text: c.o + (c.e ? " (" + c.e + ")" : "")}),
       h("span", {cls: "agent", text: "agent " + c.a}),
+      c.nd ? h("span", {cls: "node", text: "node " + c.nd}) : null,
       h("span", {cls: "turn", text: c.t === null ? "no model turn" : "model turn " + c.t})),
     marks, Object.keys(c.args).length ? args : h("p", {cls: "muted", text: "no arguments"}),
     c.r === null ? null : h("details", null, h("summary", {text: "result"}),
@@ -395,8 +397,10 @@ function timeline(q) {
     var entry = {c: c, el: el, i: i};
     if (c.p === null || c.p === undefined) top.unshift(entry); else kids[c.p].unshift(entry);
   }
-  return h("ol", {cls: "calls", id: "timeline", "aria-label": "Tool calls and pauses in order"},
+  var list = h("ol", {cls: "calls", id: "timeline", "aria-label": "Tool calls and pauses in order"},
     withPauses(q, top).map(function (x) { return x.el; }));
+  return q.path ? h("div", null, h("p", {cls: "path", id: "graph-path"},
+    h("strong", {text: "Path through the graph: "}), h("code", {text: q.path})), list) : list;
 }
 function expectations(q) {
   var box = h("aside", {cls: "expect", "aria-labelledby": "exp-h"},

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..graders.nodes import node_of, node_steps, shown_path
 from ..graders.tool_usage import (
     ATTEMPTED_OUTCOMES,
     EXECUTED_OUTCOMES,
@@ -241,6 +242,7 @@ def _calls(
         return []
     calls = list(record)
     parents = _parents(calls)
+    nodes = record.nodes
     met = [bool(v.get("met")) for v in verdicts]
     out = []
     for i, c in enumerate(calls):
@@ -257,6 +259,7 @@ def _calls(
                 "args": _arguments(c.arguments, policy),
                 "r": None if c.result is None else _text(c.result, policy, RESULT_CHARS, IN_TRACE),
                 "m": _marks(c, expectations, met) if expectations else [],
+                "nd": node_of(c, nodes) if nodes else None,
             }
         )
     return out
@@ -400,6 +403,7 @@ def build_question(
         "expected": verdicts,
         "calls": _calls(record, expectations, verdicts, policy),
         "pauses": _pauses(record, policy),
+        "path": shown_path(node_steps(record)) if record is not None and record.nodes else None,
         "labels": [
             {
                 "label": a["label"],
