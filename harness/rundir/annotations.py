@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import InputError
+from .schema import named_rows
 
 __all__ = [
     "REVIEW_PREFIX",
@@ -201,8 +202,8 @@ def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> li
     """Every annotation of the run (of `target`), oldest first, each flagged stale when the
     stored answer it was about has changed since."""
     answers = {
-        (r[0], r[1], r[2]): answer_fingerprint(r[3])
-        for r in db.execute("SELECT target, question_id, trial, response FROM questions")
+        (r["target"], r["question_id"], r["trial"]): answer_fingerprint(r["response"])
+        for r in named_rows(db, "SELECT target, question_id, trial, response FROM questions")
     }
     sql = (
         "SELECT target, question_id, trial, label, answer, note, author, created, "
@@ -214,16 +215,16 @@ def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> li
         args = (target,)
     return [
         Annotation(
-            target=r[0],
-            question_id=r[1],
-            trial=r[2],
-            label=r[3],
-            answer=bool(r[4]),
-            note=r[5],
-            author=r[6],
-            created=r[7],
-            answer_sha256=r[8],
-            stale=answers.get((r[0], r[1], r[2])) != r[8],
+            target=r["target"],
+            question_id=r["question_id"],
+            trial=r["trial"],
+            label=r["label"],
+            answer=bool(r["answer"]),
+            note=r["note"],
+            author=r["author"],
+            created=r["created"],
+            answer_sha256=r["answer_sha256"],
+            stale=answers.get((r["target"], r["question_id"], r["trial"])) != r["answer_sha256"],
         )
-        for r in db.execute(sql + " ORDER BY annotation_id", args)
+        for r in named_rows(db, sql + " ORDER BY annotation_id", args)
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from .record import question_fingerprint
@@ -16,6 +17,7 @@ __all__ = [
     "QUESTION_COLUMNS",
     "SCHEMA_VERSION",
     "migrate",
+    "named_rows",
     "rollback",
 ]
 
@@ -259,3 +261,11 @@ def migrate(db: sqlite3.Connection, path: Path) -> None:
     except BaseException:
         rollback(db)
         raise
+
+
+def named_rows(db: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+    """The rows of a query, each read by column name (never by position: a column added by a
+    migration, or a reordered SELECT, cannot shift a value into another field)."""
+    cursor = db.execute(sql, args)
+    cursor.row_factory = sqlite3.Row
+    return cursor.fetchall()

@@ -28,7 +28,14 @@ from ..usage import stored_usage
 from ..verdicts.scoring import GraderVerdict, QuestionScore, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
 from .record import QuestionRun, question_fingerprint
-from .schema import GRADE_COLUMNS, QUESTION_COLUMNS, SCHEMA_VERSION, migrate, rollback
+from .schema import (
+    GRADE_COLUMNS,
+    QUESTION_COLUMNS,
+    SCHEMA_VERSION,
+    migrate,
+    named_rows,
+    rollback,
+)
 
 __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
@@ -233,15 +240,15 @@ class ResultStore:
             raise
         return grading_id
 
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return named_rows(self._db, sql, args)
+
     @_reads
     def gradings(self) -> list[dict[str, Any]]:
-        rows = self._db.execute(
+        rows = self._rows(
             "SELECT grading_id, created, mode, graders FROM gradings ORDER BY grading_id"
-        ).fetchall()
-        return [
-            {"grading_id": r[0], "created": r[1], "mode": r[2], "graders": json.loads(r[3])}
-            for r in rows
-        ]
+        )
+        return [{**dict(r), "graders": json.loads(r["graders"])} for r in rows]
 
     @_reads
     def latest_grading_id(self) -> int | None:
@@ -410,10 +417,9 @@ class ResultStore:
         if target is not None:
             sql += " WHERE target = ?"
             args = (target,)
-        rows = self._db.execute(sql + " ORDER BY target, ordinal, trial", args).fetchall()
         out = []
-        for values in rows:
-            r = dict(zip(QUESTION_COLUMNS, values, strict=True))
+        for row in self._rows(sql + " ORDER BY target, ordinal, trial", args):
+            r = dict(row)
             del r["finished"]
             for key in ("tags", "row", "messages", "usage"):
                 r[key] = json.loads(r[key])
@@ -442,48 +448,48 @@ class ResultStore:
             sql += " WHERE target = ?"
             args = (target,)
         runs = {
-            (r[0], r[1], r[2]): {
-                "split": r[3],
-                "bundle": r[4],
-                "tags": json.loads(r[5]),
-                "trace_id": r[6],
-                "content_sha256": r[7],
-                "outcome": r[8],
-                "outcome_reason": r[9],
-                "outcome_expected": bool(r[10]),
-                "usage": json.loads(r[11]),
+            (r["target"], r["question_id"], r["trial"]): {
+                "split": r["split"],
+                "bundle": r["bundle"],
+                "tags": json.loads(r["tags"]),
+                "trace_id": r["trace_id"],
+                "content_sha256": r["content_sha256"],
+                "outcome": r["outcome"],
+                "outcome_reason": r["outcome_reason"],
+                "outcome_expected": bool(r["outcome_expected"]),
+                "usage": json.loads(r["usage"]),
             }
-            for r in self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
+            for r in self._rows(sql + " ORDER BY target, ordinal, trial", args)
         }
         grades: dict[tuple[str, str, int], list[GraderVerdict]] = {}
-        for r in self._db.execute(
+        for r in self._rows(
             "SELECT target, question_id, trial, grader_id, score, min_score, max_score, reason, "
             "error, binary, weight, must_pass, threshold, samples, checks, details FROM grades "
             "WHERE grading_id = ? ORDER BY target, question_id, trial, position",
             (grading_id,),
         ):
-            grades.setdefault((r[0], r[1], r[2]), []).append(
+            grades.setdefault((r["target"], r["question_id"], r["trial"]), []).append(
                 GraderVerdict(
-                    grader_id=r[3],
-                    score=r[4],
-                    min_score=r[5],
-                    max_score=r[6],
-                    reason=r[7],
-                    error=bool(r[8]),
-                    binary=bool(r[9]),
-                    weight=r[10],
-                    must_pass=bool(r[11]),
-                    threshold=r[12],
-                    sample_scores=json.loads(r[13]),
-                    checks=json.loads(r[14]),
-                    details=json.loads(r[15]),
+                    grader_id=r["grader_id"],
+                    score=r["score"],
+                    min_score=r["min_score"],
+                    max_score=r["max_score"],
+                    reason=r["reason"],
+                    error=bool(r["error"]),
+                    binary=bool(r["binary"]),
+                    weight=r["weight"],
+                    must_pass=bool(r["must_pass"]),
+                    threshold=r["threshold"],
+                    sample_scores=json.loads(r["samples"]),
+                    checks=json.loads(r["checks"]),
+                    details=json.loads(r["details"]),
                 )
             )
         # The error is the grading's own: a re-grade can degrade a question the run scored
         # (its record missing from the trace file).
         scored = {
-            (r[0], r[1], r[2]): (r[3], r[4], json.loads(r[5]))
-            for r in self._db.execute(
+            (r["target"], r["question_id"], r["trial"]): r
+            for r in self._rows(
                 "SELECT target, question_id, trial, error, error_type, judge_usage FROM scores "
                 "WHERE grading_id = ?",
                 (grading_id,),
@@ -497,14 +503,15 @@ class ResultStore:
         for key, run in runs.items():
             if key not in scored:
                 continue
-            usage = stored_usage(run.pop("usage"), scored[key][2])
+            score = scored[key]
+            usage = stored_usage(run.pop("usage"), json.loads(score["judge_usage"]))
             question = QuestionScore(
                 question_id=key[1],
                 target=key[0],
                 trial=key[2],
                 graders=grades.get(key, []),
-                error=scored[key][0],
-                error_type=scored[key][1],
+                error=score["error"],
+                error_type=score["error_type"],
                 usage=usage,
                 **run,
             )
