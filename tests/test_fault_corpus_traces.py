@@ -385,3 +385,121 @@ def test_receive_gate_whose_only_traces_were_dropped_is_incomplete_not_nothing(t
         process.kill()
     assert process.returncode == 3, out + err
     assert "no agent trace was graded in the window: nothing to gate" not in err
+
+
+# -- 5. OpenInference traces: dict messages, a sub-agent's answer ---------------------------
+def _router_app_traces(archive: Path, inputs: list[str]) -> None:
+    """A desk graph handing every question to a `billing` sub-agent, then auditing it (a model
+    call whose words are not returned), invoked with OpenAI-style message dicts (as LangGraph's
+    docs do), traced by OpenInference only."""
+    import asyncio
+
+    from langgraph.graph import START, MessagesState, StateGraph
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from agents.scripted import ScriptedChatModel, say
+    from tracegrade.capture.tracefile import TraceFileExporter
+
+    billing_model = ScriptedChatModel(script={"refund please": [say("Refund R-7 issued.")]})
+    audit_model = ScriptedChatModel(script={"refund please": [say("Audit logged.")]})
+
+    async def audit(state):
+        await audit_model.ainvoke(state["messages"][:1])  # its words are not the answer
+        return {}
+
+    async def billing_agent(state):
+        return {"messages": [await billing_model.ainvoke(state["messages"])]}
+
+    sub = StateGraph(MessagesState)
+    sub.add_node("billing_agent", billing_agent)
+    sub.add_edge(START, "billing_agent")
+    graph = StateGraph(MessagesState)
+    graph.add_node("billing", sub.compile(name="billing"))
+    graph.add_node("audit", audit)
+    graph.add_edge(START, "billing")
+    graph.add_edge("billing", "audit")
+    app = graph.compile(name="desk")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(TraceFileExporter(archive)))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for text in inputs:
+            asyncio.run(app.ainvoke({"messages": [{"role": "user", "content": text}]}))
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+
+
+def test_openinference_dict_messages_pair_and_a_sub_agents_answer_is_read(tmp_path, capsys):
+    pytest.importorskip("openinference.instrumentation.langchain")
+    row = {"id": "refund", "input": "refund please", "expected": {"keyword": "R-7 issued"}}
+    config = write_project(
+        tmp_path,
+        questions=[],
+        extra_questions=[row],
+        target={"graders": [{"id": "contains", "match_on": ["expected", "keyword"]}]},
+    )
+    archive = tmp_path / "traces.jsonl"
+    _router_app_traces(archive, ["refund please"])
+    report = tmp_path / "r.json"
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t"]
+    code, out = _cli([*argv, "--json", str(report)], capsys)
+    assert code == 0, out
+    assert "1 by input (exact)" in out, out
+    (question,) = json.loads(report.read_text())["questions"]
+    (contains,) = [g for g in question["graders"] if g["id"] == "contains"]
+    assert contains["passed"] is True, contains  # the answer the graph returned, not "Audit"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "A"}]},
+        {
+            "messages": [
+                {"type": "human", "data": {"content": "q"}},
+                {"type": "ai", "data": {"content": "A"}},
+            ]
+        },
+        {
+            "messages": [
+                {
+                    "lc": 1,
+                    "type": "constructor",
+                    "id": ["langchain", "schema", "messages", "AIMessage"],
+                    "kwargs": {"content": [{"type": "text", "text": "A"}]},
+                }
+            ]
+        },
+        {"messages": [["user", "q"], ["ai", "A"], {"type": "tool", "content": "x"}]},
+        [{"type": "ai", "content": "first"}, {"type": "ai", "content": "A"}],
+    ],
+    ids=["role-dicts", "dumped", "serialised-parts", "pairs", "bare-list"],
+)
+def test_the_answer_is_the_last_ai_message_the_graph_returned_in_every_shape(output):
+    from tracegrade.traces.dialects import agent_trace
+    from tracegrade.traces.spans import Span
+
+    def span(span_id, parent, **attributes):
+        return Span("1" * 32, span_id, parent, "x", 1, 2, attributes)
+
+    root = span(
+        "a" * 16,
+        "",
+        **{
+            "openinference.span.kind": "CHAIN",
+            "llm.input_messages.0.message.role": "user",
+            "input.value": json.dumps({"messages": [{"role": "user", "content": "q"}]}),
+            "output.value": json.dumps(output),
+        },
+    )
+    llm = span(
+        "b" * 16,
+        "a" * 16,
+        **{"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "not it"},
+    )
+    trace = agent_trace([root, llm])
+    assert trace is not None and trace.user_message == "q" and trace.answer == "A"

@@ -28,6 +28,7 @@ from typing import Any
 from .. import semconv as sc
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
 from .graph_facts import openinference_facts, question_span_facts
+from .messages import state_messages
 from .spans import Span
 
 __all__ = ["DIALECTS", "AgentTrace", "agent_trace", "dialect_of"]
@@ -413,27 +414,31 @@ def _oi_agent(span: Span, by_id: Mapping[str, Span], graphs: set[str]) -> tuple[
 
 
 def _oi_user(root: Span) -> str | None:
+    """The first user message: the root's `llm.input_messages`, else its `input.value` (a
+    user message named by its role alone, as when the graph was given OpenAI-style dicts,
+    falls back to the input)."""
     a = root.attributes
     for n in range(50):
         role = a.get(f"llm.input_messages.{n}.message.role")
         if role is None:
             break
-        if role == "user":
-            return str(a.get(f"llm.input_messages.{n}.message.content", ""))
+        content = a.get(f"llm.input_messages.{n}.message.content")
+        if role == "user" and isinstance(content, str) and content:
+            return content
     raw = a.get(sc.OI_INPUT_VALUE)
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else None
-    except (ValueError, RecursionError):  # malformed, or nested too deep
-        return raw if isinstance(raw, str) else None
-    messages = value.get("messages") if isinstance(value, dict) else None
-    for m in messages or ():
-        if isinstance(m, (list, tuple)) and len(m) == 2 and m[0] in ("user", "human"):
-            return str(m[1])
-        if isinstance(m, dict) and m.get("role") in ("user", "human"):
-            return str(m.get("content", ""))
-        if isinstance(m, dict) and m.get("type") == "human":
-            return str((m.get("data") or {}).get("content", ""))
-    return None
+    messages = state_messages(raw)
+    if messages is None:
+        return raw if isinstance(raw, str) and raw.lstrip()[:1] not in ("{", "[") else None
+    return next((text for role, text in messages if role == "user"), None)
+
+
+def _oi_answer(root: Span) -> str | None:
+    """What the graph returned, as a run reads it: the text of the last AI message of the
+    root's output (None when the output holds no messages)."""
+    messages = state_messages(root.attributes.get(sc.OI_OUTPUT_VALUE))
+    if not messages:
+        return None
+    return next((text for role, text in reversed(messages) if role == "assistant"), None)
 
 
 def _oi_result(text: Any) -> Any:
@@ -532,4 +537,5 @@ def _openinference(
         )
     calls += _not_executed(requested)
     roots = [s for s in ordered if not s.parent_id] or ordered
-    return calls, _oi_user(roots[0]), answer
+    returned = _oi_answer(roots[0])  # what the graph returned wins over its last model turn
+    return calls, _oi_user(roots[0]), answer if returned is None else returned
