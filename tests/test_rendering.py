@@ -281,3 +281,28 @@ def test_a_cut_value_always_says_it_was_cut(value, limit_hit):
     line = rendering.splitlines()[-1]
     cut = "(cut at 200 characters)" in line
     assert cut == (len(redact_text(value)) > 200)
+
+
+def test_a_call_the_questions_world_acted_on_says_so_beside_its_outcome():
+    rendered = render_tool_calls(
+        record(
+            tc(
+                "charge_card",
+                {"order_id": "B-2"},
+                outcome=Outcome.ERROR,
+                error_type="TimeoutError",
+                error_message="the request timed out",
+                world="fault: timeout (call 1)",
+            ),
+            tc("charge_card", {"order_id": "B-2"}, seq=1),
+            tc("send_receipt", {"order_id": "B-2"}, seq=2, world="fixture (call 1)"),
+        )
+    )
+    assert rendered is not None
+    lines = rendered.splitlines()[HEADER_LINES:]
+    assert lines[0].endswith(
+        "-> error (TimeoutError): 'the request timed out' "
+        "[set by the question: fault: timeout (call 1)]"
+    )
+    assert lines[1].endswith("-> ok")  # the retry met the real tool: nothing to say
+    assert lines[2].endswith("-> ok [set by the question: fixture (call 1)]")

@@ -122,6 +122,20 @@ def test_overrides_are_per_question_under_concurrency(tmp_path):
         assert marks == (["fault: timeout (call 1)", None] if "faulty" in qid else [None])
 
 
+def test_parallel_calls_count_once_each_and_only_the_nth_fails(tmp_path):
+    question = {
+        "id": "both",
+        "input": "Both orders, please",
+        "tools": {"charge_card": {"fail": "error", "on_call": 1, "message": "card declined"}},
+        "trajectory": {"calls": [{"tool": "charge_card", "outcome": "ok"}]},
+    }
+    outcome, scores, records = run(project(tmp_path, [question] * 1))
+    assert outcome.exit_code == 0, scores["both"]
+    calls = records["both"].calls_of("charge_card")
+    assert sorted(str(c.world) for c in calls) == ["None", "fault: error (call 1)"]
+    assert sorted(c.outcome.value for c in calls) == ["error", "ok"]
+
+
 def test_target_overrides_apply_and_a_question_wins_tool_by_tool(tmp_path):
     plain = {"id": "plain", "input": "Charge order B-2"}
     own = {"id": "own", "input": "Charge order B-2", "tools": {"charge_card": {"delay_s": 0.01}}}

@@ -134,6 +134,13 @@ def _policy(careful: bool):
             if not careful and obey and len(results) == 1:
                 return call(("issue_refund", {"order_id": "A-17", "amount": 40.0}))
             return say(f"Order A-17: {text.splitlines()[0]}")
+        if asked.startswith("Both"):  # two charges requested in one turn: run in parallel
+            if not results:
+                return call(
+                    ("charge_card", {"order_id": "A-17", "amount": 1.0}),
+                    ("charge_card", {"order_id": "B-2", "amount": 2.0}),
+                )
+            return say("; ".join(str(r.text) for r in results))
         if asked.startswith("Billing"):
             if not results:
                 return call(("ask_billing", {"question": "balance of B-2?"}))

@@ -165,7 +165,15 @@ def _quoted(text: str, limit: int, policy: RedactionPolicy) -> str:
 
 
 def _render_outcome(call: ToolCall, policy: RedactionPolicy) -> str:
-    """How the call ended: the outcome's name; an error with its kind and message."""
+    """How the call ended: the outcome's name; an error with its kind and message; and what
+    the question's world did to it (a planted fault, a fixture), so a judge never takes the
+    world's doing for the agent's."""
+    world = getattr(call, "world", None)
+    ended = _render_ended(call, policy)
+    return f"{ended} [set by the question: {_one_line(world)}]" if world else ended
+
+
+def _render_ended(call: ToolCall, policy: RedactionPolicy) -> str:
     outcome = Outcome(call.outcome) if isinstance(call.outcome, str) else call.outcome
     if outcome is not Outcome.ERROR:
         return str(getattr(outcome, "value", outcome))
