@@ -422,12 +422,28 @@ HANG_CASES = [
 ]
 
 
+_BASELINES: dict[tuple[str, ...], float] = {}
+
+
+def baseline_s(root: Path, args: tuple[str, ...]) -> float:
+    """Seconds a run of one fine question takes with `args`, measured once per module on this
+    machine now: start-up (and worker processes) stretch with the machine's load."""
+    if args not in _BASELINES:
+        config = hang_project(root / ("baseline" + "-".join(args)), ["fine"])
+        code, console, elapsed, _ = run_cli(config, *args)
+        assert code == 0, console
+        _BASELINES[args] = elapsed
+    return _BASELINES[args]
+
+
 @pytest.mark.parametrize("case", HANG_CASES, ids=lambda c: c.name)
 def test_a_former_hang_ends_with_its_reason(case, tmp_path):
     config = hang_project(tmp_path, case.questions, **case.target)
     code, console, elapsed, report = run_cli(config, *case.args)
     assert code == case.code, console
-    assert elapsed < case.bound_s, (elapsed, console)
+    # Relative to a fine run measured alike: the hang's own seconds plus room for the load.
+    bound = case.bound_s + 3 * baseline_s(tmp_path, case.args)
+    assert elapsed < bound, (elapsed, bound, console)
     if case.console:
         assert case.console in console, console
     if report.is_file():
@@ -452,7 +468,7 @@ def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path
     size = 10_000_000
     config = hang_project(tmp_path, [f"big {size}"] * 3 + ["fine"])
     page_file = tmp_path / "page.html"
-    code, console, _, _ = run_cli(config, "--html", str(page_file))
+    code, console, _, _ = run_cli(config, "--html", str(page_file), limit_s=900)
     assert code == 0, console
     assert page_file.stat().st_size < 2_000_000
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
@@ -467,6 +483,7 @@ def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(180_000)  # a loaded machine: generous, it only must open
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_file.resolve().as_uri())
@@ -475,7 +492,7 @@ def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path
             )
             assert sorted(rows) == ["q0", "q1", "q2", "q3"]
             page.goto(f"{page_file.resolve().as_uri()}#q=t/q0")
-            expect(page.locator("#question-h")).to_contain_text("q0")
+            expect(page.locator("#question-h")).to_contain_text("q0", timeout=180_000)
             body = page.inner_text("body")
             assert f"[cut: {longest:,} characters in all; the run's store" in body
             assert "the run's trace file keeps it whole" in body

@@ -128,7 +128,9 @@ def test_a_hanging_judge_server_ends_a_300_grading_run_fast_with_every_cause(
         questions=[],
         extra_questions=questions,
         config={"judge": judge},
-        target={"graders": judges, "concurrency": 8},
+        # The scripted agent's own timeout generous: at load 16 on 2 cores a 2 s one ended a
+        # few questions before grading (297 of 300 gradings); this test is about the judge.
+        target={"graders": judges, "concurrency": 8, "timeout_s": 300},
     )
     out = tmp_path / "run.json"
     started = time.monotonic()
@@ -142,6 +144,8 @@ def test_a_hanging_judge_server_ends_a_300_grading_run_fast_with_every_cause(
     assert all(hanging_server.base_url.removesuffix("/v1") in g["reason"] for g in gradings)
     opened = [g for g in gradings if "opened the circuit breaker" in g["reason"]]
     assert len(opened) >= 250 and all("timed out after 1s" in g["reason"] for g in opened)
-    # The breaker, not 300 x 2 timeouts, decides the time: the generous bound of the issue.
-    assert wall < 60, wall
+    # The breaker, not 300 x 2 timeouts, decides the time: fewer than 40 requests were ever
+    # waited on (a 1 s timeout each, 8 at a time), where 600 would take 75 s or more. The wall
+    # bound only says it ends: generous, as a loaded machine stretches everything else.
     assert hanging_server.accepted < 40
+    assert wall < 240, wall
