@@ -124,7 +124,9 @@ def test_tool_returning_command(spans):
 def test_empty_record_is_present_and_complete(spans):
     tracer, _ = spans
     rec, record, _, _ = run(tracer, [say("no tools needed")], [lookup])
-    assert record is not None and len(record) == 0 and record == ToolRecord([])
+    # present and empty: the agent ran and called nothing (its path through the graph and the
+    # tools it was offered are recorded beside the calls)
+    assert record is not None and len(record) == 0 and list(record) == list(ToolRecord([]))
     assert record.complete
     assert rec.trace_id is not None
 

@@ -664,13 +664,13 @@ CASES = [
     ),
     Case("rubric-regex-re2-refuses", _rubric_regex, 4, ("shape.yaml", "not a valid RE2 pattern")),
     # -- internal errors: deep and huge answers ------------------------------------------------
-    # exit 3 since the interrupts work: LangGraph's checkpointer cannot serialize a message this
-    # deep and the question errors (named); the reports stay whole either way
+    # a graph compiled without a checkpointer runs without one (or with one that keeps what
+    # msgpack cannot hold): arguments nested this deep no longer fail only under tracegrade
     Case(
         "arguments-260-levels-deep",
         _agent_says("deep args"),
-        3,
-        "exit code 3",
+        0,
+        "exit code 0",
         check=_reports_whole,
     ),
     Case("answer-10-mb", _agent_says("huge answer"), 0, "exit code 0", check=_reports_whole),
