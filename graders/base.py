@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from .declarations import evidence_of
 
 __all__ = ["Attachment", "Grader", "GraderServices", "gates_by_default", "with_safe_defaults"]
 
@@ -116,6 +117,14 @@ class Grader:
     """Only ever answers its min or its max (pass/fail): gates read it as a pass/fail grader."""
     needs: ClassVar[str] = ""
     """What it needs from the question, for the catalog (e.g. "`expected_tools` (required, else skips)")."""
+    owns: ClassVar[tuple[str, ...]] = ()
+    """The dataset keys it checks (`"trajectory"`, `"metadata.state"`: dotted for a nested key).
+    A question carrying one is checked by it; when no attached grader owns a key a question
+    carries, the check plan attaches an owner with the safe defaults (docs/graders.md)."""
+    evidence: ClassVar[tuple[str, ...]] = ("answer",)
+    """What it grades from: any of "answer", "tool_calls", "environment", "usage",
+    "interrupts", "judge" (an LLM grader needs "judge" whether it says so or not). Where the
+    source cannot give it (a trace has no live environment) it is "not applicable here"."""
 
     def __init__(self, *, services: GraderServices | None = None, **options: Any) -> None:
         self.services = services if services is not None else GraderServices()
@@ -176,7 +185,7 @@ class Grader:
 
     @classmethod
     def declaration(cls) -> dict[str, Any]:
-        """The eight declarations (plus `needs`) as a plain mapping."""
+        """The eight declarations (plus `needs`, `owns` and `evidence`) as a plain mapping."""
         return {
             "id": cls.id,
             "label": cls.label,
@@ -187,6 +196,8 @@ class Grader:
             "sees_tool_calls": cls.sees_tool_calls,
             "observes_actions": cls.observes_actions,
             "needs": cls.needs,
+            "owns": list(cls.owns),
+            "evidence": sorted(evidence_of(cls)),
         }
 
 

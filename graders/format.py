@@ -54,6 +54,8 @@ class FormatGrader(Grader):
         "(no headings, links or bold; within the length limit; not suspiciously short)."
     )
     needs = "`expected.format` (optional)"
+    owns = ("expected.format",)
+    evidence = ("answer",)
 
     def __init__(self, *, services: GraderServices | None = None) -> None:
         # No options: an unknown option in a config is an error, not silently ignored.

@@ -89,6 +89,8 @@ class InterruptGrader(Grader):
     min_score = 0.0
     max_score = 1.0
     needs = "`expected_interrupts` (required, else skips)"
+    owns = ("expected_interrupts",)
+    evidence = ("interrupts",)
 
     def __init__(self, *, services: GraderServices | None = None) -> None:
         super().__init__(services=services)

@@ -21,6 +21,7 @@ from ..errors import InputError, PluginError, suggest
 from ..plugins import GRADERS_GROUP, installed_entry_points, load_plugins
 from ..records import scale_label
 from .base import Grader, GraderServices
+from .declarations import declaration_problem, evidence_of
 
 __all__ = [
     "GROUP",
@@ -72,6 +73,10 @@ class CatalogRow:
     """What it measures."""
     source: str
     """Where it came from: `<distribution> (<entry point>)`."""
+    owns: tuple[str, ...] = ()
+    """The dataset keys it checks."""
+    evidence: tuple[str, ...] = ()
+    """What it grades from (answer, tool_calls, environment, usage, interrupts, judge)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,6 +124,9 @@ def validate_grader_class(cls: Any, *, source: str) -> None:
         )
     if cls.grade is Grader.grade and cls.agrade is Grader.agrade:
         raise fail(f"grader {grader_id!r} implements neither grade() nor agrade()")
+    problem = declaration_problem(cls)
+    if problem is not None:
+        raise fail(f"grader {grader_id!r}: {problem}")
 
 
 class GraderRegistry:
@@ -198,6 +206,20 @@ class GraderRegistry:
         """A new instance of grader `grader_id` with the runner's services and its options."""
         return self.get(grader_id)(services=services, **options)
 
+    def owners(self, key: str) -> list[type[Grader]]:
+        """The registered graders that own dataset key `key`, the one the check plan attaches
+        first: a deterministic grader before a judge, a pass/fail one before a scale, then in
+        catalog order."""
+        found = [c for c in self._classes.values() if key in c.owns]
+        return sorted(found, key=lambda c: (bool(c.llm), not c.binary))
+
+    def owned_keys(self) -> list[str]:
+        """Every dataset key some registered grader owns, in catalog order."""
+        keys: dict[str, None] = {}
+        for cls in self._classes.values():
+            keys.update(dict.fromkeys(cls.owns))
+        return list(keys)
+
     def catalog(self) -> list[CatalogRow]:
         """One row per grader: LLM judges first, then deterministic graders."""
         rows = [self._row(cls) for cls in self._classes.values()]
@@ -216,6 +238,8 @@ class GraderRegistry:
             needs=cls.needs,
             description=cls.description,
             source=self._sources[cls.id],
+            owns=tuple(cls.owns),
+            evidence=tuple(sorted(evidence_of(cls))),
         )
 
 

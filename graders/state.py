@@ -146,6 +146,8 @@ class StateGrader(Grader):
     observes_actions = True
     binary = True
     needs = "`metadata.state` (required, else skips)"
+    owns = ("metadata.state",)
+    evidence = ("environment",)
 
     def __init__(self, *, services: GraderServices | None = None) -> None:
         # No options: an unknown option in a config is an error, not silently ignored.

@@ -210,6 +210,8 @@ class ToolUsageGrader(Grader):
     )
     observes_actions = True
     needs = "`expected_tools` (required, else skips)"
+    owns = ("expected_tools",)
+    evidence = ("tool_calls",)
     # The threshold a must-pass attachment is told to set (the score is 5 x the share met).
     threshold_hint = "threshold: 5 (5 = every expectation met)"
 

@@ -299,6 +299,8 @@ class TrajectoryGrader(Grader):
     min_score = 0.0
     max_score = 1.0
     needs = "`trajectory` (required, else skips)"
+    owns = ("trajectory",)
+    evidence = ("tool_calls",)
 
     def __init__(self, *, services: GraderServices | None = None) -> None:
         # No options: an unknown option in a config is an error, not silently ignored.

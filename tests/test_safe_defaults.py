@@ -121,6 +121,8 @@ def test_a_threshold_relaxes_the_full_score_bar(tmp_path, capsys):
     config = yaml.safe_load(readme_config())
     target = config["targets"]["support_desk"]
     target["graders"] = [{"id": "tool_usage_grader", "threshold": 2}]
+    # the dataset's state assertions would attach state_grader (the check plan): left unchecked
+    target["unchecked"] = ["metadata.state"]
     del target["gate"]["min_mean_composite"]
     path = project(tmp_path, BROKEN_SHOP, DATASET, yaml.safe_dump(config, sort_keys=False))
     code, out, report = _run(path, tmp_path / "threshold.json", capsys)
@@ -134,6 +136,7 @@ def test_must_pass_false_still_counts_against_the_pass_rate(tmp_path, capsys):
     config = yaml.safe_load(readme_config())
     target = config["targets"]["support_desk"]
     target["graders"] = [{"id": "tool_usage_grader", "must_pass": False}]
+    target["unchecked"] = ["metadata.state"]  # else the check plan attaches state_grader
     target["gate"] = {"min_pass_rate": 0.7}
     path = project(tmp_path, BROKEN_SHOP, DATASET, yaml.safe_dump(config, sort_keys=False))
     code, out, _ = _run(path, tmp_path / "soft.json", capsys)

@@ -222,6 +222,7 @@ class LlmJudge(Grader):
     `interpret_score` and `criteria_for`."""
 
     llm: ClassVar[bool] = True
+    evidence: ClassVar[tuple[str, ...]] = ("answer", "judge")
     dimension: ClassVar[str] = ""
     """Stable token that gold labels and judge validation key on."""
     dimension_description: ClassVar[str] = ""

@@ -150,6 +150,8 @@ class AccuracyGrader(_GroundTruthJudge):
         "tool-call record and, when the question has expected_facts, a GROUND TRUTH block."
     )
     needs = "`criteria`, `expected_facts` (both optional)"
+    owns = ("expected_facts",)
+    evidence = ("answer", "tool_calls", "judge")
     sees_tool_calls = True
     dimension = "accuracy"
     dimension_description = "accuracy: are facts, names, numbers and file paths correct?"
@@ -201,6 +203,8 @@ class FactMatchGrader(_GroundTruthJudge):
         "allowing paraphrase and formatting variation (0-5)? Skips questions without it."
     )
     needs = "`expected_facts` (required, else skips)"
+    owns = ("expected_facts",)
+    evidence = ("answer", "judge")
     dimension = "factuality"
     dimension_description = (
         "factuality: does the response agree with the verified ground truth in the GROUND "

@@ -48,6 +48,8 @@ class RubricChecksGrader(Grader):
     min_score = 0.0
     max_score = 5.0
     needs = "`rubric_ref` with executable checks (else skips)"
+    owns = ("rubric_ref",)
+    evidence = ("answer", "tool_calls")
 
     def __init__(self, *, services=None, **options: Any) -> None:
         super().__init__(services=services, **options)

@@ -180,6 +180,8 @@ class RubricJudgeGrader(Grader):
         "`rubric_ref` with judge-kind checks (else skips); `metadata.policy`/`context`; "
         "observes actions only through tool-claim and escalation checks"
     )
+    owns = ("rubric_ref",)
+    evidence = ("answer", "tool_calls", "judge")
 
     def __init__(self, *, services=None, **options: Any) -> None:
         super().__init__(services=services, **options)

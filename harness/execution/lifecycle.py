@@ -86,8 +86,10 @@ def decided(
         target = by_name.get(result.target)
         graders = list(attached.get(result.target, []))
         if target is not None:
-            result.advisories = _module_note(target, graders) + _advisories(
-                target.mode, graders, result.questions
+            result.advisories = (
+                _module_note(target, graders)
+                + result.advisories  # the check plan's, from the run's identity
+                + _advisories(target.mode, graders, result.questions)
             )
     return outcome
 

@@ -20,6 +20,7 @@ from ..rundir.directory import RunDirectory
 from ..rundir.identity import git_commit, package_versions, sha256_file
 from ..rundir.outcome import Selection, new_run_id
 from ..rundir.store import ResultStore
+from ..verdicts.plan import CheckPlan, check_plan
 from .changed import rubric_files
 from .grading import AttachedGrader, attach_graders
 from .preflight import (
@@ -41,6 +42,7 @@ __all__ = [
     "grader_specs",
     "new_grading",
     "plan_of",
+    "planned",
     "prepare_run",
     "select",
     "select_share",
@@ -168,9 +170,11 @@ def prepare_run(
     use_cache: bool = True,
     run_id: str | None = None,
     load_agents: bool = True,
+    source: str = "run",
 ) -> PreparedRun:
     """Check everything that can be invalid (targets, datasets, graders, rubric refs, agent
-    factories), then create the run directory and write its identity. Asks no question:
+    factories) and build each target's check plan for `source` ("run", "pytest", "traces"),
+    then create the run directory and write its identity. Asks no question:
     `astart_run` runs them all, the pytest plugin's `RunSession` one at a time. Without
     `load_agents` (grading traces made elsewhere) the agents are neither imported nor built."""
     targets = config.select_targets(selection.targets)
@@ -180,6 +184,7 @@ def prepare_run(
     run_dir = config.runs_dir / run_id
     services = run_services(config, run_dir, use_cache)
     prepared = []
+    checks: dict[str, CheckPlan] = {}
     ordinals: dict[str, dict[str, int]] = {}
     selected_total: dict[str, int] = {}
     for target in targets:
@@ -201,9 +206,15 @@ def prepare_run(
             services=services,
             config_file=target.config_file,
         )
+        attached, checks[target.name] = planned(
+            target, questions, attached, services=services, source=source
+        )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         raise_problems(
-            check_state_environment(target, target.dataset, questions, specs), ConfigError
+            check_state_environment(
+                target, target.dataset, questions, [a.grader for a in attached]
+            ),
+            ConfigError,
         )
         prepared.append((target, dataset, questions, attached))
     if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
@@ -215,6 +226,9 @@ def prepare_run(
     if sum(selected_total.values()) == 0 or (total == 0 and selection.shard is None):
         hint = "; ".join([describe(selection), *typos])
         raise NothingToRunError("the selection matched no question", hint=hint)
+    nothing = [checks[t.name].nothing_checkable for t, _, qs, _ in prepared if qs]
+    if nothing and all(nothing):
+        raise NothingToRunError("; ".join(str(n) for n in nothing), hint=PLAN_HINT)
     plans = {
         t.name: plan_of(t, qs, ds, at, services, load_agent=load_agents)
         for t, ds, qs, at in prepared
@@ -247,6 +261,7 @@ def prepare_run(
         if copy is not None and target.grading_module is not None:
             _copy_judge_files(attached, target.grading_module.parent, (run.path / copy).parent)
         identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
+        identity["targets"][target.name]["plan"] = checks[target.name].as_dict()
         # each rubric file by hash: an edit in place under the same version is refused later
         refs = [q.row().get("rubric_ref") for q in questions]
         identity["targets"][target.name]["rubrics"] = rubric_files(
@@ -264,6 +279,36 @@ def prepare_run(
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     attached_by_target = {t.name: at for t, _, _, at in prepared}
     return PreparedRun(run_id, run, identity, targets, plans, attached_by_target, notes)
+
+
+PLAN_HINT = (
+    "`tracegrade targets --plan` shows which expectation each grader checks from which evidence"
+)
+
+
+def planned(
+    target: TargetConfig,
+    questions: Sequence[Any],
+    attached: list[AttachedGrader],
+    *,
+    services: Any,
+    source: str,
+) -> tuple[list[AttachedGrader], CheckPlan]:
+    """The target's graders as its check plan has them (owners of unattached dataset keys
+    attached with the safe defaults; graders not applicable to `source` left out), and the
+    plan."""
+    plan = check_plan(
+        target,
+        questions,
+        [a.grader for a in attached],
+        source=source,
+        judge=services.judge_provider is not None,
+    )
+    if plan.additions:
+        attached = attached + attach_graders(
+            plan.additions, grading_module=None, services=services
+        )
+    return [a for a in attached if a.grader.id not in plan.not_applicable], plan
 
 
 def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:

@@ -42,8 +42,11 @@ log = logging.getLogger(__name__)
 
 
 def reads_environment(grader: Any) -> bool:
-    """Graders whose verdict needs the question's live environment (gone after the run)."""
-    return bool(getattr(grader, "reads_environment", False)) or grader.id == "state_grader"
+    """Graders whose verdict needs the question's live environment (gone after the run): they
+    declare it in their `evidence` (`tracegrade.graders.declarations`)."""
+    from ..graders.declarations import evidence_of
+
+    return "environment" in evidence_of(grader)
 
 
 def _input_messages(

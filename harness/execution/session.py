@@ -74,7 +74,7 @@ class RunSession:
     ) -> RunSession:
         """Check every input of the selected targets, then create the run directory, its
         identity and its grading, as `tracegrade run` does. No question runs yet."""
-        run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
+        run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id, source="pytest")
         store = run.directory.store(redaction=config.redaction)
         grading_id = new_grading(store, run)
         targets = {

@@ -393,6 +393,7 @@ def config_from_document(doc: Document) -> Config:
                 )
                 for i, g in enumerate(raw.get("graders") or [])
             ],
+            unchecked=list(raw.get("unchecked") or []),
             gate=parse_gate(raw.get("gate")),
             base_dir=base,
             config_file=str(path),

@@ -178,6 +178,9 @@ class TargetConfig:
     repeats: int = 1
     """Trials per question (`repeats:`): each runs, is graded and stored on its own."""
     graders: list[GraderEntry] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    """Dataset keys left unchecked on purpose (`unchecked:`): the check plan attaches no grader
+    for them and every report names them."""
     gate: GateConfig = field(default_factory=GateConfig)
     base_dir: Path = Path(".")
     """The config file's directory (object references resolve against it)."""

@@ -69,6 +69,7 @@ def build_json_report(outcome) -> dict[str, Any]:
         "target": ",".join(names),
         "targets": names,
         "identity": outcome.identity,
+        "plan": {t.target: t.plan for t in outcome.targets if t.plan is not None},
         "questions": _questions(outcome),
         "summary": {
             t.target: {

@@ -77,6 +77,9 @@ class TargetResult:
     graders: list[GraderSummary]
     advisories: list[str] = field(default_factory=list)
     """What the run says about its graders ("Text only", graders that skipped everything)."""
+    plan: dict[str, Any] | None = None
+    """The target's check plan as the run recorded it (`tracegrade.verdicts.plan`); None for a
+    run from before check plans."""
 
 
 @dataclass(slots=True)

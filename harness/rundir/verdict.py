@@ -20,6 +20,7 @@ from typing import Any
 
 from ..inputs.config import parse_gate
 from ..verdicts.gate import evaluate_gate
+from ..verdicts.plan import plan_notes
 from ..verdicts.scoring import summarise_graders
 from .directory import RunDirectory
 from .outcome import RunOutcome, TargetResult
@@ -114,6 +115,8 @@ def decide_run(
                     run_id=str(identity.get("run_id") or run.name),
                 ),
                 graders=summarise_graders(questions),
+                advisories=plan_notes(name, target.get("plan")),
+                plan=target.get("plan"),
             )
         )
     return RunOutcome(

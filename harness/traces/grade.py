@@ -254,6 +254,7 @@ async def agrade_traces(
         use_cache=use_cache,
         run_id=run_id,
         load_agents=False,  # the agent ran elsewhere: nothing of it is imported here
+        source="traces",
     )
     plan = prepared.plans[target]
     pairs = SpilledPairs(traces)

@@ -104,7 +104,11 @@ class Monitor:
         from ..execution.prepare import prepare_run
 
         prepared = prepare_run(
-            self.config, Selection(targets=(self.target,)), use_cache=use_cache, load_agents=False
+            self.config,
+            Selection(targets=(self.target,)),
+            use_cache=use_cache,
+            load_agents=False,
+            source="traces",
         )
         self.run_id, self.directory = prepared.run_id, prepared.directory
         self.identity = prepared.identity
