@@ -83,7 +83,8 @@ def _tools(env: SQLiteEnvironment) -> list:
         return {"ticket_id": ticket_id, "status": "open"}
 
     return [
-        tool_from(f) for f in (lookup_user, reset_password, grant_access, open_ticket, ticket_status)
+        tool_from(f)
+        for f in (lookup_user, reset_password, grant_access, open_ticket, ticket_status)
     ]
 
 

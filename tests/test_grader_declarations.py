@@ -71,8 +71,11 @@ def test_every_built_in_declares_what_it_owns_and_needs():
 
 
 def test_a_key_is_carried_by_the_question_or_by_one_of_its_turns():
-    row = {"id": "q", "turns": ["hi", {"content": "go", "trajectory": {"forbid": ["x"]}}],
-           "metadata": {"state": {"assertions": []}}}
+    row = {
+        "id": "q",
+        "turns": ["hi", {"content": "go", "trajectory": {"forbid": ["x"]}}],
+        "metadata": {"state": {"assertions": []}},
+    }
     assert keys_of_row(row, ["trajectory", "metadata.state", "expected.format"]) == [
         "trajectory",
         "metadata.state",

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe_targets", "module_label", "register", "run"]
+__all__ = ["describe_plans", "describe_targets", "module_label", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -18,7 +18,37 @@ def register(subparsers: Any) -> None:
         "actions is marked 'Text only'.",
     )
     parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="print each target's check plan: which dataset key is checked by which grader, "
+        "what the plan attaches, what is unchecked or not applicable, and why",
+    )
+    parser.add_argument(
+        "--source",
+        choices=("run", "traces"),
+        default="run",
+        help="with --plan: plan for a run (default) or for grading traces made elsewhere "
+        "(grade-traces, receive: no live environment)",
+    )
     parser.set_defaults(handler=run)
+
+
+def describe_plans(config: Any, *, source: str = "run") -> str:
+    """Each target's check plan over its whole dataset, as `run` (or, with source "traces",
+    `grade-traces` and `receive`) would build it before any agent runs."""
+    from ..execution.planning import attach_planned
+    from ..execution.services import run_services
+    from ..inputs.dataset import load_dataset
+    from ..verdicts.plan import plan_lines
+
+    services = run_services(config, config.runs_dir, False)
+    plans = {}
+    for target in config.targets.values():
+        questions = load_dataset(target.dataset).questions
+        _, plan = attach_planned(target, questions, services=services, source=source)
+        plans[target.name] = plan.as_dict()
+    return "\n".join(plan_lines(plans)) + "\n"
 
 
 def describe_targets(config: Any) -> str:
@@ -97,5 +127,9 @@ def module_label(target: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
 
-    print(describe_targets(load_config(args.config)), end="")
+    config = load_config(args.config)
+    if args.plan:
+        print(describe_plans(config, source=args.source), end="")
+    else:
+        print(describe_targets(config), end="")
     return 0

@@ -114,7 +114,11 @@ def _validator(kind: str) -> Callable[[Path], list[Problem]]:
 
 
 def validate_file(
-    path: Path, *, build: bool = True, notes: list[str] | None = None
+    path: Path,
+    *,
+    build: bool = True,
+    notes: list[str] | None = None,
+    plan: list[str] | None = None,
 ) -> tuple[str, list[Problem]]:
     """The file's kind and its problems ([] when valid). A config gets the run's pre-flight
     (graphs built unless `build=False`); what it could not check is appended to `notes`."""
@@ -132,7 +136,7 @@ def validate_file(
         return kind, [Problem(str(path), None, "", exc.message)]
     try:
         if kind == "config" and validator is validate_config:
-            return kind, validate_config(path, build=build, notes=notes)
+            return kind, validate_config(path, build=build, notes=notes, plan=plan)
         if kind == "dataset" and VALIDATORS["dataset"] == _DATASETS:
             from ..inputs.dataset import check_dataset
 
@@ -148,14 +152,20 @@ def validate_file(
 
 
 def validate_config(
-    path: Path, *, build: bool = True, notes: list[str] | None = None
+    path: Path,
+    *,
+    build: bool = True,
+    notes: list[str] | None = None,
+    plan: list[str] | None = None,
 ) -> list[Problem]:
     """A config file's problems: its own (schema, files, references), then the run's whole
     pre-flight over each target (`tracegrade.execution.preflight`): graders attached as `run` would
     (ids, options, a gate that can never fail), factories, datasets, rubric refs and, with
-    `build`, each agent graph's tool names. What it could not check is appended to `notes`."""
+    `build`, each agent graph's tool names. What it could not check is appended to `notes`,
+    each target's check plan (`tracegrade targets --plan`) to `plan`."""
     from ..execution.preflight import preflight
     from ..inputs.config import load_config, validate_config_file
+    from ..verdicts.plan import plan_lines
 
     problems = validate_config_file(path)
     if problems:
@@ -163,6 +173,8 @@ def validate_config(
     result = preflight(load_config(path), build=build)
     if notes is not None:
         notes += result.notes
+    if plan is not None and not result.problems:
+        plan += ["check plan:", *plan_lines(result.plans)]
     return result.problems
 
 
@@ -188,13 +200,16 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for path in paths:
         notes: list[str] = []
-        kind, problems = validate_file(path, build=not args.no_build, notes=notes)
+        plan: list[str] = []
+        kind, problems = validate_file(path, build=not args.no_build, notes=notes, plan=plan)
         if problems:
             failed += 1
             for problem in problems:  # a problem may quote the value it rejects
                 print(problem.render(redact_text), file=sys.stderr)
         else:
             print(_summary(kind, path))
+            for line in plan:
+                print(f"  {line}")
         for note in notes:
             print(f"  note: {redact_text(note)}", file=sys.stderr)
     if failed:

@@ -68,6 +68,8 @@ class Preflight:
     """Everything a run would reject, in config then dataset order."""
     notes: list[str] = field(default_factory=list)
     """What was not checked, and why (a graph not built, a graph whose tools are hidden)."""
+    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each target's check plan over its whole dataset (`CheckPlan.as_dict()`)."""
 
 
 GOAL_JUDGE = "goal_judge"
@@ -345,6 +347,17 @@ def _check_target(
     )
     specs, _ = effective_graders(target)
     result.problems += check_state_environment(target, target.dataset, dataset.questions, specs)
+    if not result.problems:
+        from .planning import attach_planned
+
+        try:
+            _, plan = attach_planned(
+                target, dataset.questions, services=services, registry=registry
+            )
+        except TracegradeError as exc:
+            result.problems += _from_error(exc, target.problem(("unchecked",), exc.message))
+        else:
+            result.plans[target.name] = plan.as_dict()
     if target.mode != "agent" or not loaded:
         return
     if not build:

@@ -20,9 +20,10 @@ from ..rundir.directory import RunDirectory
 from ..rundir.identity import git_commit, package_versions, sha256_file
 from ..rundir.outcome import Selection, new_run_id
 from ..rundir.store import ResultStore
-from ..verdicts.plan import CheckPlan, check_plan
+from ..verdicts.plan import CheckPlan
 from .changed import rubric_files
-from .grading import AttachedGrader, attach_graders
+from .grading import AttachedGrader
+from .planning import PLAN_HINT, attach_planned
 from .preflight import (
     check_goals,
     check_graders,
@@ -30,7 +31,6 @@ from .preflight import (
     check_run_graph,
     check_simulated_users,
     check_state_environment,
-    effective_graders,
 )
 from .runner import TargetPlan, build_shared
 from .services import judge_identity, redaction_notes, run_services
@@ -42,7 +42,6 @@ __all__ = [
     "grader_specs",
     "new_grading",
     "plan_of",
-    "planned",
     "prepare_run",
     "select",
     "select_share",
@@ -199,15 +198,8 @@ def prepare_run(
             + check_simulated_users(target, questions, judge_configured=judge_configured),
             ConfigError,
         )
-        specs, module = effective_graders(target, goal=selection.goal)
-        attached = attach_graders(
-            specs,
-            grading_module=module,
-            services=services,
-            config_file=target.config_file,
-        )
-        attached, checks[target.name] = planned(
-            target, questions, attached, services=services, source=source
+        attached, checks[target.name] = attach_planned(
+            target, questions, services=services, source=source, goal=selection.goal
         )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         raise_problems(
@@ -279,36 +271,6 @@ def prepare_run(
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     attached_by_target = {t.name: at for t, _, _, at in prepared}
     return PreparedRun(run_id, run, identity, targets, plans, attached_by_target, notes)
-
-
-PLAN_HINT = (
-    "`tracegrade targets --plan` shows which expectation each grader checks from which evidence"
-)
-
-
-def planned(
-    target: TargetConfig,
-    questions: Sequence[Any],
-    attached: list[AttachedGrader],
-    *,
-    services: Any,
-    source: str,
-) -> tuple[list[AttachedGrader], CheckPlan]:
-    """The target's graders as its check plan has them (owners of unattached dataset keys
-    attached with the safe defaults; graders not applicable to `source` left out), and the
-    plan."""
-    plan = check_plan(
-        target,
-        questions,
-        [a.grader for a in attached],
-        source=source,
-        judge=services.judge_provider is not None,
-    )
-    if plan.additions:
-        attached = attached + attach_graders(
-            plan.additions, grading_module=None, services=services
-        )
-    return [a for a in attached if a.grader.id not in plan.not_applicable], plan
 
 
 def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:

@@ -61,6 +61,7 @@ def _trials(questions) -> list[dict[str, Any]] | None:
 def build_json_report(outcome) -> dict[str, Any]:
     """The report as a plain mapping (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
     names = [t.target for t in outcome.targets]
+    plans = {t.target: t.plan for t in outcome.targets if t.plan is not None}
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -69,7 +70,6 @@ def build_json_report(outcome) -> dict[str, Any]:
         "target": ",".join(names),
         "targets": names,
         "identity": outcome.identity,
-        "plan": {t.target: t.plan for t in outcome.targets if t.plan is not None},
         "questions": _questions(outcome),
         "summary": {
             t.target: {
@@ -102,6 +102,8 @@ def build_json_report(outcome) -> dict[str, Any]:
         "notes": list(outcome.notes),
         "comparison": _comparison(outcome),
         **({"monitor": outcome.monitor} if getattr(outcome, "monitor", None) else {}),
+        # each target's check plan, as the run recorded it (a run from before plans has none)
+        **({"plan": plans} if plans else {}),
     }
 
 

@@ -116,9 +116,7 @@ class CheckPlan:
 
 
 def _safe_default(cls: Any) -> GraderEntry:
-    return GraderEntry(
-        id=cls.id, spec=GraderSpec(must_pass=True, threshold=float(cls.max_score))
-    )
+    return GraderEntry(id=cls.id, spec=GraderSpec(must_pass=True, threshold=float(cls.max_score)))
 
 
 def _check_unchecked(target: TargetConfig, known: Sequence[str]) -> None:
@@ -266,9 +264,11 @@ def plan_lines(plans: Mapping[str, Mapping[str, Any]]) -> list[str]:
             what = f"{k['key']} ({n} question{'s' if n != 1 else ''})"
             if k["status"] in ("checked", "attached"):
                 by = ", ".join(k["graders"])
-                extra = " [attached by the plan: must pass, full score]" if k[
-                    "status"
-                ] == "attached" else ""
+                extra = (
+                    " [attached by the plan: must pass, full score]"
+                    if k["status"] == "attached"
+                    else ""
+                )
                 lines.append(f"  {what} -> {by}{extra}")
             else:
                 lines.append(f"  {what} -> {k['status']}: {k['reason']}")
