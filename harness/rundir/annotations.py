@@ -121,12 +121,15 @@ def _check_ids(check: Mapping[str, Any]) -> set[str]:
 def apply_annotations(question: Any, annotations: Iterable[Annotation]) -> None:
     """Attach `annotations` to a `QuestionScore` (newest last) and apply the Review decisions
     that are not stale: a check in `review` becomes `pass` or `fail`, recording who decided,
-    when and the note. The latest decision per check wins."""
+    when and the note. The latest decision per check wins. A judge panel's Review decided by a
+    person gives its grader the decision as score (its max or min) and the question is scored
+    again."""
     mine: Sequence[Annotation] = sorted(annotations, key=lambda a: a.created)
     question.annotations = [a.to_dict() for a in mine]
     decisions = {a.review_check: a for a in mine if a.review_check and not a.stale}
     if not decisions:
         return
+    rescore = False
     for grader in question.graders:
         for check in grader.checks:
             if check.get("status") != "review" and "decided_by" not in check:
@@ -140,6 +143,18 @@ def apply_annotations(question: Any, annotations: Iterable[Annotation]) -> None:
             check["decided_at"] = decision.created
             check["decision_note"] = decision.note
             check["rule"] = f"resolved by a person ({decision.author})"
+            if check.get("kind") == "judge_panel" and not grader.error:
+                # the panel decided nothing: the person's pass/fail is the grader's score
+                grader.score = grader.max_score if decision.answer else grader.min_score
+                grader.reason = (
+                    f"decided by {decision.author}: {'pass' if decision.answer else 'fail'} "
+                    f"(the panel sent it to Review: {check.get('reason', '')})"
+                )
+                rescore = True
+    if rescore:
+        from ..verdicts.scoring import score_question
+
+        score_question(question)
 
 
 # -- the annotations table of a run's store (`ResultStore.add_annotation`, `load_annotations`)

@@ -192,7 +192,12 @@ def evaluate_gate(
             f"evaluation incomplete: {len(degraded)} degraded/errored question(s) "
             f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}"
         )
-    if (questions or selected) and not any(q.composite is not None for q in in_mean):
+    # A required check waiting in Review holds the gate (above); it is not "nothing scored".
+    if (
+        (questions or selected)
+        and not any(q.composite is not None for q in in_mean)
+        and not (reviews and not gate.allow_review)
+    ):
         incomplete_reasons.append(
             f"evaluation incomplete: nothing was scored ({len(questions)} question(s), "
             f"{len(degraded) - len(errored)} degraded, the rest skipped by every grader)"

@@ -43,8 +43,9 @@ class PlannedKey:
     """The ids of the questions that carry it."""
     status: str
     """"checked" (an attached grader owns it), "attached" (the plan attached its owner),
-    "unchecked" (the target's `unchecked:` names it) or "not applicable" (no owner can be
-    given the evidence it needs here)."""
+    "unchecked" (the target's `unchecked:` names it), "not applicable" (no owner can be
+    given the evidence it needs here) or "not checked" (only a judge owns it, and the plan
+    attaches no judge)."""
     graders: tuple[str, ...] = ()
     """The graders that check it (none when unchecked or not applicable)."""
     reason: str = ""
@@ -209,10 +210,16 @@ def _attach_owner(
         if cls.id in already:  # attached, and not applicable here
             return PlannedKey(key, ids, "not applicable", (cls.id,), plan.not_applicable[cls.id])
     for cls in owners:
-        if not lacking_of[cls.id]:
+        if not lacking_of[cls.id] and not cls.llm:
             if cls.id not in plan.attached:
                 plan.additions.append(_safe_default(cls))
             return PlannedKey(key, ids, "attached", (cls.id,))
+    if all(c.llm for c in owners):
+        # A judge is never attached behind the config's back (it costs a model call per
+        # question, and must pass at 5 of 5 would fail most good answers): said, not silent.
+        names = " or ".join(c.id for c in owners)
+        why = f"its graders ask a judge model: attach {names}, or name it in `unchecked:`"
+        return PlannedKey(key, ids, "not checked", (), why)
     first = owners[0]
     why = f"{first.id} {missing_reason(source, lacking_of[first.id][0])}"
     return PlannedKey(key, ids, "not applicable", (), why)
@@ -243,6 +250,8 @@ def plan_notes(target: str, plan: Mapping[str, Any] | None) -> list[str]:
     for k in keys:
         if k["status"] == "not applicable" and not set(k["graders"]) & set(not_applicable):
             out.append(f"{target}: {k['key']} not applicable here: {k['reason']}")
+        elif k["status"] == "not checked":
+            out.append(f"{target}: {k['key']} not checked: {k['reason']}")
     questions = list(plan.get("unchecked_questions") or [])
     if questions:
         more = "..." if len(questions) > 5 else ""

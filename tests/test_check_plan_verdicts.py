@@ -1,0 +1,111 @@
+"""The verdict breaks the check plan's rules close, each first reproduced on a new user's agent:
+
+- a target whose only grader is a judge panel: every question in panel Review holds the gate
+  (exit 2, never "nothing was scored"), and a person's decision is its score (then 0 or 2);
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.openai_server import OpenAIServer, score
+from tracegrade.cli import main
+
+AGENT = "../tests/helpdesk_agent.py"
+PLAIN = """
+questions:
+  - {id: reset_password, input: "Reset the password for ana."}
+  - {id: wiki_access, input: "Grant ana read access to the wiki.", resume: [{approve: true}]}
+"""
+
+
+@pytest.fixture
+def three_judges():
+    servers = [OpenAIServer().start() for _ in range(3)]
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _panel_project(root: Path, servers, scores) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data.yaml").write_text(PLAIN)
+    members = []
+    for i, (server, value) in enumerate(zip(servers, scores, strict=True)):
+        server.default = score(value, f"member {i} says {value}")
+        members.append({"base_url": server.base_url, "model": f"judge-{i}"})
+    root_agent = Path(__file__).resolve().parent / "helpdesk_agent.py"
+    config = {
+        "version": 1,
+        "runs_dir": "runs",
+        "judge": {
+            "provider": "openai-compatible",
+            "base_url": members[0]["base_url"],
+            "model": "x",
+            "max_attempts": 1,
+        },
+        "targets": {
+            "desk": {
+                "agent": f"{root_agent}:build_graph",
+                "environment": f"{root_agent}:make_environment",
+                "dataset": "data.yaml",
+                "graders": [{"id": "relevance_grader", "judges": members}],
+                "grading_module": False,
+            }
+        },
+    }
+    path = root / "tracegrade.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _answers(root: Path, verdicts: dict[str, str]) -> Path:
+    path = root / "answers.yaml"
+    rows = [
+        {"question": q, "review": "relevance_grader:panel", "answer": a}
+        for q, a in verdicts.items()
+    ]
+    path.write_text(yaml.safe_dump({"by": "ana", "answers": rows}))
+    return path
+
+
+def test_a_panel_only_target_holds_the_gate_until_a_person_decides(tmp_path, three_judges, capsys):
+    config = _panel_project(tmp_path / "p", three_judges, [1, 5, 5])
+    out_json = tmp_path / "r.json"
+    code = main(["run", "--config", str(config), "--quiet", "--json", str(out_json)])
+    out = capsys.readouterr()
+    assert code == 2, out.out + out.err  # held in Review, never "nothing was scored" (3)
+    report = json.loads(out_json.read_text())
+    assert "nothing was scored" not in " ".join(report["gate"]["targets"]["desk"]["reasons"])
+    run_id = report["run_id"]
+    both = {"reset_password": "pass", "wiki_access": "pass"}
+    assert (
+        main(["label", run_id, "--config", str(config), "--answers", str(_answers(tmp_path, both))])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["show", run_id, "--config", str(config), "--quiet"]) == 0
+    assert main(["grade", run_id, "--config", str(config), "--quiet"]) == 0
+    assert main(["show", run_id, "--config", str(config), "--quiet"]) == 0
+    one_fails = {"wiki_access": "fail"}
+    assert (
+        main(
+            [
+                "label",
+                run_id,
+                "--config",
+                str(config),
+                "--answers",
+                str(_answers(tmp_path, one_fails)),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["show", run_id, "--config", str(config), "--quiet"]) == 2
