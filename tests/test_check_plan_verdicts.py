@@ -2,6 +2,9 @@
 
 - a target whose only grader is a judge panel: every question in panel Review holds the gate
   (exit 2, never "nothing was scored"), and a person's decision is its score (then 0 or 2);
+- a verdict is decided on the current rows: `grade` of an interrupted run then `run --resume`
+  leaves `show` and `runs` on the resumed run's verdict, and a `grade` made while the run went
+  on does not stay its latest grading;
 """
 
 from __future__ import annotations
@@ -109,3 +112,81 @@ def test_a_panel_only_target_holds_the_gate_until_a_person_decides(tmp_path, thr
     )
     capsys.readouterr()
     assert main(["show", run_id, "--config", str(config), "--quiet"]) == 2
+
+
+# -- a verdict decided on the current rows ------------------------------------------------
+HELPDESK = Path(__file__).resolve().parent / "helpdesk_agent.py"
+
+
+def _helpdesk_project(root: Path) -> Path:
+    from tests.helpdesk_agent import DATASET
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "data.yaml").write_text(DATASET)
+    config = {
+        "version": 1,
+        "runs_dir": "runs",
+        "targets": {
+            "desk": {
+                "agent": f"{HELPDESK}:build_graph",
+                "environment": f"{HELPDESK}:make_environment",
+                "dataset": "data.yaml",
+                "graders": ["tool_usage_grader", "state_grader", "format_grader"],
+                "grading_module": False,
+            }
+        },
+    }
+    path = root / "tracegrade.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _forget(run_dir: Path, question_id: str) -> None:
+    """What a run killed before `question_id` was committed leaves: no row for it."""
+    import sqlite3
+
+    with sqlite3.connect(run_dir / "results.sqlite") as db:
+        for table in ("questions", "grades", "scores"):
+            db.execute(f"DELETE FROM {table} WHERE question_id = ?", (question_id,))
+
+
+def test_grade_then_resume_leaves_show_and_runs_on_the_resumed_verdict(tmp_path, capsys):
+    config = _helpdesk_project(tmp_path / "p")
+    report = tmp_path / "r.json"
+    assert main(["run", "--config", str(config), "--quiet", "--json", str(report)]) == 0
+    run_id = json.loads(report.read_text())["run_id"]
+    _forget(tmp_path / "p" / "runs" / run_id, "wiki_access")
+    assert main(["grade", run_id, "--config", str(config), "--quiet"]) == 3  # 1 of 3 missing
+    assert main(["run", "--resume", run_id, "--config", str(config), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["show", run_id, "--config", str(config), "--quiet"]) == 0
+    shown = capsys.readouterr()
+    assert "no result" not in shown.out + shown.err
+    assert main(["runs", "--config", str(config)]) == 0
+    listed = capsys.readouterr().out
+    line = next(x for x in listed.splitlines() if run_id in x)
+    assert "INCOMPLETE" not in line and "exit 3" not in line, listed
+
+
+def test_a_grade_made_while_the_run_went_on_is_not_its_verdict(tmp_path, capsys):
+    import threading
+
+    from tracegrade.execution.lifecycle import start_run
+    from tracegrade.inputs.config import load_config
+
+    config = _helpdesk_project(tmp_path / "p")
+    graded: list[int] = []
+
+    def grade_mid_run(question) -> None:
+        if graded:
+            return
+        run_dir = next((tmp_path / "p" / "runs").iterdir())
+        argv = ["grade", str(run_dir), "--config", str(config), "--quiet"]
+        worker = threading.Thread(target=lambda: graded.append(main(argv)))
+        worker.start()
+        worker.join()
+
+    outcome = start_run(load_config(config), on_done=grade_mid_run)
+    assert graded and outcome.exit_code == 0
+    capsys.readouterr()
+    assert main(["show", outcome.run_id, "--config", str(config), "--quiet"]) == 0

@@ -135,6 +135,8 @@ async def astart_run(
             executor=executor or config.executor,
         )
         record_lost_spans(store, grading_id, sum(lost))
+        # a `grade` made while the run went on is older than its rows: never its verdict
+        grading_id = store.current_grading(grading_id, mode="run")
         outcome = decided(run.directory, store, grading_id, run.targets, run.attached)
     outcome.notes[:0] = notes
     return outcome
@@ -221,6 +223,9 @@ async def aresume_run(
             executor=executor or config.executor,
         )
         record_lost_spans(store, grading_id, sum(lost))
+        # the resumed rows went into the run's own grading: a later one (a `grade` of the
+        # interrupted run) is older than them, so the verdict is a new grading of them all
+        grading_id = store.current_grading(grading_id, mode="resume")
         outcome = decided(directory, store, grading_id, targets, attached)
     outcome.notes[:0] = notes
     return outcome

@@ -267,6 +267,51 @@ class ResultStore:
         return sorted(int(r[0].split(":", 1)[1]) for r in rows)
 
     @_writes
+    def copy_grading(self, source: int, *, mode: str) -> int:
+        """A new grading holding `source`'s rows, graders and scope, now the latest: a run or
+        a resume that finished after a newer grading was made (a `grade` while it ran, or of
+        the interrupted run) is decided on its current rows, never on that older grading."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            (graders,) = db.execute(
+                "SELECT graders FROM gradings WHERE grading_id = ?", (source,)
+            ).fetchone()
+            cur = db.execute(
+                "INSERT INTO gradings (created, mode, graders) VALUES (?, ?, ?)",
+                (_now(), mode, graders),
+            )
+            grading_id = int(cur.lastrowid)  # type: ignore[arg-type]
+            for table in ("grades", "scores"):
+                columns = [
+                    r[1] for r in db.execute(f"PRAGMA table_info({table})") if r[1] != "grading_id"
+                ]
+                names = ", ".join(columns)
+                db.execute(
+                    f"INSERT INTO {table} (grading_id, {names}) "
+                    f"SELECT ?, {names} FROM {table} WHERE grading_id = ?",
+                    (grading_id, source),
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) "
+                "SELECT ?, value FROM meta WHERE key = ?",
+                (f"grading:{grading_id}", f"grading:{source}"),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            rollback(db)
+            raise
+        return grading_id
+
+    def current_grading(self, grading_id: int, *, mode: str) -> int:
+        """`grading_id` when it is the run's latest grading, else a copy of it made the latest
+        (`copy_grading`): what a run or resume that just committed into it is decided on."""
+        latest = self.latest_grading_id()
+        if latest is None or latest == grading_id:
+            return grading_id
+        return self.copy_grading(grading_id, mode=mode)
+
+    @_writes
     def end_grading(self, grading_id: int) -> None:
         self._db.execute("DELETE FROM meta WHERE key = ?", (f"unfinished_grading:{grading_id}",))
 
