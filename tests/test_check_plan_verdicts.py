@@ -190,3 +190,26 @@ def test_a_grade_made_while_the_run_went_on_is_not_its_verdict(tmp_path, capsys)
     assert graded and outcome.exit_code == 0
     capsys.readouterr()
     assert main(["show", outcome.run_id, "--config", str(config), "--quiet"]) == 0
+
+
+# -- promote of a production trace graded only by the trace policy ---------------------------
+def test_a_trace_graded_by_the_policy_alone_promotes_with_its_expectations(tmp_path, capsys):
+    from tests.test_grade_traces import _project
+    from tests.test_trace_policy import _archive, _stranger
+
+    config = _project(tmp_path / "proj")
+    archive = _archive(tmp_path, _stranger("2" * 32, ["lookup", "cancel"]))
+    report = tmp_path / "r.json"
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
+    assert main([*argv, "--forbid", "cancel", "--max-calls", "3", "--json", str(report)]) == 2
+    run_id = json.loads(report.read_text())["run_id"]
+    qid = "trace-" + "2" * 32
+    promote = ["dataset", "promote", run_id, "--id", qid, "--to", "prod", "--config", str(config)]
+    code = main(promote)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert main(["dataset", "export", "prod", "--config", str(config)]) == 0
+    (row,) = yaml.safe_load(capsys.readouterr().out)["questions"]
+    # the policy's forbidden tools and limits are the new question's expectations
+    assert row["trajectory"] == {"forbid": ["cancel"], "max_calls": 3}
+    assert row["input"] == "delete my account" and "goal" not in row

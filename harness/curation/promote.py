@@ -82,7 +82,9 @@ def promote_question(
             f"question {question_id!r} ran against several targets ({names})", key="--target"
         )
     stored = runs[0]
-    row = dict(stored.row)
+    # A key left empty is no expectation (a trace policy's question without a goal): a
+    # dataset never writes `goal: null`.
+    row = {k: v for k, v in stored.row.items() if v is not None}
     row.pop("disabled", None)
     if as_id is not None:
         row["id"] = as_id
