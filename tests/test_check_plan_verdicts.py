@@ -5,6 +5,8 @@
 - a verdict is decided on the current rows: `grade` of an interrupted run then `run --resume`
   leaves `show` and `runs` on the resumed run's verdict, and a `grade` made while the run went
   on does not stay its latest grading;
+- promote of a trace graded by the trace policy alone;
+- `receive` with an empty window: every report and the exit code say nothing to gate (5).
 """
 
 from __future__ import annotations
@@ -213,3 +215,18 @@ def test_a_trace_graded_by_the_policy_alone_promotes_with_its_expectations(tmp_p
     # the policy's forbidden tools and limits are the new question's expectations
     assert row["trajectory"] == {"forbid": ["cancel"], "max_calls": 3}
     assert row["input"] == "delete my account" and "goal" not in row
+
+
+# -- receive with an empty window --------------------------------------------------------
+def test_an_empty_receive_window_says_and_exits_nothing_to_gate_everywhere(tmp_path):
+    from tests.test_grade_traces import _project
+    from tests.test_receive import _start_cli
+
+    config = _project(tmp_path / "proj")
+    report = tmp_path / "r.json"
+    process, _url = _start_cli(config, "--window", "0.5", "--gate", "--json", str(report))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 5, err
+    assert "FAILED" not in out + err and "exit 2" not in out + err
+    assert "nothing to gate (exit 5)" in out
+    assert json.loads(report.read_text())["gate"]["exit_code"] == 5

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ci.publish import add_ci_flags, report_outcome
-from ..errors import ExitCode, InputError
+from ..errors import InputError
 from ..reports.flags import add_report_flags
 from . import (
     EPILOG,
@@ -207,6 +207,14 @@ def run(args: argparse.Namespace) -> int:
             f"stopped by {receiver.stopped_by}; continue this run with "
             f"`tracegrade receive --target {args.target} --run {outcome.run_id}`"
         )
+    # dropped agent traces make the window incomplete (3), never "nothing to gate"
+    empty = (
+        not receiver.stopped_by
+        and not any(t.questions for t in outcome.targets)
+        and not outcome.lost_spans
+    )
+    if empty:  # decided before any report is written, so each says what the exit code says
+        outcome.nothing_to_run = "no agent trace was graded in the window"
     report_outcome(args, outcome, config=config)
     if not args.gate:
         return 0
@@ -214,11 +222,9 @@ def run(args: argparse.Namespace) -> int:
         import signal
 
         return 128 + int(signal.Signals[receiver.stopped_by])
-    if not any(t.questions for t in outcome.targets) and not outcome.lost_spans:
-        # dropped agent traces make the window incomplete (3), never "nothing to gate"
+    if empty:
         print(
             "tracegrade: no agent trace was graded in the window: nothing to gate (exit 5)",
             file=sys.stderr,
         )
-        return int(ExitCode.NOTHING_TO_RUN)
     return int(outcome.exit_code)

@@ -124,7 +124,10 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
         else:
             lines.extend(_costliest(t.questions))
         lost = int(getattr(outcome, "lost_spans", 0) or 0)
-        if v.incomplete or lost:
+        nothing = getattr(outcome, "nothing_to_run", None)
+        if nothing:
+            verdict = f"nothing to gate (exit 5): {nothing}"
+        elif v.incomplete or lost:
             verdict = "INCOMPLETE (exit 3)"
         elif v.passed:
             verdict = "PASSED"
@@ -133,7 +136,7 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
         lines.append(f"  gate: {verdict}")
         if v.rule:
             lines.append(f"    rule: {v.rule}")
-        for reason in v.reasons:
+        for reason in [] if nothing else v.reasons:
             lines.append(f"    - {one_line(reason)}")
         if lost:
             lines.append(f"    - {lost_spans_reason(lost)}")

@@ -103,11 +103,16 @@ class RunOutcome:
     """Codes of what went wrong beside the gate (a refused baseline comparison: 4)."""
     monitor: dict[str, Any] | None = None
     """A monitor run's (`tracegrade receive`) rollups per hour, as its store keeps them."""
+    nothing_to_run: str | None = None
+    """Why there was nothing to gate (a `receive` window no trace arrived in): the run's exit
+    code is then 5 and every report says so, never a failed gate."""
 
     @property
     def exit_code(self) -> int:
         """The run's own verdict first: a failed gate or an incomplete run is never hidden
         behind a problem of the baseline comparison (a regression, a refusal)."""
+        if self.nothing_to_run:
+            return int(ExitCode.NOTHING_TO_RUN)
         codes = [t.verdict.exit_code for t in self.targets]
         if self.lost_spans:
             codes.append(int(ExitCode.INCOMPLETE))

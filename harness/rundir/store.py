@@ -293,8 +293,7 @@ class ResultStore:
                     (grading_id, source),
                 )
             db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) "
-                "SELECT ?, value FROM meta WHERE key = ?",
+                "INSERT OR REPLACE INTO meta (key, value) SELECT ?, value FROM meta WHERE key = ?",
                 (f"grading:{grading_id}", f"grading:{source}"),
             )
             db.execute("COMMIT")

@@ -176,10 +176,10 @@ def check_plan(
         if not ids:
             continue
         own = [g.id for g in running if key in owned_keys(g)]
-        if key in target.unchecked:
-            planned = PlannedKey(key, ids, "unchecked", reason="the target's unchecked:")
-        elif own:
+        if own:  # an attached grader checks it, whatever `unchecked:` says
             planned = PlannedKey(key, ids, "checked", tuple(own))
+        elif key in target.unchecked:
+            planned = PlannedKey(key, ids, "unchecked", reason="the target's unchecked:")
         else:
             planned = _attach_owner(key, ids, registry, given, source, plan, attached)
             if planned.status == "attached":
