@@ -5,18 +5,34 @@ pytest plugin and the trace graders all attach, decided once per target before a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ..inputs.config import TargetConfig
+from ..inputs.config import GraderEntry, TargetConfig
 from ..verdicts.plan import CheckPlan, check_plan
 from .grading import AttachedGrader, attach_graders
-from .preflight import effective_graders
 
-__all__ = ["PLAN_HINT", "attach_planned", "planned"]
+__all__ = ["GOAL_JUDGE", "PLAN_HINT", "attach_planned", "effective_graders", "planned"]
 
 PLAN_HINT = (
     "`tracegrade targets --plan` shows which expectation each grader checks from which evidence"
 )
+
+
+GOAL_JUDGE = "goal_judge"
+
+
+def effective_graders(
+    target: TargetConfig, *, goal: str | None = None
+) -> tuple[list[GraderEntry], Path | None]:
+    """The grader specs and grading module a run of `target` uses: with `goal` (`--goal
+    TEXT`), the goal judge alone against that text; a target with neither `graders:` nor a
+    grading module is scored by the goal judge against each question's own goal."""
+    if goal is not None:
+        return [GraderEntry(id=GOAL_JUDGE, options={"goal": goal})], None
+    if not target.graders and target.grading_module is None:
+        return [GraderEntry(id=GOAL_JUDGE)], None
+    return list(target.graders), target.grading_module
 
 
 def planned(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, TracegradeError, suggest
-from ..inputs.config import Config, GraderEntry, TargetConfig
+from ..inputs.config import Config, TargetConfig
 from ..inputs.sourcefile import Problem
 from ..records import GraderSpec
 from .graph_checks import (
@@ -39,6 +39,7 @@ from .graph_checks import (
     close_quietly,
     target_catalog,
 )
+from .planning import GOAL_JUDGE, attach_planned, effective_graders
 
 __all__ = [
     "Preflight",
@@ -70,22 +71,6 @@ class Preflight:
     """What was not checked, and why (a graph not built, a graph whose tools are hidden)."""
     plans: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each target's check plan over its whole dataset (`CheckPlan.as_dict()`)."""
-
-
-GOAL_JUDGE = "goal_judge"
-
-
-def effective_graders(
-    target: TargetConfig, *, goal: str | None = None
-) -> tuple[list[GraderEntry], Path | None]:
-    """The grader specs and grading module a run of `target` uses: with `goal` (`--goal
-    TEXT`), the goal judge alone against that text; a target with neither `graders:` nor a
-    grading module is scored by the goal judge against each question's own goal."""
-    if goal is not None:
-        return [GraderEntry(id=GOAL_JUDGE, options={"goal": goal})], None
-    if not target.graders and target.grading_module is None:
-        return [GraderEntry(id=GOAL_JUDGE)], None
-    return list(target.graders), target.grading_module
 
 
 def check_simulated_users(
@@ -348,8 +333,6 @@ def _check_target(
     specs, _ = effective_graders(target)
     result.problems += check_state_environment(target, target.dataset, dataset.questions, specs)
     if not result.problems:
-        from .planning import attach_planned
-
         try:
             _, plan = attach_planned(
                 target, dataset.questions, services=services, registry=registry
