@@ -72,20 +72,26 @@ def test_a_key_named_unchecked_is_left_unchecked_and_every_report_says_so(tmp_pa
 
 
 def test_targets_plan_prints_which_key_each_grader_checks(tmp_path, capsys):
-    path = project(tmp_path, GOOD, DATASET, _config(unchecked=["expected_tools"]))
+    path = project(tmp_path, GOOD, DATASET, _config(unchecked=["expected_interrupts"]))
     assert main(["targets", "--config", str(path), "--plan"]) == 0
     out = capsys.readouterr().out
     assert "support_desk (from run: " in out
+    assert "  expected_tools (1 question) -> tool_usage_grader\n" in out
     assert (
         "  trajectory (1 question) -> trajectory_grader "
         "[attached by the plan: must pass, full score]" in out
     )
-    assert "  expected_interrupts (1 question) -> interrupt_grader [attached" in out
-    assert "  expected_tools (1 question) -> unchecked: the target's unchecked:" in out
-    assert "  every question -> " in out and "format_grader" in out
+    assert "  expected_interrupts (1 question) -> unchecked: the target's unchecked:" in out
+    assert "  every question -> state_grader, format_grader" in out
     assert main(["targets", "--config", str(path), "--plan", "--source", "traces"]) == 0
     out = capsys.readouterr().out
     assert "state_grader: not applicable here: a trace carries no live environment" in out
+
+
+def test_unchecked_never_hides_a_grader_the_target_attaches(tmp_path, capsys):
+    path = project(tmp_path, GOOD, DATASET, _config(unchecked=["expected_tools"]))
+    assert main(["targets", "--config", str(path), "--plan"]) == 0
+    assert "  expected_tools (1 question) -> tool_usage_grader\n" in capsys.readouterr().out
 
 
 def test_an_unknown_key_in_unchecked_is_invalid_input_at_its_line(tmp_path, capsys):
