@@ -244,6 +244,9 @@ class QuestionUsage(_Model):
     """Wall, model-call and tool-call latencies."""
     prices: str | None = None
     """Version of the price table it was priced with."""
+    unavailable: str | None = None
+    """Why nothing is known of what the agent used (a trace whose spans carry no token
+    counts): its budgets are not applicable, with this reason."""
 
     @property
     def cost(self) -> float | None:

@@ -86,6 +86,10 @@ def merge_conversation(traces: list[AgentTrace]) -> AgentTrace:
         end_ns=max(t.end_ns for t in turns),
         span_count=sum(t.span_count for t in turns),
         turns=tuple((t.user_message or "", t.answer) for t in turns),
+        # every turn's model calls; unknown only when no turn's spans counted tokens
+        model_calls=None
+        if all(t.model_calls is None for t in turns)
+        else [c for t in turns for c in t.model_calls or ()],
     )
 
 

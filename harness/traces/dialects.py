@@ -27,9 +27,11 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
+from ..usage import ModelCall
 from .graph_facts import openinference_facts, question_span_facts
 from .messages import state_messages
 from .spans import Span
+from .usage_spans import model_calls_of
 
 __all__ = ["DIALECTS", "AgentTrace", "agent_trace", "dialect_of"]
 
@@ -60,6 +62,9 @@ class AgentTrace:
     turns: tuple[tuple[str, str], ...] = ()
     """A conversation read from several traces (`traces.conversations`): each user turn's
     message and the agent's answer to it, in order; () for one trace."""
+    model_calls: list[ModelCall] | None = None
+    """The agent's model calls with the tokens its spans report (`usage_spans`); None when no
+    span carries a token count."""
 
 
 def dialect_of(spans: Sequence[Span]) -> str | None:
@@ -125,6 +130,7 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
         start_ns=min(s.start_ns for s in spans),
         end_ns=max(s.end_ns for s in spans),
         span_count=len(spans),
+        model_calls=model_calls_of(spans),
     )
 
 

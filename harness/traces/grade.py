@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from .. import semconv as sc
 from ..capture.tracefile import graph_attributes, redacted_attributes
 from ..errors import EvaluationError, NothingToRunError
+from ..execution.accounting import account
 from ..execution.conversation import Ending, TurnResult
 from ..execution.lifecycle import decided
 from ..execution.loops import run_without_loop
@@ -37,6 +38,7 @@ from .conversations import ConversationBook
 from .dialects import AgentTrace
 from .policy import TracePolicy
 from .spill import SpilledPairs, TraceSpill
+from .usage_spans import NO_TOKEN_COUNTS
 
 __all__ = [
     "COMMIT_BATCH",
@@ -189,6 +191,11 @@ async def grade_paired(
         latency_s=max(0, trace.end_ns - trace.start_ns) / 1e9,
         tool_calls=record,
     )
+    # what the agent used, from the spans' token counts, priced by the run's table
+    calls = trace.model_calls
+    run.usage = account(plan, calls or [], record, run.latency_s)
+    if calls is None:
+        run.usage["unavailable"] = NO_TOKEN_COUNTS
     if run.error is None and not record.complete:  # as the runner does
         problems = "; ".join(record.problems) or "record incomplete"
         run.error = f"capture failed: {problems}"[:2000]
@@ -334,8 +341,14 @@ async def agrade_traces(
         # agent traces dropped for their size were never graded: the run is incomplete
         record_lost_spans(store, grading_id, traces.dropped_agent_spans)
         outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
-    outcome.notes[:0] = redaction_notes(config) + notes
+    outcome.notes[:0] = redaction_notes(config) + notes + uncounted_note(outcome)
     return outcome
+
+
+def uncounted_note(outcome: RunOutcome) -> list[str]:
+    """One line when some graded traces carried no token counts (their budgets do not apply)."""
+    n = sum(1 for t in outcome.targets for q in t.questions if q.usage and q.usage.unavailable)
+    return [f"{n} trace(s): {NO_TOKEN_COUNTS}"] if n else []
 
 
 def grade_traces(config: Config, traces: TraceSpill, **options: Any) -> RunOutcome:

@@ -38,6 +38,8 @@ def question_budget_failures(usage: QuestionUsage | None, gate: GateConfig) -> l
         return out
     if usage is None:
         return ["no cost or token accounting recorded for it (a run from an older release)"]
+    if usage.unavailable:  # not applicable: said beside the run, never a silent pass
+        return []
     agent = usage.agent
     if gate.max_cost_per_question is not None:
         limit = _money(gate.max_cost_per_question, agent)
