@@ -228,3 +228,31 @@ def test_usage_from_openinference_and_genai_spans_and_none_without_counts():
     gate = parse_gate({"max_cost_per_question": 0.01})
     assert question_budget_failures(QuestionUsage(unavailable=NO_TOKEN_COUNTS), gate) == []
     assert question_budget_failures(None, gate)  # a run from an older release still fails
+
+
+def test_the_html_header_shows_the_plan_in_a_browser(tmp_path, capsys):
+    import os
+
+    import pytest
+
+    chromium = Path(os.environ.get("TRACEGRADE_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.skip("the HTML report is tested in Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    path = project(tmp_path, BROKEN, DATASET, _config(unchecked=["expected_tools"]))
+    page_file = tmp_path / "report.html"
+    assert main(["run", "--config", str(path), "--quiet", "--html", str(page_file)]) == 2
+    capsys.readouterr()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), headless=True)
+        page = browser.new_page()
+        page.goto(page_file.as_uri())
+        plan = page.locator("header details.plan")
+        assert plan.is_visible()
+        text = plan.inner_text()
+        assert "Check plan" in text
+        assert "trajectory (1 question) -> trajectory_grader [attached by the plan" in text
+        assert "expected_tools (1 question) -> tool_usage_grader" in text
+        page.screenshot(path=str(tmp_path / "plan.png"), full_page=False)
+        browser.close()

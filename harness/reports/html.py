@@ -367,6 +367,12 @@ def report_body(outcome: Any, data: Mapping[str, Any]) -> str:
         head.append("</ul>")
     for note in outcome.notes:
         head.append(f'<p class="advisory" role="note">{_e(note)}</p>')
+    plans = {t.target: t.plan for t in outcome.targets if getattr(t, "plan", None)}
+    if plans:  # which expectation each grader checked, from what: decided before the run
+        from ..verdicts.plan import plan_lines
+
+        head.append('<details class="plan" open><summary>Check plan</summary>')
+        head.append(f"<pre>{_e(chr(10).join(plan_lines(plans)))}</pre></details>")
     head.append('<details class="identity"><summary>Identity: what produced these scores</summary>')
     head.append(_identity(outcome))
     head.append("</details></header>")
