@@ -230,3 +230,28 @@ def test_an_empty_receive_window_says_and_exits_nothing_to_gate_everywhere(tmp_p
     assert "FAILED" not in out + err and "exit 2" not in out + err
     assert "nothing to gate (exit 5)" in out
     assert json.loads(report.read_text())["gate"]["exit_code"] == 5
+
+
+# -- grade --current reads the plan too -------------------------------------------------------
+def test_grade_current_attaches_the_owner_of_a_key_the_config_no_longer_leaves_unchecked(
+    tmp_path, capsys
+):
+    from tests.test_check_plan import BROKEN, DATASET, _config
+    from tests.test_safe_defaults import project
+
+    path = project(
+        tmp_path, BROKEN, DATASET, _config(unchecked=["trajectory", "expected_interrupts"])
+    )
+    report = tmp_path / "r.json"
+    assert main(["run", "--config", str(path), "--quiet", "--json", str(report)]) == 0
+    run_id = json.loads(report.read_text())["run_id"]
+    path.write_text(_config())  # nothing left unchecked now
+    regraded = tmp_path / "g.json"
+    code = main(
+        ["grade", run_id, "--config", str(path), "--current", "--quiet", "--json", str(regraded)]
+    )
+    assert code == 2, capsys.readouterr()
+    failed = {
+        q["id"] for q in json.loads(regraded.read_text())["questions"] if q["passed"] is False
+    }
+    assert failed == {"admin_request", "wiki_access"}

@@ -33,7 +33,7 @@ from .grading import (
 from .lifecycle import decided
 from .loops import run_without_loop
 from .messages import messages_for_agent
-from .preflight import effective_graders
+from .planning import effective_graders, planned
 from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
@@ -276,8 +276,17 @@ async def aregrade_run(
                 )
             target = config.targets[name]
             targets.append(target)
-            attached[name] = attach_graders(
-                target.graders, grading_module=target.grading_module, services=services
+            with directory.read_store() as stored_runs:
+                rows = [r.row for r in stored_runs.load_runs(name)]
+            # the config's graders now, as its check plan has them for a stored run
+            attached[name], _ = planned(
+                target,
+                rows,
+                attach_graders(
+                    target.graders, grading_module=target.grading_module, services=services
+                ),
+                services=services,
+                source="grade",
             )
     else:
         attached = stored_attachments(identity, run_dir, services)
