@@ -99,7 +99,9 @@ def test_targets_lists_graders_and_marks_text_only(tmp_path, capsys):
 
 
 def test_run_prints_the_text_only_advisory(tmp_path, capsys):
-    path = write_project(tmp_path, questions=["paris"], target={"graders": ["format_grader"]})
+    # expected_tools left unchecked: else the check plan attaches tool_usage_grader
+    target = {"graders": ["format_grader"], "unchecked": ["expected_tools"]}
+    path = write_project(tmp_path, questions=["paris"], target=target)
     assert main(["run", "--config", str(path), "--quiet"]) == 0
     assert "! Text only" in capsys.readouterr().out
 

@@ -55,9 +55,12 @@ def planned(
         registry=registry,
     )
     if plan.additions:
-        attached = attached + attach_graders(
+        # before the grading module's graders, the order a re-grade rebuilds them in
+        added = attach_graders(
             plan.additions, grading_module=None, services=services, registry=registry
         )
+        module = [a for a in attached if a.spec.get("source") == "module"]
+        attached = [a for a in attached if a not in module] + added + module
     return [a for a in attached if a.grader.id not in plan.not_applicable], plan
 
 

@@ -187,7 +187,9 @@ def prepare_run(
     ordinals: dict[str, dict[str, int]] = {}
     selected_total: dict[str, int] = {}
     for target in targets:
-        dataset, questions, ordinals[target.name] = select_share(target, selection)
+        dataset, whole = select(target, selection)
+        questions = shard_questions(target.name, whole, selection.shard)
+        ordinals[target.name] = {str(q.id): i for i, q in enumerate(whole)}
         selected_total[target.name] = len(ordinals[target.name])
         # the pre-flight `tracegrade validate` runs: the same problems, located, in one error
         if selection.goal is None:  # with --goal the target's own graders are not used
@@ -198,8 +200,9 @@ def prepare_run(
             + check_simulated_users(target, questions, judge_configured=judge_configured),
             ConfigError,
         )
+        # planned over the whole selection: every shard attaches the same graders
         attached, checks[target.name] = attach_planned(
-            target, questions, services=services, source=source, goal=selection.goal
+            target, whole, services=services, source=source, goal=selection.goal
         )
         raise_problems(check_rubric_refs(target.dataset, questions, services.rubrics), RubricError)
         raise_problems(
