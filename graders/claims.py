@@ -77,6 +77,8 @@ class ClaimsGrader(Grader):
         "-> tools) is backed by a call of that tool that ended ok; names each unsupported claim."
     )
     needs = "`claims` (the question's or the grader's option; else skips)"
+    owns = ("claims",)
+    evidence = ("answer", "tool_calls")
     min_score = 0.0
     max_score = 1.0
     observes_actions = True

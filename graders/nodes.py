@@ -142,6 +142,8 @@ class NodesGrader(Grader):
         "branches, interrupts) against `nodes` (strict, unordered, subset, superset)."
     )
     needs = "`nodes` (required, else skips)"
+    owns = ("nodes",)
+    evidence = ("tool_calls",)
     min_score = 0.0
     max_score = 1.0
     observes_actions = True

@@ -238,6 +238,8 @@ class RecordChecksGrader(Grader):
         "answer, a step budget."
     )
     needs = "nothing (`checks` on the question or the grader's options tune it)"
+    owns = ("checks",)
+    evidence = ("tool_calls",)
     min_score = 0.0
     max_score = 1.0
     observes_actions = True

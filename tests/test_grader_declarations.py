@@ -11,10 +11,10 @@ from tracegrade.graders.declarations import EVIDENCE, evidence_of, keys_of_row
 from tracegrade.graders.registry import GraderRegistry, validate_grader_class
 
 
-class Claims(Grader):
-    id = "claims_grader"
+class AcmeClaims(Grader):
+    id = "acme_claims"
     label = "Claims"
-    owns = ("metadata.claims",)
+    owns = ("metadata.acme_claims",)
     evidence = ("answer", "tool_calls")
 
     def grade(self, input, response, context):
@@ -22,7 +22,7 @@ class Claims(Grader):
 
 
 def variant(**declarations):
-    return type("Variant", (Claims,), declarations)
+    return type("Variant", (AcmeClaims,), declarations)
 
 
 @pytest.mark.parametrize(
@@ -44,11 +44,11 @@ def test_a_bad_declaration_is_refused_at_registration_naming_the_source(declarat
 
 def test_a_plugin_grader_owning_a_key_becomes_its_owner_after_the_built_ins():
     builtins = load_registry()
-    registry = GraderRegistry.from_classes([builtins.get(i) for i in builtins.ids()] + [Claims])
-    assert [c.id for c in registry.owners("metadata.claims")] == ["claims_grader"]
-    assert "metadata.claims" in registry.owned_keys()
-    row = next(r for r in registry.catalog() if r.id == "claims_grader")
-    assert row.owns == ("metadata.claims",) and row.evidence == ("answer", "tool_calls")
+    registry = GraderRegistry.from_classes([builtins.get(i) for i in builtins.ids()] + [AcmeClaims])
+    assert [c.id for c in registry.owners("metadata.acme_claims")] == ["acme_claims"]
+    assert "metadata.acme_claims" in registry.owned_keys()
+    row = next(r for r in registry.catalog() if r.id == "acme_claims")
+    assert row.owns == ("metadata.acme_claims",) and row.evidence == ("answer", "tool_calls")
 
 
 def test_every_built_in_declares_what_it_owns_and_needs():
