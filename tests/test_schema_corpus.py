@@ -107,6 +107,9 @@ RULES = {
     "node, tool, before and after must be non-blank names",
     "a simulated user needs goal",
     "user.max_turns must be an integer from 1 to 50",
+    # checks that need no expected answer, and the path through the graph
+    "unknown check",
+    "nodes takes path or steps",
     # the agent's world
     "fail must be one of error, timeout, rate_limit",
     # splits

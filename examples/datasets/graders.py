@@ -4,6 +4,11 @@
 says it booked, cancelled, refunded, published, archived or saved something, the tool-call
 record must hold a successful call of the tool that does that. An answer that claims nothing
 is not this grader's business (skip).
+
+It also checks what each result says (`status`), which a pattern table cannot. For the common
+case, "the answer claims an action, a call of that tool must have ended ok", attach the built-in
+`claims_grader` with a `claims:` table of RE2 patterns instead of copying this file (see the
+refund desk target in tracegrade.yaml, and docs/graders.md).
 """
 
 from __future__ import annotations
