@@ -596,3 +596,28 @@ def test_a_run_whose_judge_answers_429_retry_after_100000_ends_soon(tmp_path, op
     assert code == 3, console
     assert "HTTP 429" in console or "circuit breaker" in console, console
     assert elapsed < 90, elapsed  # 902 s before, for 24 questions
+
+
+def test_a_code_grader_that_never_returns_gets_the_judges_breaker(tmp_path):
+    """A grader that sleeps for ever costs its whole grading deadline on the first questions
+    only: after the judges' breaker count of consecutive misses, the rest of its work is an
+    error at once, naming why (1,000 such questions once took about 10 hours to exit 3)."""
+    from tracegrade.judging.breaker import DEFAULT_BREAKER_FAILURES
+
+    questions = 3 + DEFAULT_BREAKER_FAILURES
+    config = hang_project(
+        tmp_path, ["sleep"] * questions, grading_deadline_s=1, concurrency=1, timeout_s=30
+    )
+    code, console, _elapsed, report = run_cli(config)
+    assert code == 3, console
+    reasons = [
+        g["reason"]
+        for q in json.loads(report.read_text())["questions"]
+        for g in q["graders"]
+        if g["id"] == "sleeps_sync"
+    ]
+    assert len(reasons) == questions
+    abandoned = [r for r in reasons if "abandoned" in r]
+    refused = [r for r in reasons if "opened its circuit breaker" in r]
+    assert len(abandoned) == DEFAULT_BREAKER_FAILURES and len(refused) == 3, reasons
+    assert f"on {DEFAULT_BREAKER_FAILURES} consecutive questions" in refused[0]

@@ -14,7 +14,7 @@ import functools
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from ..abandon import in_daemon_thread
 from ..errors import ConfigError, RubricError
 from ..graders.base import Attachment, Grader, GraderServices, with_safe_defaults
 from ..inputs.config import GraderEntry
+from ..judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..rundir.identity import grader_code_hash
@@ -55,6 +56,12 @@ class AttachedGrader:
     spec: dict[str, Any]
     """What the identity snapshot records: id, source ("registry" or "module"), options,
     weight, must_pass, threshold, samples, declared scale, code hash, module path."""
+    deadline_misses: CircuitBreaker = field(
+        default_factory=lambda: CircuitBreaker(DEFAULT_BREAKER_FAILURES)
+    )
+    """The judges' breaker, for the grading deadline: after that many consecutive questions
+    on which this grader missed it, the rest of its work errors at once (a grader that never
+    returns would otherwise cost its whole deadline on every question)."""
 
     @property
     def grader(self) -> Grader:
@@ -409,6 +416,8 @@ async def agrade_question(
     for index, a in enumerate(attached):
         if _runs_inline(a.grader):
             scores[index] = await one_grader(a)
+        elif deadline_s is not None and a.deadline_misses.is_open:
+            scores[index] = _gave_up(a, deadline_s)
         else:
             waiting.append(index)
     if waiting:
@@ -438,19 +447,31 @@ async def _within_deadline(
     out = []
     for a, task in zip(graders, tasks, strict=True):
         if task in pending:
-            late = a.grader.result(
-                None,
-                f"grading did not finish within the question's grading deadline of "
-                f"{deadline_s:g}s (grading_deadline_s): abandoned",
-                True,
-            )
+            a.deadline_misses.failure(f"missed the grading deadline of {deadline_s:g}s")
             out.append(
-                aggregate_samples(
-                    [late],
-                    spec=a.attachment.spec,
-                    binary=bool(getattr(a.grader, "binary", False)),
+                _error_verdict(
+                    a,
+                    f"grading did not finish within the question's grading deadline of "
+                    f"{deadline_s:g}s (grading_deadline_s): abandoned",
                 )
             )
         else:
+            a.deadline_misses.success()
             out.append(task.result())
     return out
+
+
+def _error_verdict(a: AttachedGrader, reason: str) -> GraderVerdict:
+    error = a.grader.result(None, reason, True)
+    binary = bool(getattr(a.grader, "binary", False))
+    return aggregate_samples([error], spec=a.attachment.spec, binary=binary)
+
+
+def _gave_up(a: AttachedGrader, deadline_s: float) -> GraderVerdict:
+    """The error of a grader whose breaker opened: not run on this question."""
+    return _error_verdict(
+        a,
+        f"not run: grader {a.grader.id} missed the grading deadline of {deadline_s:g}s on "
+        f"{a.deadline_misses.opened_after} consecutive questions, which opened its circuit "
+        "breaker; the rest of its work errors at once",
+    )
