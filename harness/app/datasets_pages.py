@@ -254,6 +254,9 @@ def question_page(request: Request) -> Response:
         f'<main><h1>Question <code>{e(x.id)}</code> of <a href="/datasets/{q(name)}">'
         f"<code>{e(name)}</code></a></h1>{marks}"
         + (f'<p class="muted">from {e(x.origin)}</p>' if x.origin else "")
+        + f'<p class="muted" id="stored-in">In the dataset store '
+        f"<code>{e(request.app.state.tg.store_path)}</code>: a target reads it with "
+        f"<code>dataset: store:{e(name)}</code>, not from a dataset file.</p>"
         + _editor(
             name,
             x.row,
@@ -410,89 +413,12 @@ def _reviewed(request: Request, body: dict[str, Any]) -> Response:
     return _json(True, f"{found[1].id}: needs_review cleared")
 
 
-# -- promote --------------------------------------------------------------------------------
-def promote_page(request: Request) -> Response:
-    from ..curation.promote import default_dataset_name
-
-    state = request.app.state.tg
-    p = request.query_params
-    entry = state.index.get(p.get("run") or "")
-    if entry is None or entry.outcome is None:
-        return _missing(request, f"no run {p.get('run')!r}")
-    target, qid = p.get("target") or "", p.get("question") or ""
-    try:
-        trial = int(p.get("trial") or 0)
-    except ValueError:
-        trial = 0
-    score = next(
-        (
-            x
-            for t in entry.outcome.targets
-            if t.target == target
-            for x in t.questions
-            if x.question_id == qid and x.trial == trial
-        ),
-        None,
-    )
-    if score is None:
-        return _missing(request, f"run {entry.run_id} has no question {qid!r} of {target!r}")
-    names = [n for n, _ in _names(request)]
-    default = default_dataset_name(entry.outcome.identity, target)
-    options = "".join(f'<option value="{e(n)}">' for n in names)
-    body = (
-        f"<main><h1>Promote <code>{e(qid)}</code></h1>"
-        f'<p>From run <a href="/runs/{q(entry.run_id)}"><code>{e(entry.run_id)}</code></a>, '
-        f"target {e(target)}. When the question has no <code>expected_tools</code>, the "
-        "agent's actual calls become a draft of them, marked for review.</p>"
-        '<form class="controls" id="promote" data-path="/api/promote">'
-        f'<input type="hidden" name="run" value="{e(entry.run_id)}">'
-        f'<input type="hidden" name="target" value="{e(target)}">'
-        f'<input type="hidden" name="question" value="{e(qid)}">'
-        f'<input type="hidden" name="trial" value="{trial}">'
-        f'<label for="p-to">Into dataset<input type="text" id="p-to" name="to" list="p-names" '
-        f'value="{e(default)}" required></label><datalist id="p-names">{options}</datalist>'
-        '<label for="p-as">As id (optional)<input type="text" id="p-as" name="as_id"></label>'
-        '<button type="submit">Promote</button><ul class="errors" hidden></ul></form></main>'
-    )
-    return HTMLResponse(page(f"Promote {qid}", body, active="datasets"))
-
-
-def _promote(request: Request, body: dict[str, Any]) -> Response:
-    from ..curation.promote import promote_question
-
-    state = request.app.state.tg
-    entry = state.index.get(str(body.get("run") or ""))
-    if entry is None:
-        return _json(False, f"no run {body.get('run')!r}", 404)
-    try:
-        trial = int(body.get("trial") or 0)
-    except (TypeError, ValueError):
-        return _json(False, "trial is a whole number", 400)
-    name, row, review = promote_question(
-        entry.run_dir,
-        state.store_path,
-        question_id=str(body.get("question") or ""),
-        to=str(body.get("to") or "") or None,
-        as_id=str(body.get("as_id") or "") or None,
-        target=str(body.get("target") or "") or None,
-        trial=trial,
-    )
-    drafted = " (draft expected_tools: needs review)" if review else ""
-    return _json(
-        True,
-        f"promoted into {name} as {row['id']}{drafted}",
-        redirect=f"/datasets/{q(name)}/questions/{q(row['id'])}",
-    )
-
-
 DATASET_ROUTES = [
     ("/datasets", datasets_page, ["GET"]),
     ("/datasets/{name}", dataset_page, ["GET"]),
     ("/datasets/{name}/new", new_question_page, ["GET"]),
     ("/datasets/{name}/export", export_dataset, ["GET"]),
     ("/datasets/{name}/questions/{qid}", question_page, ["GET"]),
-    ("/promote", promote_page, ["GET"]),
-    ("/api/promote", _write(_promote), ["POST"]),
     ("/api/datasets", _write(_create), ["POST"]),
     ("/api/datasets/{name}/questions", _write(_save), ["POST"]),
     ("/api/datasets/{name}/questions/{qid}", _write(_save), ["PUT"]),

@@ -138,6 +138,7 @@ def asset(request: Request) -> Response:
 
 def _routes() -> list[Route]:
     from .datasets_pages import DATASET_ROUTES
+    from .promote_pages import PROMOTE_ROUTES
     from .review_pages import REVIEW_ROUTES
 
     routes: list[tuple[str, Callable[..., Any], list[str]]] = [
@@ -148,6 +149,7 @@ def _routes() -> list[Route]:
         ("/assets/{name}", asset, ["GET"]),
         *REVIEW_ROUTES,
         *DATASET_ROUTES,
+        *PROMOTE_ROUTES,
     ]
     return [Route(path, fn, methods=methods) for path, fn, methods in routes]
 

@@ -19,6 +19,9 @@ The writable dataset store: named datasets of questions in one SQLite file (the 
   promote RUN --id Q [--to NAME] [--as ID]  copy a question of a run into dataset NAME; when it
                                             has no expected_tools, the agent's actual tool calls
                                             become a draft marked for review
+  promote RUN --id Q --into-file [--as ID]  append it to the dataset file its target reads
+                                            instead (YAML, JSON or JSONL), keeping the file's
+                                            comments and order
   export NAME                               print dataset NAME as YAML (> file.yaml)
   list                                      the datasets and their sizes
   show NAME                                 a dataset's questions, drafts marked
@@ -58,6 +61,11 @@ def register(subparsers: Any) -> None:
     promote.add_argument("--as", dest="as_id", default=None, metavar="ID", help="store it as ID")
     promote.add_argument("--target", default=None, help="the target, when several ran it")
     promote.add_argument("--trial", type=int, default=0, help="which trial (with repeats)")
+    promote.add_argument(
+        "--into-file",
+        action="store_true",
+        help="append it to the dataset file the target reads (comments and order kept)",
+    )
     export = actions.add_parser("export", help="print a stored dataset as YAML")
     export.add_argument("name", metavar="NAME")
     actions.add_parser("list", help="the stored datasets")
@@ -218,6 +226,27 @@ def _review(args: argparse.Namespace, store_path: Path) -> int:
     return 0
 
 
+def _say_drafted(row: dict[str, Any], review: list[str]) -> None:
+    if review:
+        tools = ", ".join(e["tool"] for e in row["expected_tools"])
+        print(
+            f"  draft expected_tools from the agent's actual calls ({tools}): marked for "
+            "review (metadata.needs_review); check them before relying on them"
+        )
+
+
+def _promote_into_file(args: argparse.Namespace, run_dir: Path) -> int:
+    from ..curation.promote_file import promote_into_file
+
+    path, row, review, line = promote_into_file(
+        run_dir, question_id=args.question, as_id=args.as_id, target=args.target, trial=args.trial
+    )
+    where = f"{path}:{line}" if line else str(path)
+    print(f"tracegrade: promoted {args.question} into {where} as {row['id']!r}")
+    _say_drafted(row, review)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from ..inputs.datastore import DatasetStore
 
@@ -233,6 +262,12 @@ def run(args: argparse.Namespace) -> int:
         from ..rundir.directory import RunDirectory
 
         run_dir = RunDirectory.resolve(args.run_dir, config_path=args.config).path
+        if args.into_file:
+            if args.to:
+                from ..errors import InputError
+
+                raise InputError("--into-file and --to name two places: give one", key="--to")
+            return _promote_into_file(args, run_dir)
         name, row, review = promote_question(
             run_dir,
             store_path,
@@ -242,13 +277,11 @@ def run(args: argparse.Namespace) -> int:
             target=args.target,
             trial=args.trial,
         )
-        print(f"tracegrade: promoted {args.question} into dataset {name!r} as {row['id']!r}")
-        if review:
-            tools = ", ".join(e["tool"] for e in row["expected_tools"])
-            print(
-                f"  draft expected_tools from the agent's actual calls ({tools}): marked for "
-                "review (metadata.needs_review); check them before relying on them"
-            )
+        print(
+            f"tracegrade: promoted {args.question} into dataset {name!r} of the store "
+            f"{store_path} as {row['id']!r} (a target reads it with dataset: store:{name})"
+        )
+        _say_drafted(row, review)
         return 0
     if not store_path.is_file():
         from ..errors import InputError

@@ -12,6 +12,7 @@ behaviour is not yet the expected behaviour.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from ..inputs.datastore import DatasetStore
 from ..redaction import REDACTED
 
 __all__ = [
+    "Promoted",
     "clear_needs_review",
     "default_dataset_name",
     "draft_expected_tools",
     "promote_question",
+    "promoted_row",
 ]
 
 
@@ -63,6 +66,36 @@ def promote_question(
     """Copy `question_id` of the run in `run_dir` into dataset `to` of the store at
     `store_path` (default name: the run's dataset name, else `promoted`). Returns (dataset
     name, the row written, the keys marked for review)."""
+    promoted = promoted_row(
+        run_dir, question_id=question_id, as_id=as_id, target=target, trial=trial
+    )
+    dataset_name = to or default_dataset_name(promoted.identity, promoted.target)
+    with DatasetStore(store_path) as store:
+        store.add(
+            dataset_name,
+            promoted.row,
+            needs_review=promoted.needs_review,
+            origin=promoted.origin,
+        )
+    return dataset_name, promoted.row, promoted.needs_review
+
+
+@dataclass(frozen=True, slots=True)
+class Promoted:
+    """A run's question as promotion writes it, wherever it goes."""
+
+    row: dict[str, Any]
+    needs_review: list[str]
+    origin: str
+    target: str
+    identity: dict[str, Any]
+
+
+def promoted_row(
+    run_dir: Path, *, question_id: str, as_id: str | None, target: str | None, trial: int
+) -> Promoted:
+    """The row of `question_id` as the run stored it, its draft `expected_tools` (when it has
+    none and the run recorded calls) and where it came from in `metadata`."""
     from ..rundir.directory import RunDirectory
     from ..rundir.history import tool_calls_of
 
@@ -102,10 +135,7 @@ def promote_question(
     if needs_review:
         metadata["needs_review"] = needs_review
     row["metadata"] = metadata
-    dataset_name = to or default_dataset_name(identity, stored.target)
-    with DatasetStore(store_path) as store:
-        store.add(dataset_name, row, needs_review=needs_review, origin=origin)
-    return dataset_name, row, needs_review
+    return Promoted(row, needs_review, origin, stored.target, identity)
 
 
 def default_dataset_name(identity: dict[str, Any], target: str) -> str:
