@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from tests.runs_support import QUESTIONS, write_project
-
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[1]
-TRACEGRADE = Path(sys.executable).with_name("tracegrade")
+from tests.serve_support import ROOT, TRACEGRADE, app_tab, serving, shot
 
 
 @pytest.fixture(scope="module")
@@ -41,39 +36,9 @@ def served(tmp_path_factory):
     )
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     (run_dir,) = (root / "runs").iterdir()
-    proc = subprocess.Popen(
-        [str(TRACEGRADE), "serve", "--config", str(config), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**env, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("tracegrade serve: http://127.0.0.1:"), line + proc.stdout.read()
-    url = line.split(": ", 1)[1].strip()
-    if not CHROMIUM.exists():
-        pytest.fail("the app is tested in Debian's chromium: apt-get install -y chromium")
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(url)  # the printed URL: the token goes into a cookie
-            yield {"page": page, "base": url.split("/?", 1)[0], "run": run_dir.name}
-            assert errors == []
-            browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def _shot(page, name: str) -> None:
-    out = os.environ.get("TRACEGRADE_SCREENSHOTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(out) / name), full_page=True)
+    with serving(config, TRACEGRADE_USER="ana") as (url, base), app_tab(url) as (page, errors):
+        yield {"page": page, "base": base, "run": run_dir.name}
+        assert errors == []
 
 
 def test_the_queue_walks_failing_questions_first_when_asked(served):
@@ -84,7 +49,7 @@ def test_the_queue_walks_failing_questions_first_when_asked(served):
     expect(page.locator("#review-h")).to_contain_text("rome")
     expect(page.locator("#review-h .badge")).to_have_text("failing")
     expect(page.locator("#order [aria-current]")).to_have_text("failing first")
-    _shot(page, "review-failing-first.png")
+    shot(page, "review-failing-first.png")
     page.keyboard.press("j")  # the next question, in the same order
     expect(page.locator("#review-h")).to_contain_text("paris")
     assert "order=failing" in page.url
@@ -99,6 +64,6 @@ def test_the_run_pages_links_land_on_the_question_viewed(served):
     page.goto(f"{base}/runs/{run}#q=t/paris_2")
     page.click("a[data-action='Review this question']")
     expect(page.locator("#review-h")).to_contain_text("paris_2")
-    _shot(page, "review-landed.png")
+    shot(page, "review-landed.png")
     page.goto(f"{base}/review?run={run}&target=t&question=nowhere&trial=0")
     expect(page.locator("#not-waiting")).to_contain_text("nowhere")
