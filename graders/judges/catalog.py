@@ -32,6 +32,7 @@ class CatalogJudge(LlmJudge):
 
     sees_tool_calls = True
     observes_actions = False  # a model's reading of the record: advice, not ground truth
+    evidence = ("answer", "judge", "tool_calls")
     needs = "a tool-call record (skips without one)"
 
     def criteria_for(self, context: Mapping[str, Any]) -> str:
