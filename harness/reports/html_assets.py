@@ -78,6 +78,7 @@ font-size:12px}
 .o-ok{background:var(--pass)}.o-error,.o-not_executed{background:var(--fail)}
 .o-interrupted,.o-cancelled,.o-handoff,.o-command{background:var(--deg)}
 .o-declined{background:var(--muted)}
+.badge.world{background:var(--muted);font-style:italic}
 """
     + PAUSE_CSS
     + """
@@ -366,6 +367,8 @@ function callItem(q, c, i, children) {
       h("span", {cls: "seq", text: "#" + (i + 1)}),
       h("code", {cls: "qid", text: c.q}),
       h("span", {cls: "badge o-" + c.o, text: c.o + (c.e ? " (" + c.e + ")" : "")}),
+      c.w ? h("span", {cls: "badge world", title: "what the question set, not the agent",
+        text: "set by the question: " + c.w}) : null,
       h("span", {cls: "agent", text: "agent " + c.a}),
       c.nd ? h("span", {cls: "node", text: "node " + c.nd}) : null,
       h("span", {cls: "turn", text: c.t === null ? "no model turn" : "model turn " + c.t})),

@@ -256,6 +256,7 @@ def _calls(
                 "t": c.model_turn,
                 "o": str(c.outcome),
                 "e": c.error_type,
+                "w": c.world,
                 "args": _arguments(c.arguments, policy),
                 "r": None if c.result is None else _text(c.result, policy, RESULT_CHARS, IN_TRACE),
                 "m": _marks(c, expectations, met) if expectations else [],
