@@ -194,3 +194,26 @@ def test_an_unknown_tool_or_a_contradiction_is_invalid_input_at_its_line(tmp_pat
     project(tmp_path, [unknown_key])
     assert main(["validate", str(tmp_path / "questions.yaml")]) == 4
     assert "fial" in capsys.readouterr().err
+
+
+def test_a_target_override_naming_no_tool_is_invalid_input_at_the_config_line(tmp_path, capsys):
+    path = project(tmp_path, [CHARGE], tools={"refund_ordr": {"fail": "error"}})
+    assert main(["run", "--config", str(path), "--quiet"]) == 4
+    err = capsys.readouterr().err
+    assert "tracegrade.yaml:" in err and "/targets/desk/tools/refund_ordr" in err
+
+
+def test_overrides_on_a_graph_without_a_tool_node_are_refused_not_ignored(tmp_path, capsys):
+    # the configurable test's graph answers from a plain node: no ToolNode to reach
+    (tmp_path / "agent.py").write_text(
+        "from langchain_core.messages import AIMessage\n"
+        "from langgraph.graph import START, MessagesState, StateGraph\n"
+        "def build_graph(**_):\n"
+        "    g = StateGraph(MessagesState)\n"
+        "    g.add_node('answer', lambda s: {'messages': [AIMessage('hi')]})\n"
+        "    g.add_edge(START, 'answer')\n"
+        "    return g.compile(name='plain')\n"
+    )
+    path = project(tmp_path, [CHARGE], agent="agent.py:build_graph")
+    assert main(["run", "--config", str(path), "--quiet"]) == 4
+    assert "tools: overrides need the graph's tools in a ToolNode" in capsys.readouterr().err
