@@ -21,6 +21,7 @@ from tracegrade.cli import main
 
 BROKEN = "from tests.helpdesk_agent import build_broken_graph as build_graph, make_environment\n"
 GOOD = "from tests.helpdesk_agent import build_graph, make_environment\n"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(path: Path, report: Path, capsys, *extra: str) -> tuple[int, str, dict]:
@@ -256,3 +257,33 @@ def test_the_html_header_shows_the_plan_in_a_browser(tmp_path, capsys):
         assert "expected_tools (1 question) -> tool_usage_grader" in text
         page.screenshot(path=str(tmp_path / "plan.png"), full_page=False)
         browser.close()
+
+
+def test_the_pytest_plugin_follows_the_same_plan(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = project(tmp_path, BROKEN, DATASET)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "--tracegrade",
+            str(path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    out = done.stdout
+    assert done.returncode == 2, out[-3000:]
+    assert "2 failed, 1 passed" in out  # one item per question: the two broken ones fail
+    assert any(x.startswith("PASSED ") and "reset_password" in x for x in out.splitlines())
+    assert "trajectory_grader" in out and "interrupt_grader" in out
