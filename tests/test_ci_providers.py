@@ -268,3 +268,31 @@ def test_the_action_declares_what_it_uses_and_the_docs_use_what_it_declares():
     assert steps, "docs/ci.md has no workflow using the action"
     for step in steps:
         assert set(step.get("with") or {}) <= declared, step
+
+
+def test_a_grader_not_applicable_to_traces_is_a_warning_on_github(tmp_path, capsys, monkeypatch):
+    """grade-traces cannot give state_grader a live environment: the check plan says it is not
+    applicable here, and on GitHub that is a ::warning, never an error and never silence."""
+    from tests.test_grade_traces import _plain_app_with_openinference
+
+    config = write_project(
+        tmp_path,
+        questions=["paris"],
+        target={"graders": ["tool_usage_grader", "state_grader"]},
+    )
+    archive = tmp_path / "collector" / "traces.jsonl"
+    archive.parent.mkdir()
+    _plain_app_with_openinference(tmp_path, archive, ["weather in Paris?"])
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith(("GITHUB_", "GITLAB_", "CI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
+    code = main(argv)
+    out = capsys.readouterr().out
+
+    assert code == 0
+    assert not commands(out, "error")
+    warnings = [w for w in commands(out, "warning") if "state_grader not applicable here" in w]
+    assert len(warnings) == 1 and "file=data/questions.yaml" in warnings[0]
