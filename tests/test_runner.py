@@ -29,7 +29,8 @@ def test_agent_error_and_timeout_are_counted_errored_and_the_run_goes_on(tmp_pat
     outcome = start_run(config)
     qs = _by_id(outcome)
     assert qs["crash"].errored and "model exploded" in qs["crash"].error
-    assert qs["slow"].errored and qs["slow"].error == "timed out after 0.5s"
+    # under load the reason adds the time other questions held the loop; it opens the same way
+    assert qs["slow"].errored and qs["slow"].error.startswith("timed out after 0.5s")
     for qid in ("crash", "slow"):
         assert qs[qid].composite == 0.0 and qs[qid].objective == 0.0
     # the others still ran and were graded

@@ -110,7 +110,7 @@ def test_two_workers_give_the_run_one_process_gives(tmp_path, executor):
     assert _records(two.run_dir) == _records(one.run_dir)  # one trace file, every record
     assert sorted(p.name for p in (two.run_dir / "traces").iterdir()) == ["t.jsonl"]
     errors = {q.question_id: q.error for q in two.targets[0].questions if q.errored}
-    assert errors["slow"] == "timed out after 6s"  # the per-question timeout, in a worker
+    assert errors["slow"].startswith("timed out after 6s")  # the per-question timeout, in a worker
     assert "model exploded" in errors["crash"]
     assert [t.verdict.reasons for t in two.targets] == [t.verdict.reasons for t in one.targets]
 
