@@ -27,6 +27,18 @@ from tracegrade.records import Outcome, ToolCall, ToolRecord
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
 BY_ID = {cls.id: cls for cls in GRADERS}
+SEED_JUDGES = [
+    "relevance_grader",
+    "completeness_grader",
+    "accuracy_grader",
+    "actionability_grader",
+    "fact_match_grader",
+    "groundedness_grader",
+    "goal_judge",  # seed 003's bundled goal judge follows seed 000's six
+]
+"""The judges the seeds describe; the judges that see the tool catalog (and the claims judge)
+read a record and the tools offered, and are tested with one in test_catalog_judges."""
+SEED = [BY_ID[i] for i in SEED_JUDGES]
 FACTS = {
     "project_manager": "Jane Doe",
     "active_team": ["Alex Chen", "Sam Park"],
@@ -69,20 +81,12 @@ def one_call_record() -> ToolRecord:
 
 
 def test_the_six_judges_declare_what_the_seed_says():
-    assert list(BY_ID) == [
-        "relevance_grader",
-        "completeness_grader",
-        "accuracy_grader",
-        "actionability_grader",
-        "fact_match_grader",
-        "groundedness_grader",
-        "goal_judge",  # seed 003's bundled goal judge follows seed 000's six
-    ]
+    assert list(BY_ID)[: len(SEED_JUDGES)] == SEED_JUDGES  # in the seed's order, first
     assert all(cls.llm and issubclass(cls, LlmJudge) for cls in GRADERS)
-    seeing = {cls.id for cls in GRADERS if cls.sees_tool_calls}
+    seeing = {cls.id for cls in SEED if cls.sees_tool_calls}
     assert seeing == {"accuracy_grader", "groundedness_grader", "goal_judge"}
     assert not any(cls.observes_actions for cls in GRADERS)
-    scales = {cls.id: (cls.min_score, cls.max_score) for cls in GRADERS}
+    scales = {cls.id: (cls.min_score, cls.max_score) for cls in SEED}
     assert scales.pop("groundedness_grader") == (0.0, 1.0)
     assert set(scales.values()) == {(0.0, 5.0)}
     assert BY_ID["groundedness_grader"].binary
@@ -90,7 +94,7 @@ def test_the_six_judges_declare_what_the_seed_says():
     assert BY_ID["fact_match_grader"].dimension == "factuality"
 
 
-@pytest.mark.parametrize("grader_id", [cls.id for cls in GRADERS])
+@pytest.mark.parametrize("grader_id", SEED_JUDGES)
 async def test_every_judge_scores_through_the_provider(openai_server, grader_id):
     answer = 1 if grader_id == "groundedness_grader" else 4
     openai_server.enqueue(score(answer, "judged"))
