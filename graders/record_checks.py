@@ -5,7 +5,8 @@ Each finding names its check, the call (`#n`, its position in request order) and
 
 - `schema`: a call's arguments are not valid against the argument schema the tool declared to
   the model (the bound tool definitions the record holds, `record.offered`);
-- `offered`: a call of a tool its agent's model was never offered;
+- `offered`: a call a model requested of a tool that model's agent was never offered (a call
+  no model turn asked for, a node calling a tool itself, is not checked);
 - `repeats`: more identical calls (same tool, same arguments) than allowed; a call repeated
   after the earlier one failed is a retry, not a repeat;
 - `cycles`: one sequence of calls run N times back to back;
@@ -110,6 +111,8 @@ def find_problems(
                 known = {s.agent for s in record.offered}
                 offered = {(s.agent, s.name) for s in record.offered}
                 for call in ordered:
+                    if call.model_turn is None:
+                        continue  # no model chose it (a node called the tool itself)
                     if call.agent in known and (call.agent, call.name) not in offered:
                         names = sorted(s.name for s in record.offered if s.agent == call.agent)
                         out.add(

@@ -222,6 +222,18 @@ def test_a_step_budget_calls_after_the_answer_and_tools_not_offered():
     )
 
 
+def test_a_call_no_model_asked_for_is_not_held_to_what_the_model_was_offered():
+    """A node that calls a tool itself (no model turn requested it) chose nothing from the
+    model's tools: only calls a model requested are checked against what it was offered."""
+    from dataclasses import replace
+
+    from tracegrade.toolspec import ToolSpec
+
+    direct = replace(_call(0, "audit_log", {}), model_turn=None, index_in_turn=None)
+    record = ToolRecord([direct], offered=[ToolSpec("lookup", "a")])
+    assert _grade(RecordChecksGrader(), record).score == 1.0
+
+
 def test_without_offered_tools_the_schema_check_says_it_was_not_run():
     result = _grade(RecordChecksGrader(), ToolRecord([_call(0, "lookup", {})]))
     assert result.score == 1.0
