@@ -469,3 +469,20 @@ def test_new_drops_recordings_the_run_no_longer_used(tmp_path):
     with (s := session(tmp_path, "new")).active():
         model.invoke(conversation())
     assert not s.finish() and s.replayed == 1  # nothing changed: the file is left alone
+
+
+def test_an_answer_holding_a_secret_is_stored_redacted_and_still_replays(tmp_path):
+    secret = "sk-answerLEAK0123456789abcdefghijKL"
+    script = [say(f"use {secret} to log in"), say("done")]
+    with (s := session(tmp_path, "all")).active():
+        model = ScriptedChatModel(model_name="m", script=script)
+        first = model.invoke(conversation())
+        model.invoke([*conversation(), first, HumanMessage("thanks")])
+    assert s.finish()
+    assert secret not in (tmp_path / "q.t0.jsonl").read_text()
+    with (s := session(tmp_path, "none")).active():
+        model = ScriptedChatModel(model_name="m", script=[say("never asked")] * 2)
+        replayed = model.invoke(conversation())
+        last = model.invoke([*conversation(), replayed, HumanMessage("thanks")])
+    assert secret not in replayed.content and "(redacted)" in replayed.content
+    assert last.content == "done" and s.replayed == 2 and not s.misses

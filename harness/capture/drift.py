@@ -154,7 +154,10 @@ def _messages(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> str:
         for slot in sorted(set(a) | set(b)):
             if a.get(slot) != b.get(slot):
                 return f"{_role(b, i)}'s {slot} changed: {_change(a.get(slot), b.get(slot))}"
-    return "the request is equal to a recording already used (the call was made more often)"
+    return (
+        "the request shows as recorded: it differs only in text the redaction policy hides, "
+        "or it was made more often than recorded"
+    )
 
 
 def _as_text(content: Any) -> str:
