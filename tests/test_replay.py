@@ -273,9 +273,11 @@ def build_swallowing():
 
 
 def test_a_miss_errors_its_question_even_when_the_agent_swallows_it(tmp_path, capsys):
+    sunny = {"id": "sunny", "input": "weather?", "expected": {"keyword": "sunny"}}
     path = write_project(
         tmp_path,
-        questions=["rome"],
+        questions=[],
+        extra_questions=[sunny],
         target={
             "agent": "agent.py:build_swallowing",
             "graders": [{"id": "contains", "match_on": ["expected", "keyword"]}],
