@@ -26,7 +26,9 @@ import contextlib
 import dataclasses
 import logging
 import os
+import select
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +106,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     """Entry point of a worker process (forked from the clean fork server, or spawned: nothing
     of the run's process inherited but the spec and the pipe)."""
+    starting = _watch_parent(conn)
     # Ctrl-C reaches the whole process group: the parent decides, and ends its workers by
     # closing their pipes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -119,6 +122,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
 
         set_stuck_handler(stuck)
         config, plan, questions = build_plan(spec)
+        starting.set()  # serving reads the pipe: a closed one ends it from here on
         run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))
     except _ParentGone:
         code = 3
@@ -136,6 +140,28 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
 
 class _ParentGone(Exception):
     pass
+
+
+def _watch_parent(conn: Any) -> threading.Event:
+    """While the worker starts up (importing and building the agent can take seconds), a
+    closed pipe goes unseen: nothing reads it yet, so a kill -9 of the run left its workers
+    running that long. A thread watches the pipe for hang-up (poll, reading nothing) until
+    the returned event is set, and ends the worker at once when the run's end of it closes."""
+    started = threading.Event()
+    if not hasattr(select, "poll"):
+        return started
+    poller = select.poll()
+    hangup = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
+    poller.register(conn.fileno(), hangup)
+
+    def watch() -> None:
+        while not started.is_set():
+            for _fd, event in poller.poll(200):
+                if event & hangup and not started.is_set():
+                    os._exit(3)
+
+    threading.Thread(target=watch, name="tracegrade-parent-watch", daemon=True).start()
+    return started
 
 
 def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
