@@ -503,3 +503,45 @@ def test_the_answer_is_the_last_ai_message_the_graph_returned_in_every_shape(out
     )
     trace = agent_trace([root, llm])
     assert trace is not None and trace.user_message == "q" and trace.answer == "A"
+
+
+# -- item 6: receive holds spans by their size too ---------------------------------------------
+def _big_rootless(n: int, megabytes: float):
+    from tracegrade.traces.spans import Span
+
+    return Span(
+        trace_id=f"{n:032x}",
+        span_id=f"{n:016x}",
+        parent_id="ab" * 8,  # rootless: the trace waits for a root that never comes
+        name="llm",
+        start_ns=n,
+        end_ns=n + 1,
+        attributes={"input.value": "x" * int(megabytes * 2**20)},
+    )
+
+
+def test_receive_holds_spans_by_their_size_not_only_their_count():
+    """40 rootless spans of 20 MB each took about a gigabyte under a count-only bound: past
+    the held size, spans are refused and counted, and what is held stays under it."""
+    from tracegrade.traces.assembly import Assembler, Limits
+
+    assembler = Assembler(Limits(max_bytes=100 * 2**20, quiet_s=0.0))
+    refused = sum(assembler.add([_big_rootless(n, 20)]) for n in range(1, 41))
+
+    assert refused == 36  # four 20 MB spans fit under 100 MB, the rest are refused
+    assert assembler.bytes_held <= 100 * 2**20
+    assert len(assembler.held) == 4
+    assert assembler.counts["traces_dropped_cap"] == 36
+    taken = assembler.take_unfinished()  # what a stop persists to pending.jsonl: bounded too
+    assert len(taken) == 4 and assembler.bytes_held == 0
+
+
+def test_the_held_size_is_released_when_a_trace_is_graded():
+    from tracegrade.traces.assembly import Assembler, Limits, span_size
+
+    span = _big_rootless(7, 0.5)
+    root = span.__class__(**{**{s: getattr(span, s) for s in span.__slots__}, "parent_id": ""})
+    assembler = Assembler(Limits(max_bytes=4 * 2**20, quiet_s=0.0))
+    assert assembler.add([root]) == 0 and assembler.bytes_held == span_size(root)
+    assert assembler.collect(force=True) == 1 and assembler.bytes_held == span_size(root)
+    assert assembler.pop_ready() is not None and assembler.bytes_held == 0

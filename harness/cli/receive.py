@@ -38,9 +38,9 @@ span, request and restart). --forward posts every request received, unchanged, t
 endpoint (a collector, a backend) from a bounded queue: a failing endpoint never slows receiving
 and each failed or dropped forward is counted.
 
-Incomplete traces are held in bounded memory (--max-traces, --max-spans, and --trace-timeout for
-a trace whose root never arrives); what a bound drops is counted, reported and makes the run
-incomplete (exit 3 under --gate). SIGINT or SIGTERM stops it gracefully: the requests in flight
+Incomplete traces are held in bounded memory (--max-traces, --max-spans, --max-held-mb, and
+--trace-timeout for a trace whose root never arrives); what a bound drops is counted, reported
+and makes the run incomplete (exit 3 under --gate). SIGINT or SIGTERM stops it gracefully: the requests in flight
 are answered, every trace whose root arrived is graded, traces still waiting for their root are
 kept in the run directory, and `receive --run RUN` continues the same run (nothing graded twice).
 
@@ -126,6 +126,14 @@ def register(subparsers: Any) -> None:
         help="spans held at once (default 1000000)",
     )
     parser.add_argument(
+        "--max-held-mb",
+        type=_positive(float),
+        default=512.0,
+        metavar="MB",
+        help="size of the spans held at once, their attribute values counted (default 512): "
+        "past it spans are refused and counted, as past --max-spans",
+    )
+    parser.add_argument(
         "--max-body-mb",
         type=_positive(float),
         default=32.0,
@@ -188,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         limits=Limits(
             max_traces=args.max_traces,
             max_spans=args.max_spans,
+            max_bytes=int(args.max_held_mb * 2**20),
             quiet_s=args.quiet_period,
             timeout_s=args.trace_timeout,
             sample=args.sample,

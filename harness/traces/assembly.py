@@ -48,6 +48,9 @@ def sampled(trace_id: str, rate: float) -> bool:
 class Limits:
     max_traces: int = 10_000
     max_spans: int = 1_000_000
+    max_bytes: int = 512 * 2**20
+    """The size of the spans held at once (their names and attribute values, estimated): a
+    count alone let 40 spans of 20 MB each take a gigabyte."""
     max_spans_per_trace: int = MAX_SPANS_PER_TRACE
     quiet_s: float = 5.0
     timeout_s: float = 300.0
@@ -60,6 +63,22 @@ class _Held:
     first_s: float
     last_s: float
     root: bool = False
+    size: int = 0
+
+
+def span_size(span: Span) -> int:
+    """What a span holds, in characters: its name and its attributes' keys and values (a
+    string by its length, a list by its items', anything else a few bytes)."""
+    size = 64 + len(span.name)
+    for key, value in span.attributes.items():
+        size += len(key)
+        if isinstance(value, str):
+            size += len(value)
+        elif isinstance(value, list | tuple):
+            size += sum(len(v) if isinstance(v, str) else 8 for v in value)
+        else:
+            size += 8
+    return size
 
 
 @dataclass(slots=True)
@@ -73,6 +92,9 @@ class Assembler:
     ready: deque[tuple[str, list[Span]]] = field(default_factory=deque)
     spans_held: int = 0
     """Spans held, in unfinished traces and in complete ones waiting to be graded."""
+    bytes_held: int = 0
+    """Their size (`span_size`), held under `limits.max_bytes`."""
+    _ready_size: dict[str, int] = field(default_factory=dict)
     finished: OrderedDict[str, bool] = field(default_factory=OrderedDict)
     """Trace ids finished lately: True graded (or handed out to be), False dropped."""
     dropped_agent_traces: list[str] = field(default_factory=list)
@@ -96,15 +118,17 @@ class Assembler:
                 refused += not graded
                 continue
             held = self.held.get(tid)
+            size = span_size(span)
+            over = self.spans_held >= limits.max_spans or (
+                self.bytes_held + size > limits.max_bytes
+            )
             if held is None:
-                if len(self.held) + len(self.ready) >= limits.max_traces or (
-                    self.spans_held >= limits.max_spans
-                ):
+                if len(self.held) + len(self.ready) >= limits.max_traces or over:
                     refused += 1
                     self._drop(tid, [span], "cap")
                     continue
                 held = self.held[tid] = _Held([], now, now)
-            elif self.spans_held >= limits.max_spans:
+            elif over:
                 refused += 1
                 self._drop(tid, [*self._release(tid), span], "cap")
                 continue
@@ -114,7 +138,9 @@ class Assembler:
                 continue
             held.spans.append(span)
             held.last_s = now
+            held.size += size
             self.spans_held += 1
+            self.bytes_held += size
             if not span.parent_id:
                 held.root = True
         return refused
@@ -122,6 +148,7 @@ class Assembler:
     def _release(self, tid: str) -> list[Span]:
         held = self.held.pop(tid)
         self.spans_held -= len(held.spans)
+        self.bytes_held -= held.size
         return held.spans
 
     def _finish(self, tid: str, graded: bool = True) -> None:
@@ -149,6 +176,7 @@ class Assembler:
             held = self.held.pop(tid)
             self._finish(tid)
             self.ready.append((tid, held.spans))
+            self._ready_size[tid] = held.size
             moved += 1
         if not force:
             for tid in [
@@ -168,6 +196,7 @@ class Assembler:
             return None
         tid, spans = self.ready.popleft()
         self.spans_held -= len(spans)
+        self.bytes_held -= self._ready_size.pop(tid, 0)
         return tid, spans
 
     def take_unfinished(self) -> list[list[Span]]:
@@ -175,6 +204,7 @@ class Assembler:
         out = [held.spans for held in self.held.values()]
         self.held.clear()
         self.spans_held = sum(len(s) for _, s in self.ready)
+        self.bytes_held = sum(self._ready_size.values())
         return out
 
     def remember(self, trace_ids: Iterable[str]) -> None:

@@ -202,6 +202,7 @@ class Receiver:
             "traces_held": len(assembler.held),
             "traces_ready": len(assembler.ready),
             "spans_held": assembler.spans_held,
+            "bytes_held": assembler.bytes_held,
             "traces_graded": graded,
         }
 
@@ -266,7 +267,8 @@ class Receiver:
             limits = self.options.limits
             message = (
                 f"{refused} span(s) refused: the receiver holds at most {limits.max_traces} "
-                f"traces, {limits.max_spans} spans, {limits.max_spans_per_trace} per trace"
+                f"traces, {limits.max_spans} spans ({limits.max_bytes // 2**20} MB), "
+                f"{limits.max_spans_per_trace} per trace"
             )
         return Response(success_body(kind, rejected=refused, message=message), media_type=kind)
 
