@@ -173,6 +173,16 @@ QUESTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+def copy_examples(dest: Path) -> None:
+    """A copy of the checkout's examples and reference agents under `dest`, without their
+    __pycache__: another test process may be writing a .pyc there while it is copied."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("examples", "agents"):
+        shutil.copytree(root / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def write_project(
     root: Path,
     *,

@@ -4,7 +4,6 @@ tool_usage_grader. The page's own examples run in tests/test_api_docs.py."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from agents.scripted import ScriptedChatModel, call, say
 from agents.support_desk import build_graph, build_regressed_graph, make_environment
 from agents.testing_graphs import boom, lookup, react_agent
+from tests.runs_support import copy_examples
 from tracegrade import (
     ConfigError,
     InputError,
@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def project(tmp_path):
     """A copy of the examples and reference agents: runs land in tmp_path/runs."""
-    for folder in ("examples", "agents"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
+    copy_examples(tmp_path)
     return tmp_path
 
 

@@ -5,8 +5,9 @@ land in the copy). The blocks carry their own assertions; a block that raises fa
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
+
+from tests.runs_support import copy_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "api.md"
@@ -23,8 +24,7 @@ def test_the_api_page_has_examples_of_every_function():
 
 
 def test_the_api_examples_run_as_written(tmp_path, monkeypatch):
-    for folder in ("examples", "agents"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
+    copy_examples(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "api_docs"}
     for number, block in enumerate(python_blocks(), 1):

@@ -6,7 +6,6 @@ summary, one run directory also under pytest-xdist, and inert without --tracegra
 from __future__ import annotations
 
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.runs_support import copy_examples
 from tracegrade import load_dataset, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +22,7 @@ PLANTED = {"book_consultation", "book_without_check", "cancel_booking", "refund_
 
 @pytest.fixture
 def project(tmp_path):
-    for folder in ("examples", "agents"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
+    copy_examples(tmp_path)
     return tmp_path
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.runs_support import copy_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,8 +27,7 @@ def using_it_commands() -> list[str]:
 def test_the_readme_commands_run_from_the_checkout_root(tmp_path):
     commands = using_it_commands()
     assert commands[0].startswith("pip install -e ."), "the block starts with the install"
-    for folder in ("examples", "agents"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
+    copy_examples(tmp_path)
     bin_dir = Path(sys.executable).parent
     assert (bin_dir / "tracegrade").exists(), "the suite's venv has the console script"
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
