@@ -34,9 +34,11 @@ graded against it as questions of their own.
 Listens on 127.0.0.1 unless --host says otherwise. With a token (--token or the environment
 variable TRACEGRADE_RECEIVE_TOKEN) a request without `Authorization: Bearer TOKEN` is 401.
 --sample keeps that share of the traces, decided by a hash of the trace id (the same for every
-span, request and restart). --forward posts every request received, unchanged, to another OTLP
-endpoint (a collector, a backend) from a bounded queue: a failing endpoint never slows receiving
-and each failed or dropped forward is counted.
+span, request and restart). --forward posts every request received to another OTLP endpoint
+(a collector, a backend) from a bounded queue: a failing endpoint never slows receiving and each
+failed or dropped forward is counted. A request holding a trace's root span waits up to
+--forward-wait seconds for the trace's grade and goes with one gen_ai.evaluation.result event per
+grade on that span; past the wait it goes marked tracegrade.evaluation.status=ungraded (counted).
 
 Incomplete traces are held in bounded memory (--max-traces, --max-spans, --max-held-mb, and
 --trace-timeout for a trace whose root never arrives); what a bound drops is counted, reported
@@ -142,6 +144,16 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--forward", metavar="URL", help="forward every request to this URL")
     parser.add_argument(
+        "--forward-wait",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="hold a forwarded trace's root span this long for its grade, carried as "
+        "gen_ai.evaluation.result events; past it, forward it marked ungraded (default 10; "
+        "0 forwards at once, unchanged). Longer than --quiet-period, or nothing waits long "
+        "enough",
+    )
+    parser.add_argument(
         "--window", type=_positive(float), metavar="SECONDS", help="stop after SECONDS"
     )
     parser.add_argument(
@@ -202,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
             sample=args.sample,
         ),
         forward=args.forward,
+        forward_wait_s=max(0.0, args.forward_wait),
         max_body=int(args.max_body_mb * 1024 * 1024),
         window_s=args.window,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -154,8 +154,11 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": str(value)}}
 
 
-def otlp_events(evaluations: Iterable[Evaluation]) -> dict[str, list[dict[str, Any]]]:
-    """trace id -> the OTLP/JSON span events of its evaluations."""
+def otlp_events(
+    evaluations: Iterable[Evaluation], *, text: Callable[[str], str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """trace id -> the OTLP/JSON span events of its evaluations (`text`: applied to each
+    explanation, a redaction policy's `text` where nothing redacts the events later)."""
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for e in evaluations:
         attrs = [_kv(sc.GEN_AI_EVALUATION_NAME, e.name), _kv(sc.TG_EVALUATION_KIND, e.kind)]
@@ -164,7 +167,8 @@ def otlp_events(evaluations: Iterable[Evaluation]) -> dict[str, list[dict[str, A
         if e.label is not None:
             attrs.append(_kv(sc.GEN_AI_EVALUATION_SCORE_LABEL, e.label))
         if e.explanation:
-            attrs.append(_kv(sc.GEN_AI_EVALUATION_EXPLANATION, e.explanation))
+            explanation = text(e.explanation) if text is not None else e.explanation
+            attrs.append(_kv(sc.GEN_AI_EVALUATION_EXPLANATION, explanation))
         if e.error_type:
             attrs.append(_kv(sc.ERROR_TYPE, e.error_type))
         if e.grading is not None:

@@ -33,6 +33,7 @@ _SHOWN = (
     ("requests_refused", "requests refused"),
     ("forward_failed", "forward failures"),
     ("forward_dropped", "forwards dropped (queue full)"),
+    ("forwarded_ungraded", "traces forwarded before their grade (marked ungraded)"),
 )
 
 

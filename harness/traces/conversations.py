@@ -109,6 +109,7 @@ class ConversationBook:
     clock: Callable[[], float] = time.monotonic
     counts: dict[str, int] = field(default_factory=dict)
     _open: dict[str, _Open] = field(default_factory=dict)
+    _holding: set[str] = field(default_factory=set)
 
     def _count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -129,8 +130,13 @@ class ConversationBook:
             self._count("turns_over_cap")
             return [trace]
         held.traces.append(trace)
+        self._holding.add(trace.trace_id)
         held.seen = self.clock()
         return []
+
+    def holds(self, trace_id: str) -> bool:
+        """Whether trace `trace_id` is held in an open conversation."""
+        return trace_id in self._holding
 
     def close(self, *, force: bool = False) -> list[AgentTrace]:
         """The conversations quiet for `quiet_s` (every one when `force`), merged."""
@@ -139,6 +145,7 @@ class ConversationBook:
         closed = []
         for key in done:
             traces = self._open.pop(key).traces
+            self._holding.difference_update(t.trace_id for t in traces)
             if len(traces) > 1:
                 self._count("conversations")
                 self._count("conversation_turns", len(traces))

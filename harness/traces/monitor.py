@@ -238,6 +238,10 @@ class Monitor:
             trace = ready[0]
         return await self.grade_trace(trace)
 
+    def holds(self, trace_id: str) -> bool:
+        """Whether a trace is held for its conversation (graded when the conversation is)."""
+        return self.conversations is not None and self.conversations.holds(trace_id)
+
     async def grade_conversations(self, *, force: bool = False) -> list[QuestionScore]:
         """Grade the conversations quiet long enough (every open one when `force`: a stop)."""
         if self.conversations is None:

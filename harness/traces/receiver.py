@@ -5,9 +5,9 @@ One process, one event loop: uvicorn serves `POST /v1/traces` (decoded and answe
 `ingest` says), the spans go to an `assembly.Assembler`, and a ticker hands each complete
 trace to the monitor to grade, yielding to the server between traces and committing the graded
 ones together (a batch, one transaction: up to `batch` traces). With `forward`, every
-request body received is posted unchanged (same content type and encoding) to another OTLP
-endpoint from a bounded queue: a slow or failing endpoint costs forwards (counted), never
-receiving.
+request received is posted to another OTLP endpoint (`forwarding.Forwarder`), a trace's root
+span with its grades as `gen_ai.evaluation.result` events when they come within
+`forward_wait_s`: a slow or failing endpoint costs forwards (counted), never receiving.
 
 A stop (SIGINT, SIGTERM, the window's end, `stop()`) first lets the server finish the requests
 it is answering and close, and the ticker its batch, then grades every trace whose root span
@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .alerts import Alerts, alerts_config
-from .assembly import Assembler, Limits
+from .assembly import Assembler, Limits, sampled
+from .forwarding import Forwarder
 from .grade import COMMIT_BATCH
 from .ingest import (
     MAX_BODY_BYTES,
@@ -56,6 +57,9 @@ class ReceiverOptions:
     forward: str | None = None
     forward_queue: int = 1_000
     forward_timeout_s: float = 10.0
+    forward_wait_s: float = 10.0
+    """How long a request holding a trace's root span waits for its grade before it is
+    forwarded ungraded (`forwarding`); 0 forwards every request at once, unchanged."""
     max_body: int = MAX_BODY_BYTES
     window_s: float | None = None
     tick_s: float = 0.2
@@ -107,49 +111,6 @@ class _Server:
         return Server(config)
 
 
-class _Forwarder:
-    def __init__(self, url: str, counts: Any, options: ReceiverOptions) -> None:
-        self.url = url
-        self.counts = counts
-        self.queue: asyncio.Queue[tuple[bytes, dict[str, str]]] = asyncio.Queue(
-            options.forward_queue
-        )
-        self.timeout = options.forward_timeout_s
-        self.task: asyncio.Task[None] | None = None
-
-    def offer(self, body: bytes, headers: dict[str, str]) -> None:
-        try:
-            self.queue.put_nowait((body, headers))
-        except asyncio.QueueFull:
-            self.counts["forward_dropped"] += 1
-
-    async def run(self) -> None:
-        import httpx
-
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
-            while True:
-                body, headers = await self.queue.get()
-                try:
-                    response = await client.post(self.url, content=body, headers=headers)
-                    if response.status_code >= 300:
-                        raise RuntimeError(f"HTTP {response.status_code}")
-                    self.counts["forwarded"] += 1
-                except Exception as exc:  # isolation point: a forward failure is counted
-                    self.counts["forward_failed"] += 1
-                    log.warning("forwarding to %s failed: %s", self.url, exc)
-                finally:
-                    self.queue.task_done()
-
-    async def drain(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.queue.join(), seconds)
-        self.counts["forward_dropped"] += self.queue.qsize()
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-
-
 class Receiver:
     """Serves OTLP/HTTP on `sock` and grades into `monitor` until stopped (`run`)."""
 
@@ -173,7 +134,7 @@ class Receiver:
         self.stopped_by: str | None = None
         self.grading_failed: list[str] = []
         self._server: Any = None
-        self._forwarder: _Forwarder | None = None
+        self._forwarder: Forwarder | None = None
         settings = alerts_config((getattr(monitor.config, "data", None) or {}).get("alerts"))
         self.alerts = (
             Alerts(settings, self.counts, run_id=monitor.run_id) if settings is not None else None
@@ -245,7 +206,8 @@ class Receiver:
             kind = media_type(request.headers.get("content-type"))
             raw = await self._body(request)
             encoding = request.headers.get("content-encoding")
-            spans = decode_request(inflate(raw, encoding, limit=self.options.max_body), kind)
+            body = inflate(raw, encoding, limit=self.options.max_body)
+            spans = decode_request(body, kind)
         except BadRequest as exc:
             self.counts["requests_refused"] += 1
             data, media = error_body(kind, exc.status, exc.message)
@@ -256,12 +218,20 @@ class Receiver:
             data, media = error_body(kind, 500, f"the receiver failed: {type(exc).__name__}")
             return Response(data, 500, media_type=media)
         self.counts["requests"] += 1
+        refused = self.assembler.add(spans)
         if self._forwarder is not None:
             headers = {"content-type": request.headers.get("content-type", kind)}
             if encoding:
                 headers["content-encoding"] = encoding
-            self._forwarder.offer(raw, headers)
-        refused = self.assembler.add(spans)
+            rate = self.options.limits.sample
+            roots = [
+                s.trace_id
+                for s in spans
+                if not s.parent_id
+                and sampled(s.trace_id, rate)
+                and self.assembler.finished.get(s.trace_id) is None
+            ]
+            self._forwarder.offer(raw, headers, body=body, kind=kind, roots=roots)
         message = ""
         if refused:
             limits = self.options.limits
@@ -302,8 +272,14 @@ class Receiver:
         ticking = asyncio.create_task(self._tick(server))
         tasks = []
         if self.options.forward:
-            self._forwarder = _Forwarder(self.options.forward, self.counts, self.options)
-            self._forwarder.task = asyncio.create_task(self._forwarder.run())
+            self._forwarder = Forwarder(
+                self.options.forward,
+                self.counts,
+                queue_size=self.options.forward_queue,
+                timeout_s=self.options.forward_timeout_s,
+                wait_s=self.options.forward_wait_s,
+            )
+            self._forwarder.start()
         if self.options.window_s is not None:
             tasks.append(asyncio.create_task(self._window(server, self.options.window_s)))
         delivering = asyncio.create_task(self.alerts.deliver()) if self.alerts else None
@@ -338,6 +314,8 @@ class Receiver:
         while not server.should_exit:
             await asyncio.sleep(self.options.tick_s)
             await self._grade_ready(force=False)
+            if self._forwarder is not None:
+                self._forwarder.release()
             if self.alerts is not None:
                 self.alerts.check()
             if loop.time() - last >= self.options.checkpoint_s:
@@ -361,6 +339,7 @@ class Receiver:
                         batch.append((trace_id, len(spans)))
                         if self.alerts is not None:
                             self.alerts.observe(score)
+                    self._graded(trace_id, score)
                 except Exception:  # isolation point: a trace's failure is counted, not the server's
                     log.exception("grading trace %s failed", trace_id)
                     self._failed(trace_id, len(spans))
@@ -375,8 +354,28 @@ class Receiver:
                 batch.append((score.trace_id or "", 0))
                 if self.alerts is not None:
                     self.alerts.observe(score)
+                self._graded(score.trace_id or "", score)
         finally:
             self._commit(batch)
+
+    def _graded(self, trace_id: str, score: Any) -> None:
+        """Tell the forwarder a trace's grades (none when it will get none: not an agent
+        trace, no question; a trace held for its conversation is not done yet)."""
+        forwarder = self.forwarder_of(trace_id)
+        if forwarder is None:
+            return
+        if score is None:
+            if not self.monitor.holds(trace_id):
+                forwarder.resolve(trace_id, [])
+            return
+        from ..rundir.evaluations import evaluations_of, otlp_events
+
+        events = otlp_events(evaluations_of([score]), text=self.monitor.config.redaction.text)
+        forwarder.resolve(trace_id, events.get(trace_id, []))
+
+    def forwarder_of(self, trace_id: str) -> Forwarder | None:
+        forwarder = self._forwarder
+        return forwarder if forwarder is not None and trace_id in forwarder.waiting else None
 
     def _commit(self, batch: list[tuple[str, int]]) -> None:
         try:
