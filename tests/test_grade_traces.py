@@ -492,3 +492,22 @@ def test_a_phoenix_project_read_through_its_rest_api_gets_the_verdicts_run_gives
     finally:
         phoenix.close()
     assert main([*argv, "--project", "prod"]) == 3  # the backend is gone: never a pass
+
+
+def test_the_agent_is_never_imported(tmp_path):
+    # the traces were made elsewhere: an agent module that cannot even be imported here (its
+    # dependencies live in production) is never imported: importing it cost seconds and memory
+    config = _project(tmp_path / "proj")
+    ran = tmp_path / "ran.json"
+    assert main(["run", "--config", str(config), "--quiet", "--json", str(ran)]) == 2
+    ran_report = json.loads(ran.read_text())
+    trace_file = tmp_path / "proj" / "runs" / ran_report["run_id"] / "traces" / "t.jsonl"
+    imported = tmp_path / "imported"
+    elsewhere = _project(tmp_path / "elsewhere")  # a fresh path: no module cached for it
+    agent = tmp_path / "elsewhere" / "agent.py"
+    agent.write_text(f"open({str(imported)!r}, 'w').close()\n" + agent.read_text())
+    graded = tmp_path / "graded.json"
+    argv = ["grade-traces", str(trace_file), "--config", str(elsewhere), "--target", "t"]
+    assert main([*argv, "--quiet", "--json", str(graded)]) == 2
+    assert _verdicts(json.loads(graded.read_text())) == _verdicts(ran_report)
+    assert not imported.exists()

@@ -231,7 +231,7 @@ def prepare_run(
     }
     for plan in plans.values():
         plan.ordinals = ordinals[plan.target.name]
-        if plan.target.mode == "agent":  # what validate checks on the built graph
+        if load_agents and plan.target.mode == "agent":  # what validate checks on the built graph
             raise_problems(check_run_graph(plan.target, plan.questions, plan.shared), ConfigError)
     run = RunDirectory.create(config.runs_dir, run_id)
     identity: dict[str, Any] = {
