@@ -132,7 +132,7 @@ class _Tty:
 def test_progress_draws_on_a_tty_and_is_quiet_otherwise():
     from types import SimpleNamespace
 
-    from tracegrade.reports.progress import Progress
+    from tracegrade.reports.console import Progress
 
     tty = _Tty()
     progress = Progress(stream=tty, interval_s=0)

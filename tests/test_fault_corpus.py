@@ -25,8 +25,7 @@ from hypothesis import strategies as st
 
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
-from tracegrade.reports.escaping import md_code, md_text, printable
-from tracegrade.reports.jsontext import to_json_text
+from tracegrade.reports.escaping import md_code, md_text, printable, to_json_text
 
 REPO = Path(__file__).resolve().parents[1]
 MUST_PASS_TOOLS = [{"id": "tool_usage_grader", "must_pass": True, "threshold": 5}]

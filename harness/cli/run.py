@@ -143,7 +143,7 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from ..execution.services import ANSWERS_VERBATIM_NOTE
     from ..inputs.config import load_config, with_cassettes
-    from ..reports.progress import Progress
+    from ..reports.console import Progress
     from . import handle_stop_signals
 
     config = with_cassettes(

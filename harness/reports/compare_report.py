@@ -257,7 +257,7 @@ def comparison_to_dict(c: Any) -> dict[str, Any]:
 def write_comparison_json(c: Any, path: Path | str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from .jsontext import to_json_text
+    from .escaping import to_json_text
 
     path.write_text(to_json_text(comparison_to_dict(c)) + "\n", "utf-8")
     return path

@@ -1,7 +1,14 @@
-"""The console report: per target a summary table (each grader's mean on its own scale),
-composite, objective, errors, the gate verdict, then the worst questions with reasons."""
+"""What a run shows on the terminal. The console report: per target a summary table (each
+grader's mean on its own scale), composite, objective, errors, the gate verdict, then the worst
+questions with reasons. And `Progress`, the run's progress while it runs: questions done/total,
+errors, ETA, on stderr; quiet when stderr is not a TTY (CI logs stay clean) or when asked
+(`--quiet`)."""
 
 from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
 
 from .common import (
     annotation_lines,
@@ -16,10 +23,9 @@ from .common import (
 )
 from .costs import question_cells, run_cost_lines
 from .escaping import one_line
-from .injections import injection_lines
-from .variants import variant_lines
+from .variants import injection_lines, variant_lines
 
-__all__ = ["render_console"]
+__all__ = ["Progress", "render_console"]
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -172,3 +178,57 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
     lines.append("")
     lines.append(f"exit code {outcome.exit_code}")
     return "\n".join(lines) + "\n"
+
+
+class Progress:
+    """A one-line progress display, redrawn in place at most every `interval_s`."""
+
+    def __init__(
+        self, *, stream: TextIO | None = None, quiet: bool = False, interval_s: float = 0.1
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval_s = interval_s
+        self.total = 0
+        self.done = 0
+        self.errors = 0
+        self._started = time.monotonic()
+        self._last_draw = 0.0
+
+    def start(self, run_dir: Any, total: int) -> None:
+        """Called once the run directory exists and the number of questions is known."""
+        self.total = total
+        self._started = time.monotonic()
+        self._draw(force=True)
+
+    def advance(self, question: Any) -> None:
+        """Called after each committed question (a `QuestionScore`)."""
+        self.done += 1
+        if getattr(question, "degraded", False):
+            self.errors += 1
+        self._draw(force=self.done == self.total)
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self._started
+        eta = ""
+        if 0 < self.done < self.total:
+            remaining = elapsed / self.done * (self.total - self.done)
+            eta = f", ETA {remaining:.0f}s"
+        return f"{self.done}/{self.total} questions, {self.errors} error(s){eta}"
+
+    def _draw(self, *, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_draw < self.interval_s:
+            return
+        self._last_draw = now
+        # the line holds only numbers: its own erase-line code goes to the terminal as is
+        stream = getattr(self.stream, "unescaped", self.stream)
+        stream.write("\r\x1b[2K" + self.line())
+        stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.total:
+            self.stream.write("\n")
+            self.stream.flush()

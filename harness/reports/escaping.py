@@ -1,4 +1,4 @@
-"""Text from answers, ids and reasons made safe for where it is shown.
+"""Text from answers, ids and reasons made safe for where it is shown or written.
 
 An answer, a question id or a grader's reason is written by the agent or the dataset's author,
 never by tracegrade: on a terminal its control characters would clear the screen, set the
@@ -6,14 +6,18 @@ window title (OSC 0) or write the clipboard (OSC 52), and a bidi override (U+202
 text in another order than it is stored; in Markdown a `<script>` or a newline followed by `##`
 would become markup. `printable` shows such characters as escapes (`\\x1b`, `\\u202e`);
 `md_text` and `md_code` escape for Markdown (backslash and entity escapes, one line).
+`to_json_text` writes standard JSON for every report file (the run's JSON report, `compare
+--json`): a NaN or an infinity is written as null, never as a bare `NaN` a parser rejects.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any, TextIO
 
-__all__ = ["PrintableStream", "md_code", "md_text", "one_line", "printable"]
+__all__ = ["PrintableStream", "md_code", "md_text", "one_line", "printable", "to_json_text"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides,
 # isolates and marks (a terminal that honours them shows text out of its stored order).
@@ -86,3 +90,23 @@ def md_code(text: Any) -> str:
     fence = "`" * (longest + 1)
     pad = " " if out.startswith(("`", " ")) or out.endswith(("`", " ")) else ""
     return f"{fence}{pad}{out}{pad}{fence}"
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and infinities as null: JSON has no such numbers, and a parser that
+    follows the standard rejects a file holding a bare `NaN`."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json_text(data: Any) -> str:
+    """Standard JSON, always: non-finite numbers written as null."""
+    try:
+        return json.dumps(data, indent=2, sort_keys=False, default=str, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere
+        return json.dumps(_finite(data), indent=2, sort_keys=False, default=str)

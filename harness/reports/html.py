@@ -21,8 +21,8 @@ from typing import Any
 
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .common import fmt, fmt_score, question_reasons, worst_questions
+from .costs import cost_block
 from .html_assets import CSS, SCRIPT
-from .html_costs import cost_block
 from .html_data import build_question, load_sources, trace_link
 
 __all__ = [

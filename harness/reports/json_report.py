@@ -22,9 +22,8 @@ from typing import Any
 
 from ..rundir.record import QuestionResult
 from .costs import totals_of
-from .injections import injection_kinds
-from .jsontext import to_json_text
-from .variants import variant_groups
+from .escaping import to_json_text
+from .variants import injection_kinds, variant_groups
 
 __all__ = ["FORMAT", "VERSION", "build_json_report", "write_json_report"]
 

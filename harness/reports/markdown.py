@@ -17,8 +17,7 @@ from .common import (
 )
 from .costs import question_cells, run_cost_lines, totals_of
 from .escaping import md_code, md_text
-from .injections import injection_lines
-from .variants import variant_lines
+from .variants import injection_lines, variant_lines
 
 __all__ = ["render_markdown", "write_markdown"]
 
