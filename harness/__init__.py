@@ -70,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     # the run record, history and comparison
     "Comparison": "tracegrade.comparison.compare",
     "QuestionResult": "tracegrade.rundir.record",
-    "RunManifest": "tracegrade.rundir.record",
+    "RunManifest": "tracegrade.rundir.manifest",
     "StoredRun": "tracegrade.rundir.history",
     "compare_runs": "tracegrade.comparison.compare",
     "list_runs": "tracegrade.rundir.history",

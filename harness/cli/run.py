@@ -234,10 +234,10 @@ def _print_changed_defaults(config: Any, outcome: Any) -> None:
     """A one-line notice per target whose verdict the safe defaults decided (stderr, last)."""
     from ..execution.defaults_notice import changed_defaults_notice
 
-    def earlier() -> list[dict[str, Any]]:  # read only when a notice could be due
-        from ..rundir.history import earlier_identities
+    def earlier() -> list[Any]:  # read only when a notice could be due
+        from ..rundir.history import earlier_manifests
 
-        return earlier_identities(config.runs_dir, but=outcome.run_id)
+        return earlier_manifests(config.runs_dir, but=outcome.run_id)
 
     for result in outcome.targets:
         target = config.targets.get(result.target)

@@ -5,13 +5,14 @@ Each is refused (exit 4) naming the file whose hash changed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..inputs.files import not_a_file
 from ..rundir.identity import sha256_file
+from ..rundir.manifest import RunManifest
 
 __all__ = ["changed_file_error", "refuse_changed_rubrics", "refuse_other_config", "rubric_files"]
 
@@ -45,22 +46,22 @@ def changed_file_error(path: str | Path, before: str, *, key: str, what: str) ->
     )
 
 
-def refuse_changed_rubrics(identity: Mapping[str, Any]) -> None:
+def refuse_changed_rubrics(manifest: RunManifest) -> None:
     """Raise for the first rubric file of the run whose content changed since it started."""
-    for target in (identity.get("targets") or {}).values():
-        for ref, entry in ((target or {}).get("rubrics") or {}).items():
-            error = changed_file_error(entry["path"], entry["sha256"], key=ref, what="rubric file")
+    for target in manifest.targets.values():
+        for ref, entry in target.rubrics.items():
+            error = changed_file_error(entry.path, entry.sha256, key=ref, what="rubric file")
             if error is not None:
                 raise error
 
 
-def refuse_other_config(identity: Mapping[str, Any], config: Any) -> None:
+def refuse_other_config(manifest: RunManifest, config: Any) -> None:
     """A resume reads the config the run started with, pinned by its content
     (`Config.content_sha256`): the same content at another path (a restored CI cache, a
     moved checkout) is that config, with any comments or layout; other content is refused
     wherever it is. A run from before the pin (no `config_sha256`) is held to its path."""
-    run_id = identity.get("run_id")
-    before = identity.get("config_sha256")
+    run_id = manifest.run_id
+    before = manifest.config_sha256
     if before:
         now = config.content_sha256
         if now != before:
@@ -69,11 +70,11 @@ def refuse_other_config(identity: Mapping[str, Any], config: Any) -> None:
                 f"{now[:12]}): run {run_id} resumes only with the config it started with",
                 file=str(config.path),
                 key="--config",
-                hint=f"restore the config it started with ({identity.get('config_path')}), "
+                hint=f"restore the config it started with ({manifest.config_path}), "
                 "or start a new run with this one",
             )
         return
-    stored = identity.get("config_path")
+    stored = manifest.config_path
     if stored and Path(stored) != config.path.resolve():
         raise InputError(
             f"run {run_id} was started with the config {stored}: a resume reads the config "

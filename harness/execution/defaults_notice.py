@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InputError
 from ..graders.base import gates_by_default
 from ..records import GraderSpec
+from ..rundir.manifest import RunManifest
 
 __all__ = ["changed_defaults_notice"]
 
@@ -20,12 +21,12 @@ def changed_defaults_notice(
     result: Any,
     *,
     registry: Any = None,
-    earlier: Callable[[], Iterable[Mapping[str, Any]]] = tuple,
+    earlier: Callable[[], Iterable[RunManifest]] = tuple,
 ) -> str | None:
     """One line when the safe defaults decided this target's verdict: it failed, it leaves to
     a default what changed (a grader that observes actions became must-pass at its full score;
     the gate's `min_pass_rate` became 1), this config ran under the old defaults before (one
-    of the `earlier()` run identities recorded such a grader of this target, unsaid in its
+    of the `earlier()` run manifests recorded such a grader of this target, unsaid in its
     config, as not must-pass), and under the old defaults it would have passed. Names what it
     relies on and how to choose; None otherwise: a verdict they did not change, or a config
     that never knew the old defaults (a new user's copy of the README's), needs no notice.
@@ -84,12 +85,12 @@ def changed_defaults_notice(
 
 
 def _ran_under_old_defaults(
-    target: str, relied: set[str], identities: Iterable[Mapping[str, Any]]
+    target: str, relied: set[str], manifests: Iterable[RunManifest]
 ) -> bool:
     """Whether one of the earlier runs graded `target` with a grader it leaves to the default
     (`relied`) recorded as not must-pass: the old default, which this config then knew."""
-    for identity in identities:
-        recorded = ((identity.get("targets") or {}).get(target) or {}).get("graders") or ()
+    for manifest in manifests:
+        recorded = manifest.targets[target].graders if target in manifest.targets else ()
         for spec in recorded:
             if (
                 isinstance(spec, Mapping)

@@ -28,7 +28,7 @@ from .changed import HINT, refuse_changed_rubrics, refuse_other_config
 from .dispatch import arun_plans, connect_executor
 from .grading import AttachedGrader
 from .loops import run_without_loop
-from .prepare import grader_specs, new_grading, plan_of, prepare_run, select_share
+from .prepare import new_grading, plan_of, prepare_run, select_share
 from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aresume_run", "astart_run", "decided", "resume_run", "start_run"]
@@ -156,14 +156,14 @@ async def aresume_run(
     the graders the run stored, then score the whole run (`workers`, `executor`: as for
     `astart_run`)."""
     directory = RunDirectory.open(run, runs_dir=config.runs_dir)
-    run_dir, identity = directory.path, directory.identity()
-    refuse_other_config(identity, config)
-    refuse_changed_rubrics(identity)
+    run_dir, manifest = directory.path, directory.manifest()
+    refuse_other_config(manifest, config)
+    refuse_changed_rubrics(manifest)
     connect_executor(config, executor, workers)
-    selection = Selection.from_dict(identity.get("selection") or {})
-    targets = [config.select_targets([name])[0] for name in identity["targets"]]
+    selection = Selection.from_dict(manifest.selection)
+    targets = [config.select_targets([name])[0] for name in manifest.targets]
     services = run_services(config, run_dir, use_cache)
-    attached = stored_attachments(identity, run_dir, services)
+    attached = stored_attachments(manifest, run_dir, services)
     notes: list[str] = redaction_notes(config)
     lost: list[int] = []
     with directory.store(redaction=config.redaction) as store, directory.lock(store):
@@ -171,12 +171,12 @@ async def aresume_run(
         if gradings:
             grading_id = min(g["grading_id"] for g in gradings)
         else:  # the disk filled before the run's first grading was written
-            store.set_meta("run_id", identity["run_id"])
-            grading_id = store.new_grading(mode="run", graders=grader_specs(identity))
+            store.set_meta("run_id", manifest.run_id)
+            grading_id = store.new_grading(mode="run", graders=manifest.grader_specs())
         plans = []
         for target in targets:
             dataset, questions, ordinals = select_share(target, selection)
-            stored_sha = identity["targets"][target.name]["dataset"]["sha256"]
+            stored_sha = manifest.targets[target.name].dataset.sha256
             if dataset.sha256 != stored_sha:
                 raise InputError(
                     f"the dataset changed since the run started (sha256 {stored_sha[:12]} -> "
@@ -187,7 +187,7 @@ async def aresume_run(
                     hint=HINT,
                 )
             # Per trial: the repeats the run started with (its manifest), each trial missing.
-            repeats = int(identity["targets"][target.name].get("repeats") or 1)
+            repeats = manifest.targets[target.name].repeats
             done = store.finished_trials(target.name)
             trials = {
                 str(q.id): [t for t in range(repeats) if (str(q.id), t) not in done]

@@ -17,7 +17,16 @@ from ..errors import ConfigError, NothingToRunError, RubricError
 from ..inputs.config import Config, TargetConfig
 from ..inputs.sourcefile import raise_problems
 from ..rundir.directory import RunDirectory
-from ..rundir.identity import git_commit, package_versions, sha256_file
+from ..rundir.identity import git_commit, package_versions, sha256_file, validate_manifest
+from ..rundir.manifest import (
+    MANIFEST_VERSION,
+    DatasetRef,
+    GradingModuleRef,
+    RubricFile,
+    RunManifest,
+    TargetManifest,
+    VariantRef,
+)
 from ..rundir.outcome import Selection, new_run_id
 from ..rundir.store import ResultStore
 from ..verdicts.plan import CheckPlan
@@ -39,7 +48,6 @@ from .shards import shard_questions
 __all__ = [
     "PreparedRun",
     "describe",
-    "grader_specs",
     "new_grading",
     "plan_of",
     "prepare_run",
@@ -81,32 +89,31 @@ def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
     return dataset, questions
 
 
-def _target_identity(
+def _target_manifest(
     target: TargetConfig, dataset: Any, attached: Sequence[AttachedGrader], module_copy: str | None
-) -> dict[str, Any]:
+) -> TargetManifest:
     specs = []
     for a in attached:
         spec = dict(a.spec)
         if spec["source"] == "module":
             spec["module"] = module_copy
         specs.append(spec)
-    return {
-        "mode": target.mode,
-        "repeats": target.repeats,
-        "config": target.raw,
-        "dataset": {"path": str(target.dataset), "sha256": dataset.sha256, "name": dataset.name},
-        "grading_module": {
-            "path": str(target.grading_module),
-            "sha256": sha256_file(target.grading_module),
-            "copy": module_copy,
-        }
-        if target.grading_module
+    module = target.grading_module
+    return TargetManifest(
+        mode=target.mode,
+        repeats=target.repeats,
+        config=target.raw,
+        dataset=DatasetRef(path=str(target.dataset), sha256=dataset.sha256, name=dataset.name),
+        grading_module=GradingModuleRef(
+            path=str(module), sha256=sha256_file(module), copy_path=module_copy
+        )
+        if module
         else None,
-        "graders": specs,
-        "variant": {"of": target.variant_of, "name": target.variant, "args": target.factory_args}
+        graders=specs,
+        variant=VariantRef(of=target.variant_of, name=target.variant, args=target.factory_args)
         if target.variant
         else None,
-    }
+    )
 
 
 def plan_of(
@@ -142,8 +149,9 @@ class PreparedRun:
 
     run_id: str
     directory: RunDirectory
-    """The run's directory (created, its identity written)."""
-    identity: dict[str, Any]
+    """The run's directory (created, its manifest written)."""
+    manifest: RunManifest
+    """The manifest written (`identity.json`)."""
     targets: list[TargetConfig]
     """The selected targets, in config order."""
     plans: dict[str, TargetPlan]
@@ -234,19 +242,20 @@ def prepare_run(
         if load_agents and plan.target.mode == "agent":  # what validate checks on the built graph
             raise_problems(check_run_graph(plan.target, plan.questions, plan.shared), ConfigError)
     run = RunDirectory.create(config.runs_dir, run_id)
-    identity: dict[str, Any] = {
-        "run_id": run_id,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "config_path": str(config.path.resolve()),
+    manifest = RunManifest(
+        version=MANIFEST_VERSION,
+        run_id=run_id,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        config_path=str(config.path.resolve()),
         # what a resume pins: the config's content (it may be restored or moved elsewhere)
-        "config_sha256": config.content_sha256,
-        "selection": selection.as_dict(),
-        "judge": judge_identity(services),
-        "pricing": config.pricing.describe(),
-        "packages": package_versions(),
-        "git_commit": git_commit(config.base_dir),
-        "targets": {},
-    }
+        config_sha256=config.content_sha256,
+        selection=selection.as_dict(),
+        judge=judge_identity(services),
+        pricing=config.pricing.describe(),
+        packages=package_versions(),
+        git_commit=git_commit(config.base_dir),
+        targets={},
+    )
     for target, dataset, questions, attached in prepared:
         copy = (
             run.copy_grading_module(target.grading_module, target.name)
@@ -255,25 +264,27 @@ def prepare_run(
         )
         if copy is not None and target.grading_module is not None:
             _copy_judge_files(attached, target.grading_module.parent, (run.path / copy).parent)
-        identity["targets"][target.name] = _target_identity(target, dataset, attached, copy)
-        identity["targets"][target.name]["plan"] = checks[target.name].as_dict()
+        entry = _target_manifest(target, dataset, attached, copy)
+        entry.plan = checks[target.name].as_dict()
         # each rubric file by hash: an edit in place under the same version is refused later
         refs = [q.row().get("rubric_ref") for q in questions]
-        identity["targets"][target.name]["rubrics"] = rubric_files(
-            services.rubrics, (str(ref) for ref in refs if ref)
-        )
+        entry.rubrics = {
+            ref: RubricFile(**f)
+            for ref, f in rubric_files(services.rubrics, (str(r) for r in refs if r)).items()
+        }
         # how many questions the selection held: fewer rows later means an interrupted run
-        identity["targets"][target.name]["selected"] = len(questions)
+        entry.selected = len(questions)
         if selection.shard is not None:  # what `merge` checks and counts the whole run by
-            identity["targets"][target.name]["selected_total"] = selected_total[target.name]
+            entry.selected_total = selected_total[target.name]
+        manifest.targets[target.name] = entry
     # The snapshot holds the target's config as authored (a policy text, a system prompt):
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
-    identity = config.redaction.value(identity, by_name=False)
-    run.write_identity(identity)
+    manifest = validate_manifest(config.redaction.value(manifest.to_json(), by_name=False))
+    run.write_manifest(manifest)
     notes = redaction_notes(config) + typos
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     attached_by_target = {t.name: at for t, _, _, at in prepared}
-    return PreparedRun(run_id, run, identity, targets, plans, attached_by_target, notes)
+    return PreparedRun(run_id, run, manifest, targets, plans, attached_by_target, notes)
 
 
 def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:
@@ -294,7 +305,7 @@ def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest
 def new_grading(store: ResultStore, run: PreparedRun) -> int:
     """The run's first grading, in its store (the store is new)."""
     store.set_meta("run_id", run.run_id)
-    return store.new_grading(mode="run", graders=grader_specs(run.identity))
+    return store.new_grading(mode="run", graders=run.manifest.grader_specs())
 
 
 def _label_typos(selection: Selection, questions: Sequence[Any]) -> list[str]:
@@ -314,9 +325,3 @@ def describe(selection: Selection) -> str:
     parts += [f"--bundle {b}" for b in selection.bundles] + [f"--tag {t}" for t in selection.tags]
     parts += [f"--id {i}" for i in selection.ids]
     return "filters: " + " ".join(parts) if parts else "the datasets hold no enabled question"
-
-
-def grader_specs(identity: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"target": name, **spec} for name, t in identity["targets"].items() for spec in t["graders"]
-    ]

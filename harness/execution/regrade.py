@@ -18,6 +18,7 @@ from ..errors import ConfigError, InputError
 from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
 from ..records import RunRecord, ToolRecord
 from ..rundir.directory import RunDirectory
+from ..rundir.manifest import RunManifest
 from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_scope
@@ -249,10 +250,10 @@ async def aregrade_run(
     if goal is not None and not goal.strip():
         raise InputError("--goal must not be blank", key="--goal")
     directory = RunDirectory.open(run, runs_dir=config.runs_dir)
-    run_dir, identity = directory.path, directory.identity()
-    refuse_changed_rubrics(identity)  # an edit in place under the same version
+    run_dir, manifest = directory.path, directory.manifest()
+    refuse_changed_rubrics(manifest)  # an edit in place under the same version
     services = run_services(config, run_dir, use_cache)
-    names = list(identity["targets"])
+    names = list(manifest.targets)
     targets: list[TargetConfig] = []
     attached: dict[str, list[AttachedGrader]] = {}
     if goal is not None:
@@ -262,7 +263,7 @@ async def aregrade_run(
                 file=str(config.path),
                 key="/judge",
             )
-        targets = [_stored_target(config, name, identity) for name in names]
+        targets = [_stored_target(config, name, manifest) for name in names]
         for target in targets:
             goal_specs, _ = effective_graders(target, goal=goal)
             attached[target.name] = attach_graders(
@@ -289,8 +290,8 @@ async def aregrade_run(
                 source="grade",
             )
     else:
-        attached = stored_attachments(identity, run_dir, services)
-        targets = [_stored_target(config, name, identity) for name in names]
+        attached = stored_attachments(manifest, run_dir, services)
+        targets = [_stored_target(config, name, manifest) for name in names]
     scope: dict[str, dict[str, Any]] = {}
     if current:  # the config's graders now, held against the config's gate now
         scope = {t.name: {"gate": (t.raw or {}).get("gate")} for t in targets}
@@ -306,7 +307,7 @@ async def aregrade_run(
                     "--id matched no question of the run", hint=" ".join(f"--id {i}" for i in ids)
                 )
             # the gate judges completeness against what this grading selected, not the run
-            for name in identity["targets"]:
+            for name in manifest.targets:
                 selected = sum(1 for i in stored.get(name, ()) if id_selected(i, ids))
                 scope[name] = {**scope.get(name, {}), "selected": selected}
         specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
@@ -336,16 +337,17 @@ def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
     return run_without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
 
 
-def _stored_target(config: Config, name: str, identity: dict[str, Any]) -> TargetConfig:
+def _stored_target(config: Config, name: str, manifest: RunManifest) -> TargetConfig:
     """The target as the run stored it (gate and limits from the run's own config), falling
     back to the current config for what the snapshot cannot rebuild."""
-    raw = identity["targets"][name]["config"]
+    stored = manifest.targets[name]
+    raw = stored.config
     current = config.targets.get(name)
     return TargetConfig(
         name=name,
-        mode=identity["targets"][name]["mode"],
+        mode=stored.mode,
         factory=raw.get("agent") or raw.get("chat_model") or "",
-        dataset=Path(identity["targets"][name]["dataset"]["path"]),
+        dataset=Path(stored.dataset.path),
         response_char_limit=int(
             raw.get("response_char_limit", current.response_char_limit if current else 4000)
         ),

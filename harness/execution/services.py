@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs.config import Config
+from ..rundir.manifest import RunManifest
 from .grading import AttachedGrader, attach_from_specs, build_services
 
 __all__ = [
@@ -99,10 +100,10 @@ def telemetry_notes(config: Config, target: str, telemetry: Any, report: Any) ->
 
 
 def stored_attachments(
-    identity: dict, run_dir: Path, services: Any
+    manifest: RunManifest, run_dir: Path, services: Any
 ) -> dict[str, list[AttachedGrader]]:
     """Each target's graders as the run stored them (ids, options, its grading module copy)."""
     return {
-        name: attach_from_specs(t["graders"], run_dir=run_dir, services=services)
-        for name, t in identity["targets"].items()
+        name: attach_from_specs(t.graders, run_dir=run_dir, services=services)
+        for name, t in manifest.targets.items()
     }

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.config import Config
 from ..rundir.directory import RunDirectory
+from ..rundir.manifest import RunManifest
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
@@ -47,7 +48,8 @@ class RunSession:
 
     config: Config
     directory: RunDirectory
-    identity: dict[str, Any]
+    manifest: RunManifest
+    """The run's manifest (`identity.json`)."""
     grading_id: int
     worker: str | None = None
     """The process's name among several writing this run (`gw0`...); None for the only one."""
@@ -61,7 +63,7 @@ class RunSession:
 
     @property
     def run_id(self) -> str:
-        return str(self.identity["run_id"])
+        return self.manifest.run_id
 
     @classmethod
     def create(
@@ -82,7 +84,7 @@ class RunSession:
             for name, plan in run.plans.items()
         }
         return cls(
-            config, run.directory, run.identity, grading_id, None, list(run.notes), targets, store
+            config, run.directory, run.manifest, grading_id, None, list(run.notes), targets, store
         )
 
     @classmethod
@@ -91,12 +93,12 @@ class RunSession:
     ) -> RunSession:
         """Open a run another process created, to add this process's questions to it."""
         directory = RunDirectory.open(run_dir, runs_dir=config.runs_dir)
-        run_dir, identity = directory.path, directory.identity()
-        selection = Selection.from_dict(identity.get("selection") or {})
+        run_dir, manifest = directory.path, directory.manifest()
+        selection = Selection.from_dict(manifest.selection)
         services = run_services(config, run_dir, use_cache)
-        attached = stored_attachments(identity, run_dir, services)
+        attached = stored_attachments(manifest, run_dir, services)
         targets = {}
-        for name in identity["targets"]:
+        for name in manifest.targets:
             target = config.select_targets([name])[0]
             dataset, questions = select(target, selection)
             if questions:
@@ -104,7 +106,7 @@ class RunSession:
                 targets[name] = _Target(plan, {str(q.id): q for q in questions})
         store = directory.store(redaction=config.redaction)
         grading_id = min(g["grading_id"] for g in store.gradings())
-        return cls(config, directory, identity, grading_id, worker, [], targets, store)
+        return cls(config, directory, manifest, grading_id, worker, [], targets, store)
 
     def questions(self, target: str) -> list[Any]:
         """The selected questions of `target`, in selection order."""
@@ -129,7 +131,7 @@ class RunSession:
         record_scope(
             self._store,
             self.grading_id,
-            {name: {"selected": counts.get(name, 0)} for name in self.identity["targets"]},
+            {name: {"selected": counts.get(name, 0)} for name in self.manifest.targets},
         )
 
     def _telemetry(self, t: _Target) -> Any:

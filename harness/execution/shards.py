@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..rundir.directory import RunDirectory
+from ..rundir.manifest import MergedShard, RunManifest, TargetManifest
 
 __all__ = [
     "MergeResult",
@@ -80,42 +81,32 @@ class MergeResult:
 
 
 # What must be equal in every shard of one run; the label names it in the refusal.
-_RUN_KEYS = (("selection", "the selection (filters)"), ("judge", "the judge"))
-_TARGET_KEYS = (
-    ("mode", "mode"),
-    ("repeats", "repeats"),
-    ("config", "config"),
-    ("dataset.sha256", "dataset (sha256)"),
-    ("dataset.path", "dataset path"),
-    ("grading_module.sha256", "grading module (sha256)"),
-    ("graders", "graders (ids, options, versions, code hashes)"),
-    ("selected_total", "selection size"),
+_TARGET_KEYS: tuple[tuple[Callable[[TargetManifest], Any], str], ...] = (
+    (lambda t: t.mode, "mode"),
+    (lambda t: t.repeats, "repeats"),
+    (lambda t: t.config, "config"),
+    (lambda t: t.dataset.sha256, "dataset (sha256)"),
+    (lambda t: t.dataset.path, "dataset path"),
+    (lambda t: t.grading_module.sha256 if t.grading_module else None, "grading module (sha256)"),
+    (lambda t: t.graders, "graders (ids, options, versions, code hashes)"),
+    (lambda t: t.selected_total, "selection size"),
 )
 
 
-def _get(data: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return data
-
-
-def _differences(ref: dict, other: dict) -> list[str]:
+def _differences(ref: RunManifest, other: RunManifest) -> list[str]:
     out = []
-    for key, label in _RUN_KEYS:
-        a, b = dict(ref.get(key) or {}), dict(other.get(key) or {})
-        if key == "selection":
-            a.pop("shard", None), b.pop("shard", None)
-        if a != b:
-            out.append(label)
-    if sorted(ref["targets"]) != sorted(other["targets"]):
-        out.append(f"targets ({sorted(ref['targets'])} vs {sorted(other['targets'])})")
+    if {**ref.selection, "shard": None} != {**other.selection, "shard": None}:
+        out.append("the selection (filters)")
+    if (ref.judge or {}) != (other.judge or {}):
+        out.append("the judge")
+    if sorted(ref.targets) != sorted(other.targets):
+        out.append(f"targets ({sorted(ref.targets)} vs {sorted(other.targets)})")
         return out
-    for name, target in ref["targets"].items():
-        for key, label in _TARGET_KEYS:
-            if _get(target, key) != _get(other["targets"][name], key):
+    for name, target in ref.targets.items():
+        for value, label in _TARGET_KEYS:
+            if value(target) != value(other.targets[name]):
                 out.append(f"target {name}: {label}")
-    ref_tg = (ref.get("packages") or {}).get("tracegrade")
-    other_tg = (other.get("packages") or {}).get("tracegrade")
+    ref_tg, other_tg = ref.packages.get("tracegrade"), other.packages.get("tracegrade")
     if ref_tg != other_tg:
         out.append(f"tracegrade version ({ref_tg} vs {other_tg})")
     return out
@@ -136,16 +127,15 @@ class _Verbatim:
         return value
 
 
-def _shard_identities(run_dirs: Sequence[Path]) -> list[tuple[Path, dict, int, int]]:
+def _shard_manifests(run_dirs: Sequence[Path]) -> list[tuple[Path, RunManifest, int, int]]:
     out = []
     for run_dir in run_dirs:
-        identity = RunDirectory(run_dir).identity()
-        shard = (identity.get("selection") or {}).get("shard")
-        if not shard:
+        manifest = RunDirectory(run_dir).manifest()
+        if manifest.shard is None:
             raise InputError(
                 f"{run_dir} is not a shard run (it was not run with --shard I/N)", key="RUN_DIR"
             )
-        out.append((Path(run_dir), identity, int(shard[0]), int(shard[1])))
+        out.append((Path(run_dir), manifest, *manifest.shard))
     return out
 
 
@@ -161,18 +151,18 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
         raise InputError("merge needs at least one shard run directory", key="RUN_DIR")
     if out.exists() and any(out.iterdir()):  # checked first: nothing is read for nothing
         raise InputError(f"--out {out} exists and is not empty", key="--out")
-    shards = _shard_identities([Path(d) for d in run_dirs])
+    shards = _shard_manifests([Path(d) for d in run_dirs])
     ref_dir, ref, _, count = shards[0]
     seen: dict[int, Path] = {}
     problems = []
-    for run_dir, identity, index, n in shards:
+    for run_dir, manifest, index, n in shards:
         if n != count:
             problems.append(f"{run_dir} is shard {index}/{n}, {ref_dir} is one of {count}")
             continue
         if index in seen:
             problems.append(f"shard {index}/{count} given twice: {seen[index]} and {run_dir}")
         seen[index] = run_dir
-        differs = _differences(ref, identity)
+        differs = _differences(ref, manifest)
         if differs:
             problems.append(f"{run_dir} differs from {ref_dir} in " + "; ".join(differs))
     if problems:
@@ -193,7 +183,7 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
     return result
 
 
-def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> None:
+def _write_merged(shards: list, out: Path, ref: RunManifest, result: MergeResult) -> None:
     """Written beside `out` and renamed into place once whole: a merge killed half-way leaves
     no directory that reads as a run (its identity is written last, inside the staging one)."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -209,39 +199,35 @@ def _write_merged(shards: list, out: Path, ref: dict, result: MergeResult) -> No
         raise
 
 
-def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: dict) -> None:
-    identity = {k: v for k, v in ref.items()}
-    identity["run_id"] = run_id
-    identity["created"] = min(s[1].get("created") or "" for s in shards) or datetime.now(
-        UTC
-    ).isoformat(timespec="seconds")
-    identity["selection"] = {**ref["selection"], "shard": None}
-    identity["merged_from"] = [
-        {"run_id": ident["run_id"], "shard": f"{i}/{n}", "run_dir": str(d)}
-        for d, ident, i, n in sorted(shards, key=lambda s: s[2])
+def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunManifest) -> None:
+    manifest = ref.model_copy(deep=True)
+    manifest.run_id = run_id
+    manifest.created = min(s[1].created or "" for s in shards) or datetime.now(UTC).isoformat(
+        timespec="seconds"
+    )
+    manifest.selection = {**ref.selection, "shard": None}
+    manifest.merged_from = [
+        MergedShard(run_id=m.run_id, shard=f"{i}/{n}", run_dir=str(d))
+        for d, m, i, n in sorted(shards, key=lambda s: s[2])
     ]
-    identity["targets"] = {}
-    for name, target in ref["targets"].items():
-        merged = dict(target)
+    for name, target in manifest.targets.items():
         # the whole selection: questions of a missing shard count as without a result
-        total = target.get("selected_total")
-        merged["selected"] = (
+        total = target.selected_total
+        target.selected = (
             int(total)
             if total is not None
-            else sum(int(s[1]["targets"][name].get("selected") or 0) for s in shards)
+            else sum(int(s[1].targets[name].selected or 0) for s in shards)
         )
-        identity["targets"][name] = merged
     merged_run.copy_graders_from(RunDirectory(shards[0][0]))  # equal by sha256
     merged_run.traces_dir.mkdir(exist_ok=True)
     with merged_run.store(redaction=_Verbatim()) as store:  # type: ignore[arg-type]
         store.set_meta("run_id", run_id)
-        graders = [{"target": n, **s} for n, t in ref["targets"].items() for s in t["graders"]]
-        grading_id = store.new_grading(mode="run", graders=graders)
-        for run_dir, _identity, _index, _n in sorted(shards, key=lambda s: s[2]):
+        grading_id = store.new_grading(mode="run", graders=ref.grader_specs())
+        for run_dir, _manifest, _index, _n in sorted(shards, key=lambda s: s[2]):
             _copy_rows(RunDirectory(run_dir), store, grading_id)
-    for name in ref["targets"]:
+    for name in ref.targets:
         merged_run.append_traces(name, [RunDirectory(s[0]).trace_file(name) for s in shards])
-    merged_run.write_identity(identity)  # last: only a whole directory is a run
+    merged_run.write_manifest(manifest)  # last: only a whole directory is a run
 
 
 def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:

@@ -86,7 +86,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     )
     run_dir = Path(spec.run_dir)
     services = run_services(config, run_dir, spec.use_cache)
-    attached = stored_attachments(RunDirectory(run_dir).identity(), run_dir, services)[spec.target]
+    attached = stored_attachments(RunDirectory(run_dir).manifest(), run_dir, services)[spec.target]
     dataset = load_dataset(target.dataset)
     plan = TargetPlan(
         target=target,

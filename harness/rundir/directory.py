@@ -24,14 +24,14 @@ import hashlib
 import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .identity import IDENTITY_FILE, read_manifest, write_identity
-from .record import RunManifest
+from .manifest import RunManifest
 from .runlock import holder_text, run_lock
 from .store import STORE_FILE, ResultStore
 
@@ -117,12 +117,12 @@ class RunDirectory:
         return read_manifest(self.path)
 
     def identity(self) -> dict[str, Any]:
-        """The manifest as a plain mapping (validated)."""
-        return self.manifest().model_dump(mode="json")
+        """The manifest as JSON (`RunManifest.to_json`)."""
+        return self.manifest().to_json()
 
-    def write_identity(self, identity: Mapping[str, Any]) -> Path:
-        """Write the manifest (validated against `RunManifest` first)."""
-        return write_identity(self.path, identity)
+    def write_manifest(self, manifest: RunManifest) -> Path:
+        """Write the manifest (`identity.json`)."""
+        return write_identity(self.path, manifest)
 
     # -- the store and the lock -------------------------------------------------------------
     @property

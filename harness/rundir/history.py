@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..verdicts.scoring import QuestionScore
 from .directory import RunDirectory
-from .identity import read_json_file
+from .identity import read_json_file, read_manifest
+from .manifest import RunManifest
 from .monitoring import MONITOR_META, monitor_notes
 from .outcome import RunOutcome
 from .record import QuestionResult, ToolCallResult
@@ -28,7 +29,7 @@ from .verdict import decide_run
 __all__ = [
     "RunSummary",
     "StoredRun",
-    "earlier_identities",
+    "earlier_manifests",
     "list_runs",
     "load_comparable",
     "load_outcome",
@@ -126,10 +127,10 @@ def load_outcome(run_dir: Path | RunDirectory, *, grading: int | None = None) ->
     """A stored grading as the reports render it, with the run's one verdict (`decide_run`; no
     grader runs, no provider is built)."""
     run = run_dir if isinstance(run_dir, RunDirectory) else RunDirectory(run_dir)
-    identity = run.identity()
+    manifest = run.manifest()
     with run.read_store() as store:
         grading_id = _grading_id(store, grading, run.path)
-        outcome = decide_run(run, store, grading_id, identity=identity)
+        outcome = decide_run(run, store, grading_id, manifest=manifest)
         monitor = store.meta(MONITOR_META)
     if grading_id is None:
         outcome.notes.append("nothing was graded in this run yet")
@@ -195,13 +196,9 @@ def list_runs(runs_dir: Path, *, limit: int | None = None) -> tuple[list[RunSumm
     return (runs[:limit] if limit else runs), problems
 
 
-def earlier_identities(runs_dir: Path, *, but: str, limit: int = 200) -> list[dict[str, Any]]:
-    """The identities of the runs in `runs_dir` other than run `but`, newest first (at most
+def earlier_manifests(runs_dir: Path, *, but: str, limit: int = 200) -> list[RunManifest]:
+    """The manifests of the runs in `runs_dir` other than run `but`, newest first (at most
     `limit`; an unreadable one is skipped: this is history, not a verdict)."""
-    import json
-
-    from .identity import IDENTITY_FILE
-
     found = []
     try:
         dirs = sorted((p for p in Path(runs_dir).iterdir() if p.name != but), reverse=True)
@@ -209,8 +206,8 @@ def earlier_identities(runs_dir: Path, *, but: str, limit: int = 200) -> list[di
         return []
     for run_dir in dirs[:limit]:
         try:
-            found.append(json.loads((run_dir / IDENTITY_FILE).read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            found.append(read_manifest(run_dir))
+        except InputError:
             continue
     return found
 

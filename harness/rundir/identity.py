@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError
-from .record import MANIFEST_VERSION, RunManifest
+from .manifest import MANIFEST_VERSION, RunManifest, migrate
 
 __all__ = [
     "IDENTITY_FILE",
@@ -34,6 +34,7 @@ __all__ = [
     "read_json_file",
     "read_manifest",
     "sha256_file",
+    "validate_manifest",
     "write_identity",
 ]
 
@@ -143,14 +144,20 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def write_identity(run_dir: Path, identity: Mapping[str, Any]) -> Path:
-    """Write the manifest, validated against `RunManifest` (a malformed one is a bug here,
-    not a file a later `show` or `compare` trips over)."""
+def write_identity(run_dir: Path, manifest: RunManifest) -> Path:
+    """Write the manifest: its set keys (`RunManifest.to_json`), with the version this release
+    writes."""
     path = run_dir / IDENTITY_FILE
-    manifest = RunManifest.model_validate(_jsonable(identity))
-    text = json.dumps(manifest.model_dump(mode="json"), indent=2)
+    manifest.version = MANIFEST_VERSION  # set, so it is written
+    text = json.dumps(manifest.to_json(), indent=2)
     path.write_text(text + "\n", encoding="utf-8")
     return path
+
+
+def validate_manifest(identity: Mapping[str, Any]) -> RunManifest:
+    """A manifest built as a mapping, validated (a malformed one is a bug of its writer, not a
+    file a later `show` or `compare` trips over)."""
+    return RunManifest.model_validate(_jsonable(identity))
 
 
 def read_json_file(path: Path, what: str) -> Any:
@@ -177,7 +184,7 @@ def read_manifest(run_dir: Path) -> RunManifest:
             hint="upgrade tracegrade to read this run",
         )
     try:
-        return RunManifest.model_validate(data)
+        return RunManifest.model_validate(migrate(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         key = "/" + "/".join(str(p) for p in first["loc"])

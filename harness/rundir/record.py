@@ -1,5 +1,5 @@
-"""The typed, versioned run record: the run manifest (`identity.json`) and the per-question
-results, as pydantic models.
+"""The typed, versioned run record: the run manifest (`identity.json`, `tracegrade.rundir.manifest`)
+and the per-question results, as pydantic models.
 
 The same `QuestionResult` is what the store rebuilds, what the JSON report writes under
 `questions`, and what `tracegrade compare` reads back from either, so a comparison against a CI
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..canonical import content_hash
 from ..usage import QuestionUsage
 from ..verdicts.scoring import GraderVerdict, QuestionScore, question_passed
+from .manifest import MANIFEST_VERSION, RunManifest, TargetManifest
 
 __all__ = [
     "CONTENT_KEYS",
@@ -30,10 +31,6 @@ __all__ = [
     "question_fingerprint",
     "rubric_versions",
 ]
-
-MANIFEST_VERSION = 1
-"""Version of `identity.json`. A manifest without the key was written by the first release
-and reads as version 1 (the shape has only gained keys since)."""
 
 CONTENT_KEYS = ("input", "expected", "expected_tools", "rubric_ref")
 """What makes two runs' answers to a question comparable: the same input, the same expected
@@ -60,58 +57,6 @@ def rubric_versions(checks: list[Mapping[str, Any]]) -> list[str]:
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
-
-
-class DatasetRef(_Model):
-    path: str
-    """The dataset file the run read."""
-    sha256: str
-    """sha256 of the file's bytes when the run started."""
-    name: str | None = None
-    """The dataset's name."""
-
-
-class TargetManifest(_Model):
-    mode: str
-    """`agent` (a LangGraph graph) or `chat` (a bare chat model)."""
-    config: dict[str, Any] = Field(default_factory=dict)
-    """The target's config block as authored."""
-    dataset: DatasetRef
-    """Which dataset, and its hash."""
-    grading_module: dict[str, Any] | None = None
-    """The user grading module (`path`, `sha256`, `copy` inside the run dir), if any."""
-    graders: list[dict[str, Any]] = Field(default_factory=list)
-    """Each attached grader: id, source, options, weight, must_pass, threshold, samples,
-    declared scale, code hash."""
-    repeats: int = 1
-    """How many trials each question ran."""
-
-
-class RunManifest(_Model):
-    """What produced a run's scores (`identity.json`)."""
-
-    version: int = MANIFEST_VERSION
-    """Format version of this manifest."""
-    run_id: str
-    """`YYYYmmdd-HHMMSS-xxxxxx`, sortable by start time."""
-    created: str
-    """When the run started (ISO 8601, UTC)."""
-    config_path: str | None = None
-    """The config file the run read."""
-    selection: dict[str, Any] = Field(default_factory=dict)
-    """The CLI's filters (targets, split, bundles, tags, limit), so a resume asks the same."""
-    judge: dict[str, Any] | None = None
-    """Judge provider identity and pinned knobs; None without a judge."""
-    pricing: dict[str, Any] | None = None
-    """The price table the run's costs were priced with: `version` (the bundled table's,
-    with `+config-<hash>` when the config's `pricing:` overrode it), `currency`, `models`;
-    None for a run written by an older release."""
-    packages: dict[str, str] = Field(default_factory=dict)
-    """Versions of Python and the packages that decide a run's behaviour."""
-    git_commit: str | None = None
-    """HEAD of the repository holding the config (with `-dirty`), or None."""
-    targets: dict[str, TargetManifest] = Field(default_factory=dict)
-    """Each target the run asked, by name."""
 
 
 class ToolCallResult(_Model):

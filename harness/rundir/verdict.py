@@ -23,6 +23,7 @@ from ..verdicts.gate import evaluate_gate
 from ..verdicts.plan import plan_notes
 from ..verdicts.scoring import summarise_graders
 from .directory import RunDirectory
+from .manifest import RunManifest
 from .outcome import RunOutcome, TargetResult
 from .store import ResultStore
 
@@ -71,59 +72,57 @@ def decide_run(
     store: ResultStore,
     grading_id: int | None,
     *,
-    identity: Mapping[str, Any] | None = None,
+    manifest: RunManifest | None = None,
 ) -> RunOutcome:
     """The verdict of grading `grading_id` of the run in `run` (whose store is open as
     `store`): every target's questions, gate verdict and grader summaries, and the lost spans,
     as a `RunOutcome` whose `exit_code` is the run's. `grading_id` None: nothing was graded yet
     (every target has no question; a target that selected some is incomplete)."""
-    identity = dict(identity) if identity is not None else run.identity()
+    manifest = manifest if manifest is not None else run.manifest()
     scope: dict[str, Any] = (
         dict(store.meta(_scope_key(grading_id), {}) or {}) if grading_id is not None else {}
     )
     own = scope.get("targets") or {}
     results = []
-    for name, target in identity["targets"].items():
-        config = target.get("config") or {}
+    for name, target in manifest.targets.items():
+        config = target.config
         recorded = own.get(name) or {}
         questions = (
             store.load_scores(grading_id=grading_id, target=name) if grading_id is not None else []
         )
         gate = parse_gate(recorded["gate"] if "gate" in recorded else config.get("gate"))
-        selected = recorded.get("selected", target.get("selected"))
-        repeats = int(target.get("repeats") or 1)
+        selected = recorded.get("selected", target.selected)
+        repeats = target.repeats
         if "runs" in recorded:  # the question runs this grading expected, counted exactly
             selected = int(recorded["runs"])
         elif selected is not None and repeats > 1:  # each question runs `repeats` trials
             selected = int(selected) * repeats
         must_pass = (
-            _must_pass(store, grading_id, name, list(target.get("graders") or []))
-            if grading_id is not None
-            else []
+            _must_pass(store, grading_id, name, target.graders) if grading_id is not None else []
         )
         results.append(
             TargetResult(
                 target=name,
-                mode=str(target.get("mode", "")),
-                dataset=str((target.get("dataset") or {}).get("path", "")),
+                mode=target.mode,
+                dataset=target.dataset.path,
                 questions=questions,
                 verdict=evaluate_gate(
                     questions,
                     gate,
                     must_pass=must_pass,
                     selected=selected,
-                    run_id=str(identity.get("run_id") or run.name),
+                    run_id=manifest.run_id or run.name,
                 ),
                 graders=summarise_graders(questions),
-                advisories=plan_notes(name, target.get("plan")),
-                plan=target.get("plan"),
+                advisories=plan_notes(name, target.plan),
+                plan=target.plan,
             )
         )
     return RunOutcome(
-        run_id=str(identity.get("run_id") or run.name),
+        run_id=manifest.run_id or run.name,
         run_dir=run.path,
         targets=results,
-        identity=identity,
+        identity=manifest.to_json(),
         grading_id=grading_id or 0,
         lost_spans=int(scope.get("lost_spans") or 0),
     )

@@ -29,6 +29,7 @@ from ..execution.services import redaction_notes
 from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
+from ..rundir.manifest import RunSource
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
@@ -290,21 +291,21 @@ async def agrade_traces(
             f"no trace matched a question of target {target!r}",
             hint="; ".join(traces.notes() + pairs.notes(len(plan.questions))),
         )
-    identity = prepared.identity
-    tid = identity["targets"][target]
+    manifest = prepared.manifest
+    entry = manifest.targets[target]
     # the selection is what the traces covered: a question nobody asked in production is not
     # a question the run failed to answer
-    tid["selected"] = len(pairs.questions) + len(pairs.by_policy)
-    tid["repeats"] = pairs.repeats()
-    identity["source"] = {
-        "kind": "traces",
-        "paths": [str(s) for s in sources],
-        "pairing": dict(pairs.counts),
-        "unmatched": pairs.unmatched,
-        "ambiguous": pairs.ambiguous_count,
-    }
+    entry.selected = len(pairs.questions) + len(pairs.by_policy)
+    entry.repeats = pairs.repeats()
+    manifest.source = RunSource(
+        kind="traces",
+        paths=[str(s) for s in sources],
+        pairing=dict(pairs.counts),
+        unmatched=pairs.unmatched,
+        ambiguous=pairs.ambiguous_count,
+    )
     run_dir = prepared.directory
-    run_dir.write_identity(identity)
+    run_dir.write_manifest(manifest)
     notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
     if conversations is not None:
         notes += conversations.notes()

@@ -32,6 +32,7 @@ from typing import Any, TextIO
 from ..errors import InputError, NothingToRunError
 from ..inputs.config import Config
 from ..rundir.directory import RunDirectory
+from ..rundir.manifest import RunSource
 from ..rundir.monitoring import MONITOR_META, monitor_notes
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
@@ -111,9 +112,9 @@ class Monitor:
             source="traces",
         )
         self.run_id, self.directory = prepared.run_id, prepared.directory
-        self.identity = prepared.identity
-        self.identity["source"] = {"kind": SOURCE_KIND, "target": self.target}
-        self.directory.write_identity(self.identity)
+        self.manifest = prepared.manifest
+        self.manifest.source = RunSource(kind=SOURCE_KIND, target=self.target)
+        self.directory.write_manifest(self.manifest)
         self.plan = prepared.plans[self.target]
         self.targets = prepared.targets
         self.attached = prepared.attached
@@ -125,24 +126,24 @@ class Monitor:
         from ..execution.services import run_services, stored_attachments
 
         directory = RunDirectory.open(run, runs_dir=self.config.runs_dir)
-        identity = directory.identity()
-        source = identity.get("source") or {}
-        if source.get("kind") != SOURCE_KIND or self.target not in identity["targets"]:
+        manifest = directory.manifest()
+        source = manifest.source
+        if source is None or source.kind != SOURCE_KIND or self.target not in manifest.targets:
             raise InputError(
-                f"run {identity['run_id']} is not a monitor run of target {self.target!r}",
+                f"run {manifest.run_id} is not a monitor run of target {self.target!r}",
                 key="--run",
                 hint="name a run that `tracegrade receive --target "
                 f"{self.target}` started, or leave --run out to start one",
             )
         target = self.config.select_targets([self.target])[0]
         services = run_services(self.config, directory.path, use_cache)
-        attached = stored_attachments(identity, directory.path, services)
-        selection = Selection.from_dict(identity.get("selection") or {})
+        attached = stored_attachments(manifest, directory.path, services)
+        selection = Selection.from_dict(manifest.selection)
         dataset, questions, ordinals = select_share(target, selection)
-        stored_sha = identity["targets"][self.target]["dataset"]["sha256"]
+        stored_sha = manifest.targets[self.target].dataset.sha256
         if dataset.sha256 != stored_sha:
             raise InputError(
-                f"the dataset changed since monitor run {identity['run_id']} started "
+                f"the dataset changed since monitor run {manifest.run_id} started "
                 f"(sha256 {stored_sha[:12]} -> {dataset.sha256[:12]})",
                 file=str(target.dataset),
                 key=f"/targets/{self.target}/dataset",
@@ -152,8 +153,8 @@ class Monitor:
             target, questions, dataset, attached[self.target], services, load_agent=False
         )
         plan.ordinals = ordinals
-        plan.run_id = identity["run_id"]
-        self.run_id, self.directory, self.identity = identity["run_id"], directory, identity
+        plan.run_id = manifest.run_id
+        self.run_id, self.directory, self.manifest = manifest.run_id, directory, manifest
         self.plan, self.targets, self.attached = plan, [target], attached
         self._grading_id = None
         self._prepared = None
@@ -166,7 +167,7 @@ class Monitor:
     def start(self) -> list[list[Span]]:
         """Open the store and hold the run; returns the traces a previous stop left pending
         (their spans, to be assembled again)."""
-        from ..execution.prepare import grader_specs, new_grading
+        from ..execution.prepare import new_grading
 
         self._held = contextlib.ExitStack()
         store = self._held.enter_context(self.directory.store(redaction=self.config.redaction))
@@ -184,7 +185,7 @@ class Monitor:
             if self._grading_id is None:
                 store.set_meta("run_id", self.run_id)
                 self._grading_id = store.new_grading(
-                    mode="run", graders=grader_specs(self.identity)
+                    mode="run", graders=self.manifest.grader_specs()
                 )
         self.plan.run_id = self.run_id
         self.pairer = Pairer(self.plan.questions)
