@@ -77,6 +77,78 @@ def test_every_grade_is_an_evaluation_event_on_its_question_span(
     assert "evaluation event(s) on 2 question span(s)" in capsys.readouterr().out
 
 
+def _file_roots(run_dir) -> dict[str, dict]:
+    """question id -> its question span, read from the run's own trace file as JSON."""
+    import json
+
+    roots = {}
+    for path in (run_dir / "traces").rglob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            for rs in json.loads(line)["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    for span in ss["spans"]:
+                        if not span.get("parentSpanId"):
+                            attrs = {a["key"]: a["value"] for a in span["attributes"]}
+                            roots[attrs["tracegrade.question.id"]["stringValue"]] = span
+    return roots
+
+
+def _file_events(span) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    for event in span.get("events", ()):
+        assert event["name"] == "gen_ai.evaluation.result"
+        attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+        assert attrs["gen_ai.evaluation.name"] not in found  # one event per grade
+        found[attrs["gen_ai.evaluation.name"]] = attrs
+    return found
+
+
+def test_the_runs_own_trace_file_carries_the_grades_on_each_question_span(
+    tmp_path,
+    otlp_receiver,  # noqa: F811
+):
+    _, run_dir = _run(
+        tmp_path, config_keys={"telemetry": {"otlp_endpoint": otlp_receiver.endpoint}}
+    )
+    roots = _file_roots(run_dir)
+    assert set(roots) == {"paris", "rome"}
+    paris, rome = _file_events(roots["paris"]), _file_events(roots["rome"])
+    assert paris["tool_usage_grader"]["gen_ai.evaluation.score.label"] == "pass"
+    assert paris["tracegrade"]["gen_ai.evaluation.score.label"] == "pass"
+    assert rome["tool_usage_grader"]["gen_ai.evaluation.score.label"] == "fail"
+    assert rome["tool_usage_grader"]["gen_ai.evaluation.score.value"] == 0.0
+    assert rome["tracegrade"]["gen_ai.evaluation.score.label"] == "fail"
+    # the question span ends when the agent does, whenever its grades were made
+    assert int(roots["rome"]["endTimeUnixNano"]) < max(
+        int(e["timeUnixNano"]) for e in roots["rome"]["events"]
+    )
+    # the run's live OTLP export carries the same events
+    live = {
+        s.attributes["tracegrade.question.id"]: _evaluations(s)
+        for s in otlp_receiver.spans()
+        if not s.parent_span_id
+    }
+    assert live["rome"]["tool_usage_grader"]["gen_ai.evaluation.score.label"] == "fail"
+    assert set(live["paris"]) == set(paris)
+
+
+def test_export_replaces_the_runs_own_events_with_the_latest_grades(
+    tmp_path,
+    otlp_receiver,  # noqa: F811
+):
+    _, run_dir = _run(tmp_path)
+    _label(tmp_path, run_dir, answer=True)
+    assert main(["export", str(run_dir), "--endpoint", otlp_receiver.endpoint]) == 0
+    (rome,) = [
+        s
+        for s in otlp_receiver.spans()
+        if not s.parent_span_id and s.attributes["tracegrade.question.id"] == "rome"
+    ]
+    names = [a["gen_ai.evaluation.name"] for n, a in rome.events if n == "gen_ai.evaluation.result"]
+    assert sorted(names) == sorted(set(names))  # the file's own events were not sent twice
+    assert "label:would_you_send_this_answer" in names and "tracegrade" in names
+
+
 def test_no_evaluations_sends_the_spans_alone(tmp_path, otlp_receiver):  # noqa: F811
     _, run_dir = _run(tmp_path)
     argv = ["export", str(run_dir), "--endpoint", otlp_receiver.endpoint, "--no-evaluations"]

@@ -93,6 +93,7 @@ class ModelCallRecorder(BaseCallbackHandler):
         self._seq = itertools.count()
         self._question: Any = None
         self._question_closed = False
+        self._hold_question = False
         self._trace_id: str | None = None
         self._record: ToolRecord | None = None
         self._interrupts: dict[str, InterruptState] = {}

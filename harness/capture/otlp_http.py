@@ -149,8 +149,9 @@ def _redact_line(
     roots: dict[str, str] | None = None,
 ) -> tuple[str, int]:
     """A stored request redacted (and cut) again for export, as the live exporter would; the
-    project resource attribute replaced when `project` is given; `events` added to the root
-    span of their trace (and each root noted in `roots`). Returns (line, span count)."""
+    project resource attribute replaced when `project` is given; `events` given, they replace
+    the `gen_ai.evaluation.result` events of the root span of their trace (the run's own, from
+    its first grading), and each root is noted in `roots`. Returns (line, span count)."""
     from functools import partial
 
     from .tracefile import redacted_attributes
@@ -171,8 +172,14 @@ def _redact_line(
                     trace = str(span.get("traceId", ""))
                     if roots is not None:
                         roots[trace] = str(span.get("spanId", ""))
-                    if events and trace in events:
-                        span.setdefault("events", []).extend(copy.deepcopy(list(events[trace])))
+                    if events is not None:  # the latest grades replace the ones the run wrote
+                        kept = [
+                            e
+                            for e in span.get("events", ())
+                            if e.get("name") != sc.GEN_AI_EVALUATION_RESULT
+                        ]
+                        kept.extend(copy.deepcopy(list(events.get(trace, ()))))
+                        span["events"] = kept
                 _redact_key_values(span.get("attributes", ()), redact)
                 for event in span.get("events", ()):
                     _redact_key_values(event.get("attributes", ()), redact)

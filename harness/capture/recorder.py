@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command
+from opentelemetry.sdk.trace import Event
 from opentelemetry.trace import Status, StatusCode
 
 from .. import semconv as sc
@@ -95,6 +96,25 @@ class Recorder(ModelCallRecorder):
             if self._question is not None:
                 self._question.set_attribute(sc.OI_OUTPUT_VALUE, text)
                 self._question.set_attribute(sc.OI_OUTPUT_MIME_TYPE, sc.MIME_TEXT)
+
+    def hold_question(self) -> None:
+        """Keep the question span, once ended, until `release_question`: the grades made
+        after the agent ran go on it as events, in the trace file and every exporter."""
+        self._hold_question = True
+
+    def release_question(self, events: Sequence[tuple[int, dict[str, Any]]] = ()) -> None:
+        """Hand the held question span to the exporters with `events` (time in ns, attributes)
+        as `gen_ai.evaluation.result` events; idempotent, and a no-op when nothing is held."""
+        with self._lock:
+            span = self._question
+            if span is None or not span.held:
+                return
+            if events:
+                span.events = [
+                    Event(sc.GEN_AI_EVALUATION_RESULT, attributes, timestamp)
+                    for timestamp, attributes in events
+                ]
+            span.emit()
 
     def mark_turn(self) -> None:
         """A user turn of a conversation is about to be sent: calls from now on belong to it."""
@@ -174,7 +194,7 @@ class Recorder(ModelCallRecorder):
             if self.problems:
                 span.set_attribute(sc.TG_RECORD_PROBLEMS, list(self.problems))
             self._graph_attributes(span)
-            span.end()
+            span.end(hold=self._hold_question)
 
     # -- failure collection --------------------------------------------------------------
     def _new_agent(self, run: RunState, name: str, depth: int) -> None:

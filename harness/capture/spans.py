@@ -36,6 +36,8 @@ class LiteSpan:
         "attributes",
         "context",
         "end_ns",
+        "events",
+        "held",
         "kind",
         "name",
         "parent",
@@ -62,6 +64,8 @@ class LiteSpan:
         self.start_ns = start_ns
         self.end_ns: int | None = None
         self.status = _UNSET
+        self.events: list[Any] | None = None
+        self.held = False
 
     def get_span_context(self) -> SpanContext:
         return self.context
@@ -77,11 +81,21 @@ class LiteSpan:
         if self.end_ns is None:
             self.status = status
 
-    def end(self, end_time: int | None = None) -> None:
+    def end(self, end_time: int | None = None, *, hold: bool = False) -> None:
+        """End the span and hand it to the processors; with `hold`, ended now but handed over
+        at `emit` (events added meanwhile: what was concluded about it after it ended)."""
         if self.end_ns is not None:
             return
         self.end_ns = end_time or time.time_ns()
-        self._sink.emit(self)
+        self.held = hold
+        if not hold:
+            self._sink.emit(self)
+
+    def emit(self) -> None:
+        """Hand a span ended with `hold` to the processors (once)."""
+        if self.held:
+            self.held = False
+            self._sink.emit(self)
 
 
 class SpanSink:
@@ -127,6 +141,7 @@ class SpanSink:
                 attributes=span.attributes,
                 kind=span.kind,
                 status=span.status,
+                events=span.events or (),
                 start_time=span.start_ns,
                 end_time=span.end_ns,
                 instrumentation_scope=self.scope,

@@ -29,6 +29,7 @@ from ..graders.base import GraderServices
 from ..inputs.config import TargetConfig
 from ..records import RunRecord, ToolRecord
 from ..rundir.directory import RunDirectory
+from ..rundir.evaluations import span_events
 from ..rundir.store import QuestionRun, ResultStore
 from ..usage import ModelCall, judge_meter
 from ..verdicts.budgets import question_budget_failures
@@ -264,6 +265,8 @@ async def _run_one(
     record: ToolRecord | None = None
     environment: Any = None
     workdir: Path | None = None  # made once the agent is built; the cleanup below reads it
+    recorder: Any = None
+    graded: tuple[QuestionRun, QuestionScore] | None = None
     try:
         try:
             # Per question, so a factory failing now and then is that question's error; one
@@ -296,6 +299,8 @@ async def _run_one(
             run_id=plan.run_id,
             message_chars=plan.message_chars,
         )
+        if hasattr(recorder, "hold_question"):  # its grades go on the question span
+            recorder.hold_question()
         state: Any = None
         ending: Ending | None = None
         # A deadline on this task rather than wait_for's extra task per question; it tells the
@@ -363,10 +368,13 @@ async def _run_one(
         run.latency_s = time.perf_counter() - started
         run.usage = account(plan, getattr(recorder, "model_calls", ()), sealed, run.latency_s)
         # graded while the environment is still open (state graders read it)
-        return await agrade_recorded(
+        graded = await agrade_recorded(
             plan, question, run, record, environment=environment, ending=ending, workdir=workdir
         )
+        return graded
     finally:
+        if recorder is not None and hasattr(recorder, "release_question"):
+            _release_question(recorder, graded)
         if workdir is not None:  # kept only when the agent wrote something
             RunDirectory.remove_empty_workdir(workdir)
         if environment is not None:
@@ -376,6 +384,22 @@ async def _run_one(
                 log.warning(
                     "closing the environment of question %s failed", question.id, exc_info=True
                 )
+
+
+def _release_question(recorder: Any, graded: tuple[QuestionRun, QuestionScore] | None) -> None:
+    """The question span to the exporters, its grades on it as `gen_ai.evaluation.result`
+    events (none when grading never finished: the span still goes)."""
+    events: list = []
+    if graded is not None:
+        try:
+            events = span_events(graded[1])
+        except Exception:  # isolation point: the span goes without its events, never lost
+            log.warning(
+                "the grades of question %s could not become span events",
+                graded[1].question_id,
+                exc_info=True,
+            )
+    recorder.release_question(events)
 
 
 async def agrade_recorded(

@@ -20,7 +20,14 @@ from typing import Any
 
 from .. import semconv as sc
 
-__all__ = ["Evaluation", "evaluations_of", "otlp_events", "phoenix_annotation"]
+__all__ = [
+    "Evaluation",
+    "evaluations_of",
+    "event_attributes",
+    "otlp_events",
+    "phoenix_annotation",
+    "span_events",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,25 +161,31 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": str(value)}}
 
 
+def event_attributes(e: Evaluation, *, text: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """The attributes of the `gen_ai.evaluation.result` event of one evaluation (`text`:
+    applied to the explanation, a redaction policy's `text` where nothing redacts later)."""
+    attrs: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: e.name, sc.TG_EVALUATION_KIND: e.kind}
+    if e.score is not None:
+        attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = float(e.score)
+    if e.label is not None:
+        attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = e.label
+    if e.explanation:
+        explanation = text(e.explanation) if text is not None else e.explanation
+        attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation
+    if e.error_type:
+        attrs[sc.ERROR_TYPE] = e.error_type
+    if e.grading is not None:
+        attrs[sc.TG_EVALUATION_GRADING] = e.grading
+    return attrs
+
+
 def otlp_events(
     evaluations: Iterable[Evaluation], *, text: Callable[[str], str] | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """trace id -> the OTLP/JSON span events of its evaluations (`text`: applied to each
-    explanation, a redaction policy's `text` where nothing redacts the events later)."""
+    """trace id -> the OTLP/JSON span events of its evaluations (`text` as `event_attributes`)."""
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for e in evaluations:
-        attrs = [_kv(sc.GEN_AI_EVALUATION_NAME, e.name), _kv(sc.TG_EVALUATION_KIND, e.kind)]
-        if e.score is not None:
-            attrs.append(_kv(sc.GEN_AI_EVALUATION_SCORE_VALUE, float(e.score)))
-        if e.label is not None:
-            attrs.append(_kv(sc.GEN_AI_EVALUATION_SCORE_LABEL, e.label))
-        if e.explanation:
-            explanation = text(e.explanation) if text is not None else e.explanation
-            attrs.append(_kv(sc.GEN_AI_EVALUATION_EXPLANATION, explanation))
-        if e.error_type:
-            attrs.append(_kv(sc.ERROR_TYPE, e.error_type))
-        if e.grading is not None:
-            attrs.append(_kv(sc.TG_EVALUATION_GRADING, e.grading))
+        attrs = [_kv(k, v) for k, v in event_attributes(e, text=text).items()]
         by_trace.setdefault(e.trace_id, []).append(
             {
                 "timeUnixNano": str(e.time_ns),
@@ -181,6 +194,12 @@ def otlp_events(
             }
         )
     return by_trace
+
+
+def span_events(question: Any) -> list[tuple[int, dict[str, Any]]]:
+    """One question run's evaluations as (time in ns, attributes) of its span events: what
+    the runner puts on the question span it writes to the trace file."""
+    return [(e.time_ns, event_attributes(e)) for e in evaluations_of([question])]
 
 
 def phoenix_annotation(e: Evaluation, span_id: str, *, explanation: str) -> dict[str, Any]:

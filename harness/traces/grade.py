@@ -29,6 +29,7 @@ from ..execution.services import redaction_notes
 from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
+from ..rundir.evaluations import span_events
 from ..rundir.manifest import RunSource
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import QuestionRun, ResultStore
@@ -80,9 +81,11 @@ def record_line(
     question_id: str,
     trial: int,
     policy: RedactionPolicy,
+    events: Sequence[tuple[int, dict[str, Any]]] = (),
 ) -> str:
     """One OTLP JSON line holding a question span and the record's tool spans in tracegrade's
-    own dialect (what `read_trial_records` reads back into the same record)."""
+    own dialect (what `read_trial_records` reads back into the same record); `events` (time in
+    ns, attributes) are the question's grades, as `gen_ai.evaluation.result` events."""
     root_id = trace.trace_id[-16:].rjust(16, "0")
     question = {
         sc.OI_SPAN_KIND: sc.OI_KIND_CHAIN,
@@ -114,6 +117,15 @@ def record_line(
             "status": {"code": 2 if trace.error else 0},
         }
     ]
+    if events:
+        spans[0]["events"] = [
+            {
+                "timeUnixNano": str(ns),
+                "name": sc.GEN_AI_EVALUATION_RESULT,
+                "attributes": _kv(redacted_attributes(attrs, policy=policy)),
+            }
+            for ns, attrs in events
+        ]
     for n, call in enumerate(record):
         result = call.result
         encoding = sc.RESULT_TEXT if isinstance(result, str) or result is None else sc.RESULT_JSON
@@ -211,6 +223,7 @@ async def grade_paired(
             for user, answer in trace.turns
             for m in ({"role": "user", "content": user}, {"role": "assistant", "content": answer})
         ]
+    stored, score = await agrade_recorded(plan, question, run, record, ending=ending)
     line = record_line(
         trace,
         record,
@@ -219,8 +232,8 @@ async def grade_paired(
         question_id=str(question.id),
         trial=trial,
         policy=policy,
+        events=span_events(score),
     )
-    stored, score = await agrade_recorded(plan, question, run, record, ending=ending)
     return GradedTrace(line, stored, score)
 
 
