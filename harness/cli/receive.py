@@ -154,6 +154,26 @@ def register(subparsers: Any) -> None:
         "enough",
     )
     parser.add_argument(
+        "--annotate",
+        choices=["phoenix"],
+        default=None,
+        help="write each grade as a span annotation as traces are graded (phoenix: CODE for "
+        "graders, LLM for judges), on the root span it judged; needs --annotate-endpoint",
+    )
+    parser.add_argument(
+        "--annotate-endpoint",
+        metavar="URL",
+        default=None,
+        help="Phoenix's base URL for --annotate, e.g. http://localhost:6006",
+    )
+    parser.add_argument(
+        "--annotate-header",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a header on every annotation request (an API key); repeatable",
+    )
+    parser.add_argument(
         "--window", type=_positive(float), metavar="SECONDS", help="stop after SECONDS"
     )
     parser.add_argument(
@@ -164,6 +184,31 @@ def register(subparsers: Any) -> None:
     add_report_flags(parser)
     add_ci_flags(parser)
     parser.set_defaults(handler=run)
+
+
+def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
+    """Phoenix's base URL and the headers for `--annotate` (None: not annotating)."""
+    from ..otlp import endpoint_problem
+
+    if args.annotate is None:
+        if args.annotate_endpoint:
+            raise InputError("--annotate-endpoint without --annotate", key="--annotate")
+        return None, {}
+    if not args.annotate_endpoint:
+        raise InputError(
+            "--annotate phoenix needs --annotate-endpoint: Phoenix's base URL",
+            key="--annotate-endpoint",
+            hint="e.g. --annotate-endpoint http://localhost:6006",
+        )
+    if why := endpoint_problem(args.annotate_endpoint):
+        raise InputError(why, key="--annotate-endpoint")
+    headers = {}
+    for item in args.annotate_header:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--annotate-header {item!r} is not K=V", key="--annotate-header")
+        headers[key.strip()] = value.strip()
+    return args.annotate_endpoint, headers
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     if args.forward and not args.forward.startswith(("http://", "https://")):
         raise InputError(f"--forward {args.forward!r} is not an http(s) URL", key="--forward")
+    annotate, annotate_headers = _annotate_of(args)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -215,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         ),
         forward=args.forward,
         forward_wait_s=max(0.0, args.forward_wait),
+        annotate=annotate,
+        annotate_headers=annotate_headers,
         max_body=int(args.max_body_mb * 1024 * 1024),
         window_s=args.window,
     )

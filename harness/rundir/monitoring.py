@@ -34,6 +34,9 @@ _SHOWN = (
     ("forward_failed", "forward failures"),
     ("forward_dropped", "forwards dropped (queue full)"),
     ("forwarded_ungraded", "traces forwarded before their grade (marked ungraded)"),
+    ("annotations_written", "Phoenix annotations written"),
+    ("annotations_failed", "Phoenix annotations failed"),
+    ("annotations_dropped", "Phoenix annotations dropped (queue full or stopped)"),
 )
 
 

@@ -5,11 +5,13 @@ kind CODE for deterministic graders, LLM for judges, HUMAN for labels.
 Each annotation carries a stable `identifier` (the grade, the span): Phoenix updates an
 annotation with the same name, span and identifier in place, so exporting a run again, or after
 a re-grade or a new label, never duplicates one. Bounded by the export's `ExportBudget`; a
-refusal or a dead Phoenix is counted and described, never raised.
+refusal or a dead Phoenix is counted and described, never raised. `PhoenixAnnotator` does the
+same live, for `receive --annotate phoenix`, off the ingest path.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +21,9 @@ import httpx
 
 from ..capture.otlp_http import ExportBudget, describe_response
 
-__all__ = ["AnnotationReport", "annotate_spans"]
+__all__ = ["AnnotationReport", "PhoenixAnnotator", "annotate_spans"]
+
+log = logging.getLogger(__name__)
 
 _BATCH = 100
 
@@ -82,3 +86,103 @@ def _post(
         if response.status_code != 404 or time.monotonic() >= settled:
             return response
         time.sleep(0.5)
+
+
+class PhoenixAnnotator:
+    """`receive --annotate phoenix`: each grade written as a Phoenix span annotation as traces
+    are graded, off the ingest path. `offer` only queues (bounded: past `queue_size`
+    annotations wait, the newest are dropped and counted); a task posts them in batches of up
+    to `_BATCH`, each batch retried while Phoenix has not stored its spans yet (404, for up to
+    `settle_s`) and counted written or failed (`annotations_written`, `annotations_failed`,
+    `annotations_dropped` in `counts`)."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        counts: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        queue_size: int = 10_000,
+        timeout_s: float = 10.0,
+        settle_s: float = 20.0,
+        batch_s: float = 0.5,
+    ) -> None:
+        import asyncio
+
+        self.url = f"{endpoint.rstrip('/').removesuffix('/v1/traces')}/v1/span_annotations"
+        self.counts = counts
+        self.headers = dict(headers or {})
+        self.timeout_s = timeout_s
+        self.settle_s = settle_s
+        self.batch_s = batch_s
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(queue_size)
+        self.first_failure: str | None = None
+        self.in_flight = 0
+        """Annotations taken from the queue and not yet written or failed."""
+
+    def offer(self, annotations: Sequence[dict[str, Any]]) -> None:
+        import asyncio
+
+        for annotation in annotations:
+            try:
+                self.queue.put_nowait(annotation)
+            except asyncio.QueueFull:
+                self.counts["annotations_dropped"] += 1
+
+    async def run(self) -> None:
+        """Post what is queued, until cancelled."""
+        import asyncio
+
+        async with httpx.AsyncClient(headers=self.headers, timeout=self.timeout_s) as client:
+            while True:
+                batch = [await self.queue.get()]
+                ends = asyncio.get_running_loop().time() + self.batch_s
+                while len(batch) < _BATCH:
+                    left = ends - asyncio.get_running_loop().time()
+                    if left <= 0:
+                        break
+                    try:
+                        batch.append(await asyncio.wait_for(self.queue.get(), left))
+                    except TimeoutError:
+                        break
+                self.in_flight = len(batch)
+                try:
+                    await self._post(client, batch)
+                    self.in_flight = 0
+                finally:
+                    for _ in batch:
+                        self.queue.task_done()
+
+    async def _post(self, client: httpx.AsyncClient, batch: list[dict[str, Any]]) -> None:
+        import asyncio
+
+        settled = time.monotonic() + self.settle_s
+        try:
+            while True:
+                response = await client.post(
+                    self.url, params={"sync": "true"}, json={"data": batch}
+                )
+                if response.status_code != 404 or time.monotonic() >= settled:
+                    break
+                await asyncio.sleep(0.5)
+        except httpx.HTTPError as exc:  # isolation point: counted, described, never raised
+            self._failed(len(batch), f"{type(exc).__name__}: {exc or 'no answer'} ({self.url})")
+            return
+        if 200 <= response.status_code < 300:
+            self.counts["annotations_written"] += len(batch)
+        else:
+            self._failed(len(batch), describe_response(response, self.url))
+
+    def _failed(self, count: int, why: str) -> None:
+        self.counts["annotations_failed"] += count
+        self.first_failure = self.first_failure or why
+        log.warning("writing %d annotation(s) to Phoenix failed: %s", count, why)
+
+    async def drain(self, seconds: float) -> None:
+        """Give what is queued `seconds` to be written; what is left is counted dropped."""
+        import asyncio
+        import contextlib
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.queue.join(), seconds)
+        self.counts["annotations_dropped"] += self.queue.qsize() + self.in_flight

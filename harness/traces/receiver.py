@@ -42,6 +42,7 @@ from .ingest import (
     success_body,
 )
 from .monitor import Monitor
+from .phoenix import PhoenixAnnotator
 
 __all__ = ["Receiver", "ReceiverOptions", "bind"]
 
@@ -60,6 +61,9 @@ class ReceiverOptions:
     forward_wait_s: float = 10.0
     """How long a request holding a trace's root span waits for its grade before it is
     forwarded ungraded (`forwarding`); 0 forwards every request at once, unchanged."""
+    annotate: str | None = None
+    """Phoenix's base URL: each grade written there as a span annotation (`phoenix`)."""
+    annotate_headers: dict[str, str] = field(default_factory=dict)
     max_body: int = MAX_BODY_BYTES
     window_s: float | None = None
     tick_s: float = 0.2
@@ -135,6 +139,11 @@ class Receiver:
         self.grading_failed: list[str] = []
         self._server: Any = None
         self._forwarder: Forwarder | None = None
+        self._annotator: PhoenixAnnotator | None = None
+        self._annotating: asyncio.Task[None] | None = None
+        self._roots: dict[str, str] = {}
+        """trace id -> root span id of the traces held for their conversation (annotated
+        when it is graded)."""
         settings = alerts_config((getattr(monitor.config, "data", None) or {}).get("alerts"))
         self.alerts = (
             Alerts(settings, self.counts, run_id=monitor.run_id) if settings is not None else None
@@ -282,6 +291,11 @@ class Receiver:
             self._forwarder.start()
         if self.options.window_s is not None:
             tasks.append(asyncio.create_task(self._window(server, self.options.window_s)))
+        if self.options.annotate:
+            self._annotator = PhoenixAnnotator(
+                self.options.annotate, self.counts, headers=self.options.annotate_headers
+            )
+            self._annotating = asyncio.create_task(self._annotator.run())
         delivering = asyncio.create_task(self.alerts.deliver()) if self.alerts else None
         try:
             self.announce(f"listening on {self._where()}/v1/traces; run {self.monitor.run_dir}")
@@ -339,7 +353,7 @@ class Receiver:
                         batch.append((trace_id, len(spans)))
                         if self.alerts is not None:
                             self.alerts.observe(score)
-                    self._graded(trace_id, score)
+                    self._graded(trace_id, score, _root_of(spans))
                 except Exception:  # isolation point: a trace's failure is counted, not the server's
                     log.exception("grading trace %s failed", trace_id)
                     self._failed(trace_id, len(spans))
@@ -354,24 +368,35 @@ class Receiver:
                 batch.append((score.trace_id or "", 0))
                 if self.alerts is not None:
                     self.alerts.observe(score)
-                self._graded(score.trace_id or "", score)
+                tid = score.trace_id or ""
+                self._graded(tid, score, self._roots.pop(tid, None))
         finally:
             self._commit(batch)
 
-    def _graded(self, trace_id: str, score: Any) -> None:
-        """Tell the forwarder a trace's grades (none when it will get none: not an agent
-        trace, no question; a trace held for its conversation is not done yet)."""
+    def _graded(self, trace_id: str, score: Any, root: str | None) -> None:
+        """A trace's grades to the forwarder (none when it will get none: not an agent trace,
+        no question; a trace held for its conversation is not done yet) and to Phoenix."""
         forwarder = self.forwarder_of(trace_id)
-        if forwarder is None:
-            return
         if score is None:
-            if not self.monitor.holds(trace_id):
+            if self.monitor.holds(trace_id):
+                if root and self._annotator is not None:
+                    self._roots[trace_id] = root
+            elif forwarder is not None:
                 forwarder.resolve(trace_id, [])
             return
-        from ..rundir.evaluations import evaluations_of, otlp_events
+        if forwarder is None and (self._annotator is None or not root):
+            return
+        from ..rundir.evaluations import evaluations_of, otlp_events, phoenix_annotation
 
-        events = otlp_events(evaluations_of([score]), text=self.monitor.config.redaction.text)
-        forwarder.resolve(trace_id, events.get(trace_id, []))
+        evaluations = evaluations_of([score])
+        text = self.monitor.config.redaction.text
+        if forwarder is not None:
+            events = otlp_events(evaluations, text=text)
+            forwarder.resolve(trace_id, events.get(trace_id, []))
+        if self._annotator is not None and root:
+            self._annotator.offer(
+                [phoenix_annotation(e, root, explanation=text(e.explanation)) for e in evaluations]
+            )
 
     def forwarder_of(self, trace_id: str) -> Forwarder | None:
         forwarder = self._forwarder
@@ -403,6 +428,11 @@ class Receiver:
         self.counts["spans_pending"] = persisted
         if self._forwarder is not None:
             await self._forwarder.drain(self.options.drain_s)
+        if self._annotator is not None and self._annotating is not None:
+            await self._annotator.drain(self.options.drain_s)
+            self._annotating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._annotating
         self._checkpoint()
         lost = self.counts["agent_spans_dropped"] + self.counts["spans_grading_failed"]
         self.outcome = self.monitor.close(lost_spans=lost)
@@ -417,6 +447,10 @@ class Receiver:
                 f"grading failed for {self.counts['grading_failed']} trace(s): "
                 + ", ".join(self.grading_failed)
             )
+
+
+def _root_of(spans: list[Any]) -> str | None:
+    return next((s.span_id for s in spans if not s.parent_id), None)
 
 
 def _signal_name(captured: list[int]) -> str | None:
