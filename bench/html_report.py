@@ -172,7 +172,7 @@ def main() -> None:
                 summarise_graders(scores),
             )
         ],
-        identity={},
+        manifest=None,
         grading_id=1,
     )
     started = time.perf_counter()

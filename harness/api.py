@@ -104,10 +104,10 @@ class RunResult:
 def _gate_of(result: RunResult, target: str) -> GateConfig | None:
     if result.outcome is None:
         return None
-    raw = result.outcome.identity.get("targets", {}).get(target, {}).get("config", {})
+    stored = result.outcome.manifest.target(target) if result.outcome.manifest else None
     from .inputs.config import parse_gate
 
-    return parse_gate(raw.get("gate")) if isinstance(raw, dict) else None
+    return parse_gate(stored.config.get("gate")) if stored is not None else None
 
 
 def failure_reasons(question: QuestionScore, gate: GateConfig | None = None) -> list[str]:

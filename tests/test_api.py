@@ -162,8 +162,8 @@ def test_evaluate_runs_the_objects_it_is_handed_without_a_config_file_or_a_fake_
     )
     assert seen and seen[0] == []
     assert not [n for n in written if n.startswith("tracegrade")], written
-    manifest = result.outcome.identity if result.outcome else {}
-    assert manifest["config_path"].endswith("evaluate()")
+    manifest = result.outcome.manifest if result.outcome else None
+    assert manifest is not None and manifest.config_path.endswith("evaluate()")
     assert result.exit_code in (0, 2) and len(result.questions) == 9
 
 

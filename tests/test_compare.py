@@ -144,7 +144,7 @@ def _result(qid: str, *, rubrics=(), passed=True, composite=5.0, sha="x") -> Que
 
 
 def _stored(*questions: QuestionResult, name: str = "r") -> StoredRun:
-    return StoredRun(name, name, 1, list(questions), {})
+    return StoredRun(name, name, 1, list(questions), None)
 
 
 def test_rubric_versions_never_silently_compared():

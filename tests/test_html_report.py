@@ -233,7 +233,7 @@ def test_markup_in_run_data_cannot_close_the_data_script():
                 graders=[],
             )
         ],
-        identity={},
+        manifest=None,
         grading_id=1,
     )
     evil = "</script><script>window.pwned=1</script><!--"
@@ -305,7 +305,7 @@ def test_each_trial_of_a_repeated_question_shows_its_own_calls():
         targets=[
             TargetResult("t", "agent", "d.yaml", trials, evaluate_gate(trials, GateConfig()), [])
         ],
-        identity={},
+        manifest=None,
         grading_id=1,
     )
     runs = {"t": {("q", k): replace(stored("q", {}), trial=k) for k in (0, 1)}}

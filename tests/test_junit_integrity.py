@@ -31,7 +31,7 @@ def _outcome(questions):
         verdict=evaluate_gate(questions, GateConfig(max_errored=5)),
         graders=summarise_graders(questions),
     )
-    return RunOutcome("r", Path("runs/r"), [target], {}, 1, [])
+    return RunOutcome("r", Path("runs/r"), [target], None, 1, [])
 
 
 def test_control_characters_in_an_agent_error_leave_valid_xml():

@@ -15,6 +15,7 @@ from tracegrade.reports.console import render_console
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
+from tracegrade.rundir.manifest import RunManifest
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.usage import ModelCall, QuestionUsage
 from tracegrade.verdicts.gate import evaluate_gate
@@ -116,12 +117,15 @@ def outcome() -> RunOutcome:
         graders=summarise_graders(questions),
         advisories=[],
     )
-    identity = {"run_id": "20260101-000000-abcdef", "packages": {"tracegrade": "0.1.0"}}
+    # a manifest of two keys (`model_construct`: no other key is set, so none is written)
+    manifest = RunManifest.model_construct(
+        run_id="20260101-000000-abcdef", packages={"tracegrade": "0.1.0"}
+    )
     return RunOutcome(
         "20260101-000000-abcdef",
         Path("runs/20260101-000000-abcdef"),
         [target],
-        identity,
+        manifest,
         1,
         ["desk: resumed 1 of 4 question(s)"],
     )

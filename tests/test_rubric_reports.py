@@ -99,7 +99,7 @@ def outcome() -> RunOutcome:
         graders=summarise_graders(questions),
         advisories=[],
     )
-    return RunOutcome("run-1", Path("runs/run-1"), [target], {}, 1, [])
+    return RunOutcome("run-1", Path("runs/run-1"), [target], None, 1, [])
 
 
 def test_every_check_is_in_the_json_report_with_all_it_recorded():

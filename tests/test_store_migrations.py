@@ -65,7 +65,7 @@ def test_a_stored_run_of_every_schema_version_reads_without_changing_its_files(v
         assert q.composite is not None and q.passed is not None
         assert q.tool_calls is not None  # the trace file's record, read back
     assert questions["paris"].passed  # the agent's answer and calls to paris were right
-    assert stored.manifest["run_id"] == json.loads((run / "identity.json").read_text())["run_id"]
+    assert stored.manifest.run_id == json.loads((run / "identity.json").read_text())["run_id"]
 
 
 @pytest.mark.parametrize("version", sorted(STORED))

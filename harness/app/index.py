@@ -121,11 +121,13 @@ def _entry(run_dir: Path) -> RunEntry:
         outcome = load_outcome(run_dir)
     except TracegradeError as exc:
         return RunEntry(run_dir.name, run_dir, "", None, [], [], 0, 0, None, problem=str(exc))
-    identity = outcome.identity
+    manifest = outcome.manifest
+    assert manifest is not None  # read from the run directory
     targets, tags, selected = [], set(), 0
     for t in outcome.targets:
-        stored = (identity.get("targets") or {}).get(t.target) or {}
-        selected += int(stored.get("selected") or 0) * int(stored.get("repeats") or 1)
+        stored = manifest.target(t.target)
+        if stored is not None:
+            selected += (stored.selected or 0) * stored.repeats
         passed = sum(question_verdict(q) == "passed" for q in t.questions)
         for q in t.questions:
             tags.update(q.tags)
@@ -142,17 +144,14 @@ def _entry(run_dir: Path) -> RunEntry:
     return RunEntry(
         run_id=outcome.run_id,
         run_dir=run_dir,
-        created=str(identity.get("created", "")),
+        created=manifest.created,
         exit_code=outcome.exit_code if questions else None,
         targets=targets,
         tags=sorted(tags),
         questions=questions,
         selected=selected,
-        git_commit=identity.get("git_commit"),
-        datasets=[
-            str((t.get("dataset") or {}).get("sha256"))
-            for t in (identity.get("targets") or {}).values()
-        ],
+        git_commit=manifest.git_commit,
+        datasets=[t.dataset.sha256 for t in manifest.targets.values()],
         outcome=outcome,
     )
 

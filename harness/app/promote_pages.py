@@ -43,7 +43,7 @@ def promote_page(request: Request) -> Response:
     if score is None:
         return _missing(request, f"run {entry.run_id} has no question {qid!r} of {target!r}")
     names = [n for n, _ in _names(request)]
-    default = default_dataset_name(entry.outcome.identity, target)
+    default = default_dataset_name(entry.outcome.manifest, target)
     options = "".join(f'<option value="{e(n)}">' for n in names)
     body = (
         f"<main><h1>Promote <code>{e(qid)}</code></h1>"
@@ -70,7 +70,7 @@ def _target_file(state: Any, entry: Any, target: str) -> Path | None:
     from ..curation.promote_file import target_dataset_file
 
     try:
-        file = target_dataset_file(entry.outcome.identity, target).resolve()
+        file = target_dataset_file(entry.outcome.manifest, target).resolve()
     except TracegradeError:
         return None
     named = {t.dataset.resolve() for t in getattr(state.config, "targets", {}).values()}

@@ -41,7 +41,7 @@ def _checklists(state: Any, entry: RunEntry) -> dict[str, Any]:
     from ..curation.labelling import checklists_of
 
     assert entry.outcome is not None
-    return checklists_of(entry.outcome.identity, state.config)
+    return checklists_of(entry.outcome.manifest, state.config)
 
 
 def review_queue(

@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..inputs.sourceparse import load_document
 from ..reports.common import question_label, question_reasons
 from ..reports.costs import totals_of
+from ..rundir.manifest import RunManifest
 from ..verdicts.scoring import question_passed
 
 __all__ = ["Finding", "QuestionLocator", "findings"]
@@ -42,11 +43,11 @@ class Finding:
 
 class QuestionLocator:
     """Where each question of a run stands in its dataset file: (file, line), read from the
-    files the run's identity names. A dataset that is not a file (the store), or a file that
+    files the run's manifest names. A dataset that is not a file (the store), or a file that
     cannot be read any more, locates nothing: its findings carry no place."""
 
-    def __init__(self, identity: dict[str, Any], *, workspace: Path | None = None) -> None:
-        self._targets = identity.get("targets") or {}
+    def __init__(self, manifest: RunManifest | None, *, workspace: Path | None = None) -> None:
+        self._targets = manifest.targets if manifest is not None else {}
         self._workspace = (workspace or Path.cwd()).resolve()
         self._lines: dict[str, dict[str, int]] = {}
 
@@ -65,9 +66,9 @@ class QuestionLocator:
         return self._relative(Path(path)), lines.get(question_id)
 
     def _path(self, target: str) -> str | None:
-        dataset = (self._targets.get(target) or {}).get("dataset") or {}
-        path = dataset.get("path")
-        return path if isinstance(path, str) and path and Path(path).is_file() else None
+        stored = self._targets.get(target)
+        path = stored.dataset.path if stored is not None else None
+        return path if path and Path(path).is_file() else None
 
     def _relative(self, path: Path) -> str:
         resolved = path.resolve()
@@ -106,7 +107,7 @@ def workspace() -> Path:
 def findings(outcome: Any, *, locator: QuestionLocator | None = None) -> list[Finding]:
     """Every finding of a run, in report order: per target, its failing questions (one per
     question, its trials folded), then its advisories and unpriced models."""
-    locator = locator or QuestionLocator(outcome.identity, workspace=workspace())
+    locator = locator or QuestionLocator(outcome.manifest, workspace=workspace())
     found: list[Finding] = []
     for t in outcome.targets:
         seen: set[str] = set()

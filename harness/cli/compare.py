@@ -139,8 +139,10 @@ def variant_of(stored: Any, target: str) -> Any:
             key="--variants",
             hint=f"its targets: {', '.join(names) or '(none)'}",
         )
-    manifest = dict(stored.manifest)
-    manifest["targets"] = {"variant": (stored.manifest.get("targets") or {}).get(target, {})}
+    manifest = stored.manifest
+    if manifest is not None:
+        own = manifest.target(target)
+        manifest = manifest.model_copy(update={"targets": {"variant": own} if own else {}})
     return dataclasses.replace(
         stored,
         label=f"{stored.label} {target}",

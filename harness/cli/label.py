@@ -82,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = _config(args.config)
     run = RunDirectory.resolve(args.run_dir, config_path=args.config)
-    run_dir, identity = run.path, run.identity()
+    run_dir, manifest = run.path, run.manifest()
     redaction = config.redaction if config is not None else DEFAULT_POLICY
     with run.store(redaction=redaction) as store:
-        tasks = label_tasks(run_dir, store, checklists_of(identity, config), ids=tuple(args.ids))
+        tasks = label_tasks(run_dir, store, checklists_of(manifest, config), ids=tuple(args.ids))
         if not tasks:
             raise InputError("no question of the run to label", key="--id" if args.ids else "RUN")
         if args.answers is not None:

@@ -396,10 +396,10 @@ def _incomplete(
         out.append(
             f"{len(only_base)} baseline question(s) missing from the candidate: {_names(only_base)}"
         )
-    for target, t in (cand.manifest.get("targets") or {}).items():
-        selected = t.get("selected") if isinstance(t, dict) else None
+    for target, t in (cand.manifest.targets if cand.manifest is not None else {}).items():
+        selected = t.selected
         have = sum(1 for q in cand.questions if q.target == target)
-        if isinstance(selected, int) and have < selected:
+        if selected is not None and have < selected:
             out.append(
                 f"the candidate is unfinished: target {target} has results for {have} of "
                 f"{selected} selected question run(s) (interrupted, never resumed)"

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.sourcefile import Problem, load_document, pointer_of, raise_problems
 from ..rundir.annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
+from ..rundir.manifest import RunManifest
 from ..rundir.record import ToolCallResult
 from ..verdicts.scoring import GraderVerdict
 
@@ -58,13 +59,13 @@ class LabelTask:
 
 
 def checklists_of(
-    identity: Mapping[str, Any], config: Any = None
+    manifest: RunManifest | None, config: Any = None
 ) -> dict[str, list[ChecklistItem]]:
     """Each target's checklist: the config's `labels:` now when it names the target (a
-    checklist may be written after the run), else the one the run's snapshot recorded."""
+    checklist may be written after the run), else the one the run's manifest recorded."""
     out = {}
-    for name, stored in (identity.get("targets") or {}).items():
-        raw = (stored.get("config") or {}).get("labels")
+    for name, stored in (manifest.targets if manifest is not None else {}).items():
+        raw = stored.config.get("labels")
         current = getattr(config, "targets", {}).get(name) if config is not None else None
         if current is not None and current.raw.get("labels") is not None:
             raw = current.raw["labels"]

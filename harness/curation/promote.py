@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import InputError
 from ..inputs.datastore import DatasetStore
 from ..redaction import REDACTED
+from ..rundir.manifest import RunManifest
 
 __all__ = [
     "Promoted",
@@ -69,7 +70,7 @@ def promote_question(
     promoted = promoted_row(
         run_dir, question_id=question_id, as_id=as_id, target=target, trial=trial
     )
-    dataset_name = to or default_dataset_name(promoted.identity, promoted.target)
+    dataset_name = to or default_dataset_name(promoted.manifest, promoted.target)
     with DatasetStore(store_path) as store:
         store.add(
             dataset_name,
@@ -88,7 +89,8 @@ class Promoted:
     needs_review: list[str]
     origin: str
     target: str
-    identity: dict[str, Any]
+    manifest: RunManifest
+    """The run's manifest."""
 
 
 def promoted_row(
@@ -100,7 +102,7 @@ def promoted_row(
     from ..rundir.history import tool_calls_of
 
     run = RunDirectory(run_dir)
-    identity = run.identity()
+    manifest = run.manifest()
     with run.read_store() as results:
         runs = [
             r
@@ -127,21 +129,22 @@ def promoted_row(
         if calls:
             row["expected_tools"] = draft_expected_tools(calls)
             needs_review.append("expected_tools")
-    origin = (
-        f"run {identity.get('run_id', run_dir.name)} target {stored.target} question {question_id}"
-    )
+    origin = f"run {manifest.run_id or run_dir.name} target {stored.target} question {question_id}"
     metadata = dict(row.get("metadata") or {})
     metadata["promoted_from"] = origin
     if needs_review:
         metadata["needs_review"] = needs_review
     row["metadata"] = metadata
-    return Promoted(row, needs_review, origin, stored.target, identity)
+    return Promoted(row, needs_review, origin, stored.target, manifest)
 
 
-def default_dataset_name(identity: dict[str, Any], target: str) -> str:
+def default_dataset_name(manifest: RunManifest | None, target: str) -> str:
+    """The name of the dataset `target` read in the run, as a store dataset name; `promoted`
+    when it has none."""
     import re
 
-    name = ((identity.get("targets") or {}).get(target) or {}).get("dataset", {}).get("name")
+    stored = manifest.target(target) if manifest is not None else None
+    name = stored.dataset.name if stored is not None else None
     slug = re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(name or "")).strip("_.-")
     return slug or "promoted"
 

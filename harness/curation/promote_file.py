@@ -22,6 +22,7 @@ import yaml
 
 from ..errors import DatasetError, InputError
 from ..inputs.dataset import load_dataset
+from ..rundir.manifest import RunManifest
 from .promote import promoted_row
 
 __all__ = ["append_question", "promote_into_file", "target_dataset_file"]
@@ -30,14 +31,14 @@ _QUESTIONS = re.compile(r"^questions\s*:\s*(#.*)?$")
 _TOP_KEY = re.compile(r"^[^\s#-]")
 
 
-def target_dataset_file(identity: dict[str, Any], target: str) -> Path:
-    """The dataset file `target` read in the run (`identity`), or InputError when its dataset
+def target_dataset_file(manifest: RunManifest | None, target: str) -> Path:
+    """The dataset file `target` read in the run (`manifest`), or InputError when its dataset
     is not a file (a `store:` or another source's dataset: promote into the store)."""
     from ..inputs.sources import split_reference
 
-    recorded = (identity.get("targets") or {}).get(target) or {}
-    reference = (recorded.get("config") or {}).get("dataset")
-    path = (recorded.get("dataset") or {}).get("path")
+    recorded = manifest.target(target) if manifest is not None else None
+    reference = recorded.config.get("dataset") if recorded is not None else None
+    path = recorded.dataset.path if recorded is not None else None
     scheme = split_reference(str(reference))[0] if reference else "file"
     if scheme != "file" or not path:
         raise InputError(
@@ -63,7 +64,7 @@ def promote_into_file(
     promoted = promoted_row(
         run_dir, question_id=question_id, as_id=as_id, target=target, trial=trial
     )
-    file = path or target_dataset_file(promoted.identity, promoted.target)
+    file = path or target_dataset_file(promoted.manifest, promoted.target)
     line = append_question(file, promoted.row)
     return file, promoted.row, promoted.needs_review, line
 

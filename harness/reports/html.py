@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..rundir.manifest import RunManifest
 from .common import fmt, fmt_score, question_reasons, worst_questions
 from .costs import cost_block
 from .html_assets import CSS, SCRIPT
@@ -105,15 +106,15 @@ def _gate_word(verdict: Any) -> tuple[str, str]:
 
 
 def _identity(outcome: Any) -> str:
-    ident = outcome.identity or {}
+    manifest: RunManifest | None = outcome.manifest
     rows = [
         ("run id", outcome.run_id),
         ("grading id", outcome.grading_id),
-        ("created", ident.get("created")),
-        ("config", ident.get("config_path")),
-        ("git commit", ident.get("git_commit") or "not a git checkout"),
+        ("created", manifest.created if manifest else None),
+        ("config", manifest.config_path if manifest else None),
+        ("git commit", (manifest.git_commit if manifest else None) or "not a git checkout"),
     ]
-    judge = ident.get("judge")
+    judge = manifest.judge if manifest else None
     if judge:
         knobs = judge.get("pinned_knobs") or {}
         described = ", ".join(f"{k}={v}" for k, v in judge.items() if k != "pinned_knobs")
@@ -121,29 +122,26 @@ def _identity(outcome: Any) -> str:
         rows.append(("judge pinned knobs", ", ".join(f"{k}={v}" for k, v in knobs.items())))
     else:
         rows.append(("judge", "none configured"))
-    packages = ident.get("packages") or {}
+    packages = manifest.packages if manifest else {}
     rows.append(("packages", ", ".join(f"{k} {v}" for k, v in packages.items())))
     out = ['<dl class="kv">']
     out += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows]
     out.append("</dl>")
-    for name, t in (ident.get("targets") or {}).items():
-        ds = t.get("dataset") or {}
+    for name, t in (manifest.targets if manifest else {}).items():
         out.append(f"<h3>{_e(name)}</h3>")
         out.append('<dl class="kv">')
-        out.append(f"<dt>dataset</dt><dd>{_e(ds.get('path'))}</dd>")
-        out.append(f"<dt>dataset sha256</dt><dd><code>{_e(ds.get('sha256'))}</code></dd>")
-        module = t.get("grading_module")
+        out.append(f"<dt>dataset</dt><dd>{_e(t.dataset.path)}</dd>")
+        out.append(f"<dt>dataset sha256</dt><dd><code>{_e(t.dataset.sha256)}</code></dd>")
+        module = t.grading_module
         if module:
-            out.append(
-                f"<dt>grading module sha256</dt><dd><code>{_e(module.get('sha256'))}</code></dd>"
-            )
+            out.append(f"<dt>grading module sha256</dt><dd><code>{_e(module.sha256)}</code></dd>")
         out.append("</dl>")
         out.append(
             '<table class="grid"><caption>Graders and their code</caption><thead><tr>'
             '<th scope="col">grader</th><th scope="col">source</th><th scope="col">scale</th>'
             '<th scope="col">must pass</th><th scope="col">code sha256</th></tr></thead><tbody>'
         )
-        for g in t.get("graders") or []:
+        for g in t.graders:
             out.append(
                 f"<tr><td><code>{_e(g.get('id'))}</code></td><td>{_e(g.get('source'))}</td>"
                 f"<td>{_e(fmt(g.get('min_score')))}–{_e(fmt(g.get('max_score')))}</td>"

@@ -68,7 +68,7 @@ def build_json_report(outcome) -> dict[str, Any]:
         "grading_id": outcome.grading_id,
         "target": ",".join(names),
         "targets": names,
-        "identity": outcome.identity,
+        "identity": outcome.manifest.to_json() if outcome.manifest is not None else {},
         "questions": _questions(outcome),
         "summary": {
             t.target: {

@@ -79,20 +79,22 @@ def _passed(question: Any) -> float | None:
 
 def variant_groups(outcome: Any) -> dict[str, list[VariantRow]]:
     """Base target name -> its variants' rows, in run order; {} when no target has variants."""
-    targets = (getattr(outcome, "identity", None) or {}).get("targets") or {}
+    manifest = getattr(outcome, "manifest", None)
+    targets = manifest.targets if manifest is not None else {}
     groups: dict[str, list[VariantRow]] = {}
     for t in outcome.targets:
-        variant = (targets.get(t.target) or {}).get("variant")
-        if not isinstance(variant, Mapping):
+        stored = targets.get(t.target)
+        variant = stored.variant if stored is not None else None
+        if variant is None:
             continue
         questions = list(t.questions)
         totals = totals_of(questions)
         usage = [getattr(q, "usage", None) for q in questions]
-        groups.setdefault(str(variant.get("of")), []).append(
+        groups.setdefault(str(variant.of), []).append(
             VariantRow(
                 target=t.target,
-                variant=str(variant.get("name")),
-                args=dict(variant.get("args") or {}),
+                variant=str(variant.name),
+                args=dict(variant.args),
                 passed=bool(t.verdict.passed) and not t.verdict.incomplete,
                 pass_rate=_interval(_passed(q) for q in questions),
                 composite=_interval(q.composite for q in questions),

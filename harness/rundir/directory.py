@@ -116,10 +116,6 @@ class RunDirectory:
         """The typed manifest; a missing or malformed one is invalid input (exit 4)."""
         return read_manifest(self.path)
 
-    def identity(self) -> dict[str, Any]:
-        """The manifest as JSON (`RunManifest.to_json`)."""
-        return self.manifest().to_json()
-
     def write_manifest(self, manifest: RunManifest) -> Path:
         """Write the manifest (`identity.json`)."""
         return write_identity(self.path, manifest)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ..errors import InputError
 from ..verdicts.scoring import QuestionScore
 from .directory import RunDirectory
-from .identity import read_json_file, read_manifest
+from .identity import parse_manifest, read_json_file, read_manifest
 from .manifest import RunManifest
 from .monitoring import MONITOR_META, monitor_notes
 from .outcome import RunOutcome
@@ -80,8 +80,8 @@ class StoredRun:
     """Which grading the results come from."""
     questions: list[QuestionResult]
     """Every question result (each trial), in selection order."""
-    manifest: dict[str, Any]
-    """The run manifest, as stored (empty when the source did not carry one)."""
+    manifest: RunManifest | None
+    """The run manifest (None when the source did not carry one)."""
 
 
 def runs_dir_of(config_path: Path | None, runs_dir: Path | None = None) -> Path:
@@ -149,19 +149,20 @@ def _monitor(outcome: RunOutcome, data: Any) -> None:
 
 def _summary(run_dir: Path) -> RunSummary:
     outcome = load_outcome(run_dir)
-    manifest = outcome.identity
+    manifest = outcome.manifest
+    assert manifest is not None  # read from the run directory
     questions = [q for t in outcome.targets for q in t.questions]
     clean = [q.composite for q in questions if not q.degraded and q.composite is not None]
     return RunSummary(
         run_id=outcome.run_id,
         run_dir=run_dir,
-        created=str(manifest.get("created", "")),
+        created=manifest.created,
         targets=[t.target for t in outcome.targets],
         questions=len(questions),
         exit_code=outcome.exit_code if questions else None,
         mean_composite=sum(clean) / len(clean) if clean else None,
-        git_commit=manifest.get("git_commit"),
-        dataset_sha256=[t["dataset"]["sha256"] for t in manifest["targets"].values()],
+        git_commit=manifest.git_commit,
+        dataset_sha256=[t.dataset.sha256 for t in manifest.targets.values()],
         grading_id=outcome.grading_id or None,
         interrupted=_unfinished(run_dir),
     )
@@ -266,7 +267,7 @@ def load_stored_run(run_dir: Path, *, grading: int | None = None, label: str = "
         run_id=manifest.run_id,
         grading_id=grading_id,
         questions=_results(run_dir, scores),
-        manifest=manifest.model_dump(mode="json"),
+        manifest=manifest,
     )
 
 
@@ -294,7 +295,9 @@ def load_results_file(path: Path) -> StoredRun:
         run_id=str(data.get("run_id", path.stem)),
         grading_id=data.get("grading_id"),
         questions=questions,
-        manifest=dict(data.get("identity") or {}),
+        manifest=parse_manifest(data["identity"], path=path, at="/identity")
+        if data.get("identity")
+        else None,
     )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "git_commit",
     "grader_code_hash",
     "package_versions",
+    "parse_manifest",
     "read_json_file",
     "read_manifest",
     "sha256_file",
@@ -173,19 +174,25 @@ def read_json_file(path: Path, what: str) -> Any:
 def read_manifest(run_dir: Path) -> RunManifest:
     """The typed manifest of `run_dir`; a missing or malformed one is invalid input (exit 4)."""
     path = Path(run_dir) / IDENTITY_FILE
-    data = read_json_file(path, "run manifest")
+    return parse_manifest(read_json_file(path, "run manifest"), path=path)
+
+
+def parse_manifest(data: Any, *, path: Path, at: str = "") -> RunManifest:
+    """`data` (a manifest's JSON, at JSON pointer `at` of the file `path`) as the typed
+    manifest, an older shape migrated; a malformed one, or one of a newer version, is invalid
+    input (exit 4) naming the file and key."""
     version = data.get("version", 1) if isinstance(data, dict) else None
     if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
         raise InputError(
             f"{path} has manifest version {version}: made by a newer tracegrade (this one "
             f"reads version {MANIFEST_VERSION})",
             file=str(path),
-            key="/version",
+            key=f"{at}/version",
             hint="upgrade tracegrade to read this run",
         )
     try:
         return RunManifest.model_validate(migrate(data))
     except ValidationError as exc:
         first = exc.errors()[0]
-        key = "/" + "/".join(str(p) for p in first["loc"])
+        key = at + "/" + "/".join(str(p) for p in first["loc"])
         raise InputError(f"{path}: {first['msg']} at {key}", file=str(path), key=key) from exc

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import ExitCode
 from ..verdicts.gate import GateVerdict, combine_exit_codes
 from ..verdicts.scoring import GraderSummary, QuestionScore
+from .manifest import RunManifest
 
 __all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id"]
 
@@ -89,7 +90,9 @@ class RunOutcome:
     run_id: str
     run_dir: Path
     targets: list[TargetResult]
-    identity: dict[str, Any]
+    manifest: RunManifest | None
+    """The run's manifest (`identity.json`) as the run recorded it; None for an outcome made
+    without a run directory."""
     grading_id: int
     notes: list[str] = field(default_factory=list)
     """Operator notes: export failures, resumed questions, changed datasets..."""

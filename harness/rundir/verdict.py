@@ -122,7 +122,7 @@ def decide_run(
         run_id=manifest.run_id or run.name,
         run_dir=run.path,
         targets=results,
-        identity=manifest.to_json(),
+        manifest=manifest,
         grading_id=grading_id or 0,
         lost_spans=int(scope.get("lost_spans") or 0),
     )
