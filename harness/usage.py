@@ -31,6 +31,8 @@ __all__ = [
     "QuestionUsage",
     "RunTotals",
     "Tokens",
+    "TokensSum",
+    "TotalsFold",
     "format_cost",
     "format_over",
     "format_seconds",
@@ -206,18 +208,38 @@ class Tokens(_Model):
 
     def merged(self, others: Iterable[Tokens]) -> Tokens:
         """This side plus `others` (a run's total), priced as their parts were."""
-        out = Tokens(currency=self.currency)
-        parts = [self, *others]
-        costs = []
-        for part in parts:
-            for name, m in part.models.items():
-                out.models.setdefault(name, ModelTokens()).add(m)
-            out.unpriced = sorted(set(out.unpriced) | set(part.unpriced))
-            out.currency = out.currency or part.currency
-            if part.calls:
-                costs.append(part.cost)
-        known = [c for c in costs if c is not None]
-        out.cost = None if out.unpriced or len(known) < len(costs) else math.fsum(known)
+        total = TokensSum(self.currency)
+        for part in (self, *others):
+            total.add(part)
+        return total.result()
+
+
+class TokensSum:
+    """`Tokens.merged` one part at a time: what it keeps is the sums (and each part's cost,
+    summed exactly at the end), never the parts."""
+
+    def __init__(self, currency: str | None = None) -> None:
+        self.out = Tokens(currency=currency)
+        self.unpriced: set[str] = set()
+        self.costs: list[float] = []
+        self.unknown_cost = False
+
+    def add(self, part: Tokens) -> None:
+        for name, m in part.models.items():
+            self.out.models.setdefault(name, ModelTokens()).add(m)
+        self.unpriced |= set(part.unpriced)
+        self.out.currency = self.out.currency or part.currency
+        if part.calls:
+            if part.cost is None:
+                self.unknown_cost = True
+            else:
+                self.costs.append(part.cost)
+
+    def result(self) -> Tokens:
+        out = self.out.model_copy(deep=True)
+        out.unpriced = sorted(self.unpriced)
+        unknown = out.unpriced or self.unknown_cost
+        out.cost = None if unknown else math.fsum(self.costs)
         return out
 
 
@@ -350,21 +372,48 @@ class RunTotals:
 def run_totals(usages: Iterable[QuestionUsage | None]) -> RunTotals:
     """Sum question accountings (None: a question without one, e.g. a run from an older
     release)."""
-    got = [u for u in usages if u is not None]
-    agent = Tokens().merged(u.agent for u in got) if got else Tokens()
-    judges = Tokens().merged(u.judges for u in got) if got else Tokens()
-    tools: dict[str, list[float]] = {}
-    for u in got:
-        for name, vs in u.latency.tools.items():
-            tools.setdefault(name, []).extend(vs)
-    return RunTotals(
-        agent=agent,
-        judges=judges,
-        questions=len(got),
-        wall=[u.latency.wall_s for u in got],
-        model_calls=[v for u in got for v in u.latency.model_calls],
-        tools=tools,
-    )
+    fold = TotalsFold()
+    for usage in usages:
+        fold.add(usage)
+    return fold.totals()
+
+
+class TotalsFold:
+    """`run_totals` one question at a time (a streamed run's totals): it keeps the sums and
+    the latencies the percentiles need, never the accountings."""
+
+    def __init__(self) -> None:
+        self.agent = TokensSum()
+        self.judges = TokensSum()
+        self.questions = 0
+        self.wall: list[float] = []
+        self.model_calls: list[float] = []
+        self.tools: dict[str, list[float]] = {}
+        self.missing = 0
+        """Questions without an accounting."""
+
+    def add(self, usage: QuestionUsage | None) -> None:
+        if usage is None:
+            self.missing += 1
+            return
+        self.questions += 1
+        self.agent.add(usage.agent)
+        self.judges.add(usage.judges)
+        self.wall.append(usage.latency.wall_s)
+        self.model_calls.extend(usage.latency.model_calls)
+        for name, vs in usage.latency.tools.items():
+            self.tools.setdefault(name, []).extend(vs)
+
+    def totals(self) -> RunTotals:
+        got = bool(self.questions)
+        return RunTotals(
+            agent=self.agent.result() if got else Tokens(),
+            judges=self.judges.result() if got else Tokens(),
+            questions=self.questions,
+            wall=list(self.wall),
+            model_calls=list(self.model_calls),
+            tools={k: list(v) for k, v in self.tools.items()},
+        )
 
 
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}

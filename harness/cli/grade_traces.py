@@ -82,6 +82,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
+    from ..reports.digest import ReportDigest
     from ..traces.archive import parse_time
     from ..traces.grade import grade_traces
     from ..traces.spill import TraceSpill, spill_trace_files
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             until_ns=until,
             policy=policy or None,
             conversations=conversation_book_of(args),  # type: ignore[arg-type]
+            digest=ReportDigest,  # the verdict folded from the store: flat memory
         )
     report_outcome(args, outcome, config=config)
     return outcome.exit_code

@@ -77,10 +77,13 @@ def decided(
     grading_id: int,
     targets: Sequence[TargetConfig],
     attached: Mapping[str, Sequence[AttachedGrader]],
+    *,
+    digest: Callable[[str], Any] | None = None,
 ) -> RunOutcome:
     """The run's one verdict (`decide_run`) with what the graders say about themselves
-    beside each target (advisories: "Text only", graders that skipped everything)."""
-    outcome = decide_run(run, store, grading_id)
+    beside each target (advisories: "Text only", graders that skipped everything). With
+    `digest`, a streamed verdict (`decide_run`'s): the advisories read its witnesses."""
+    outcome = decide_run(run, store, grading_id, digest=digest)
     by_name = {t.name: t for t in targets}
     for result in outcome.targets:
         target = by_name.get(result.target)
@@ -89,7 +92,11 @@ def decided(
             result.advisories = (
                 _module_note(target, graders)
                 + result.advisories  # the check plan's, from the run's identity
-                + _advisories(target.mode, graders, result.questions)
+                + _advisories(
+                    target.mode,
+                    graders,
+                    result.questions if result.digest is None else result.digest.witnesses,
+                )
             )
     return outcome
 

@@ -10,18 +10,18 @@ import sys
 import time
 from typing import Any, TextIO
 
+from ..verdicts.trials import TrialsFold
 from .common import (
-    annotation_lines,
     fmt,
     fmt_score,
     lost_spans_reason,
     question_label,
     question_reasons,
-    rubric_findings,
     unscored_line,
     worst_questions,
 )
 from .costs import question_cells, run_cost_lines
+from .digest import digest_of
 from .escaping import one_line
 from .variants import injection_lines, variant_lines
 
@@ -39,13 +39,13 @@ def _yes(value: bool | None) -> str:
     return {True: "yes", False: "no", None: "?"}[value]
 
 
-def _trial_lines(questions, pass_hat_rate: float | None) -> list[str]:
+def _trial_lines(trials: TrialsFold, pass_hat_rate: float | None) -> list[str]:
     """With repeats: per question the trials passed, pass@k, pass^k, composite mean and spread."""
-    if not any(q.trial for q in questions):
+    if not trials.repeated:
         return []
-    from ..verdicts.trials import pass_at_k_rate, summarise_trials
+    from ..verdicts.trials import pass_at_k_rate
 
-    summaries = summarise_trials(questions)
+    summaries = trials.summaries()
     k = max(s.trials for s in summaries)
     lines = [
         f"  trials (k = {k}): pass@k {fmt(pass_at_k_rate(summaries))}, "
@@ -87,6 +87,7 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
         lines.append(f"note: {note}")
     for t in outcome.targets:
         v = t.verdict
+        digest = digest_of(t)
         lines.append("")
         lines.append(f"target {t.target} ({t.mode}): {t.dataset}")
         for advisory in t.advisories:
@@ -118,8 +119,8 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             f"  errored {v.errored}, degraded {v.degraded} of {v.questions} "
             f"(error budget {v.max_errored}); critical failures {v.critical_failures}"
         )
-        lines.extend(f"  {line}" for line in run_cost_lines(t.questions))
-        lines.extend(f"  {line}" for line in injection_lines(t.questions, one_line))
+        lines.extend(f"  {line}" for line in run_cost_lines(totals=digest.totals))
+        lines.extend(f"  {line}" for line in injection_lines(digest.injected, one_line))
         if verbose:  # -v: every question's objective (the weighted mean of its graders, 0-1)
             lines.append("  per question:")
             lines.extend(
@@ -128,7 +129,7 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
                 for q in t.questions
             )
         else:
-            lines.extend(_costliest(t.questions))
+            lines.extend(_costliest(digest.costly))
         lost = int(getattr(outcome, "lost_spans", 0) or 0)
         nothing = getattr(outcome, "nothing_to_run", None)
         if nothing:
@@ -146,16 +147,16 @@ def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
             lines.append(f"    - {one_line(reason)}")
         if lost:
             lines.append(f"    - {lost_spans_reason(lost)}")
-        findings = rubric_findings(t.questions)
+        findings = digest.findings
         if findings:
             lines.append("  rubric checks to look at:")
             lines.extend(f"    {finding}" for finding in findings)
-        labelled = annotation_lines(t.questions)
+        labelled = digest.labels
         if labelled:
             lines.append("  labels (answered by people):")
             lines.extend(f"    {line}" for line in labelled)
-        lines.extend(_trial_lines(t.questions, v.pass_rate))
-        flagged = worst_questions(t.questions, worst)
+        lines.extend(_trial_lines(digest.trials, v.pass_rate))
+        flagged = worst_questions(digest.worst, worst)
         if flagged:
             lines.append("  worst questions:")
             for q in flagged:

@@ -55,9 +55,10 @@ def question_cells(usage: QuestionUsage | None) -> tuple[str, str, str]:
     )
 
 
-def run_cost_lines(questions: Sequence[Any]) -> list[str]:
-    """The run's accounting in a few lines (empty when no question has one)."""
-    totals = totals_of(questions)
+def run_cost_lines(questions: Sequence[Any] = (), *, totals: RunTotals | None = None) -> list[str]:
+    """The run's accounting in a few lines (empty when no question has one); `totals`: the
+    questions' already summed (a streamed run's)."""
+    totals = totals if totals is not None else totals_of(questions)
     if not totals.questions:
         return []
     agent = totals.agent

@@ -81,6 +81,9 @@ class TargetResult:
     plan: dict[str, Any] | None = None
     """The target's check plan as the run recorded it (`tracegrade.verdicts.plan`); None for a
     run from before check plans."""
+    digest: Any = None
+    """A streamed target's reports' fold (`decide_run`'s `digest`): what the console shows of
+    its questions, folded as the verdict was; None when `questions` holds them all."""
 
 
 @dataclass(slots=True)

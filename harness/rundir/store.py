@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +40,8 @@ from .schema import (
 __all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
+SCORE_PAGE = 500
+"""Question runs `iter_scores` reads at a time."""
 
 
 _dumps = json.JSONEncoder(default=str).encode
@@ -478,10 +480,25 @@ class ResultStore:
     ) -> list[QuestionScore]:
         """Question scores of one grading (default: the latest), rebuilt from the rows, in
         selection order. Questions never graded under that grading are left out."""
+        return list(self._scores(grading_id, target, None))
+
+    def iter_scores(
+        self, *, grading_id: int | None = None, target: str | None = None
+    ) -> Iterator[QuestionScore]:
+        """`load_scores` a page of `SCORE_PAGE` question runs at a time: what is held is one
+        page, whatever the run's size (a streamed run's verdict and reports)."""
+        try:
+            yield from self._scores(grading_id, target, SCORE_PAGE)
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            raise self.damaged(exc) from exc
+
+    def _scores(
+        self, grading_id: int | None, target: str | None, page: int | None
+    ) -> Iterator[QuestionScore]:
         if grading_id is None:
             grading_id = self.latest_grading_id()
             if grading_id is None:
-                return []
+                return
         # Only the columns a score needs: rows, inputs and responses stay on disk.
         sql = (
             "SELECT target, question_id, trial, split, bundle, tags, trace_id, content_sha256, "
@@ -491,6 +508,37 @@ class ResultStore:
         if target is not None:
             sql += " WHERE target = ?"
             args = (target,)
+        notes: dict[tuple[str, str, int], list[Annotation]] = {}
+        for annotation in self.load_annotations(target=target):
+            key = (annotation.target, annotation.question_id, annotation.trial)
+            notes.setdefault(key, []).append(annotation)
+        cursor = self._db.execute(sql + " ORDER BY target, ordinal, trial", args)
+        cursor.row_factory = sqlite3.Row
+        keyed = ""  # every grading's rows at once, or only the page's (its keys in a table)
+        if page is not None:
+            self._db.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS page_keys "
+                "(target TEXT, question_id TEXT, trial INTEGER)"
+            )
+            keyed = " JOIN temp.page_keys USING (target, question_id, trial)"
+        while rows := (cursor.fetchmany(page) if page is not None else cursor.fetchall()):
+            if page is not None:
+                self._db.execute("DELETE FROM temp.page_keys")
+                self._db.executemany(
+                    "INSERT INTO temp.page_keys VALUES (?, ?, ?)",
+                    [(r["target"], r["question_id"], r["trial"]) for r in rows],
+                )
+            yield from self._page_scores(grading_id, rows, keyed, notes)
+            if page is None:
+                return
+
+    def _page_scores(
+        self,
+        grading_id: int,
+        rows: Sequence[sqlite3.Row],
+        keyed: str,
+        notes: dict[tuple[str, str, int], list[Annotation]],
+    ) -> Iterator[QuestionScore]:
         runs = {
             (r["target"], r["question_id"], r["trial"]): {
                 "split": r["split"],
@@ -503,13 +551,13 @@ class ResultStore:
                 "outcome_expected": bool(r["outcome_expected"]),
                 "usage": json.loads(r["usage"]),
             }
-            for r in self._rows(sql + " ORDER BY target, ordinal, trial", args)
+            for r in rows
         }
         grades: dict[tuple[str, str, int], list[GraderVerdict]] = {}
         for r in self._rows(
             "SELECT target, question_id, trial, grader_id, score, min_score, max_score, reason, "
-            "error, binary, weight, must_pass, threshold, samples, checks, details FROM grades "
-            "WHERE grading_id = ? ORDER BY target, question_id, trial, position",
+            f"error, binary, weight, must_pass, threshold, samples, checks, details FROM grades"
+            f"{keyed} WHERE grading_id = ? ORDER BY target, question_id, trial, position",
             (grading_id,),
         ):
             grades.setdefault((r["target"], r["question_id"], r["trial"]), []).append(
@@ -534,16 +582,11 @@ class ResultStore:
         scored = {
             (r["target"], r["question_id"], r["trial"]): r
             for r in self._rows(
-                "SELECT target, question_id, trial, error, error_type, judge_usage FROM scores "
-                "WHERE grading_id = ?",
+                "SELECT target, question_id, trial, error, error_type, judge_usage FROM scores"
+                f"{keyed} WHERE grading_id = ?",
                 (grading_id,),
             )
         }
-        notes: dict[tuple[str, str, int], list[Annotation]] = {}
-        for annotation in self.load_annotations(target=target):
-            key = (annotation.target, annotation.question_id, annotation.trial)
-            notes.setdefault(key, []).append(annotation)
-        out = []
         for key, run in runs.items():
             if key not in scored:
                 continue
@@ -561,8 +604,7 @@ class ResultStore:
             )
             # A person's Review decisions replace the judge's "review" before scoring.
             apply_annotations(question, notes.get(key, ()))
-            out.append(score_question(question))
-        return out
+            yield score_question(question)
 
     # -- annotations (grading by hand): the rows, in `tracegrade.rundir.annotations` -----------
     @_writes

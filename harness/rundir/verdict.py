@@ -15,13 +15,14 @@ What a gate is held against is read from the run, never from the caller:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..inputs.config import parse_gate
-from ..verdicts.gate import evaluate_gate
+from ..inputs.config import GateConfig, parse_gate
+from ..verdicts.budgets import question_budget_failures
+from ..verdicts.gate import GateFold, evaluate_gate
 from ..verdicts.plan import plan_notes
-from ..verdicts.scoring import summarise_graders
+from ..verdicts.scoring import GraderFold, QuestionScore, summarise_graders
 from .directory import RunDirectory
 from .manifest import RunManifest
 from .outcome import RunOutcome, TargetResult
@@ -73,11 +74,18 @@ def decide_run(
     grading_id: int | None,
     *,
     manifest: RunManifest | None = None,
+    digest: Callable[[str], Any] | None = None,
 ) -> RunOutcome:
     """The verdict of grading `grading_id` of the run in `run` (whose store is open as
     `store`): every target's questions, gate verdict and grader summaries, and the lost spans,
     as a `RunOutcome` whose `exit_code` is the run's. `grading_id` None: nothing was graded yet
-    (every target has no question; a target that selected some is incomplete)."""
+    (every target has no question; a target that selected some is incomplete).
+
+    With `digest` (a streamed run: `grade-traces` over an archive of any size) the scores are
+    read a page at a time and folded, never held: the verdict, the grader summaries and
+    `digest(target)` (an object whose `add(score)` takes each score, the reports' own fold) see
+    each once; the target's `questions` is then `StoredScores`, read from the store again by
+    whoever walks it."""
     manifest = manifest if manifest is not None else run.manifest()
     scope: dict[str, Any] = (
         dict(store.meta(_scope_key(grading_id), {}) or {}) if grading_id is not None else {}
@@ -87,9 +95,6 @@ def decide_run(
     for name, target in manifest.targets.items():
         config = target.config
         recorded = own.get(name) or {}
-        questions = (
-            store.load_scores(grading_id=grading_id, target=name) if grading_id is not None else []
-        )
         gate = parse_gate(recorded["gate"] if "gate" in recorded else config.get("gate"))
         selected = recorded.get("selected", target.selected)
         repeats = target.repeats
@@ -100,6 +105,35 @@ def decide_run(
         must_pass = (
             _must_pass(store, grading_id, name, target.graders) if grading_id is not None else []
         )
+        run_id = manifest.run_id or run.name
+        if digest is not None and grading_id is not None:
+            fold, graders, own_digest = (
+                GateFold(gate, must_pass=must_pass),
+                GraderFold(),
+                digest(name),
+            )
+            for q in store.iter_scores(grading_id=grading_id, target=name):
+                fold.add(q)
+                graders.add(q)
+                own_digest.add(q)
+            verdict = fold.verdict(selected=selected, run_id=run_id)
+            results.append(
+                TargetResult(
+                    target=name,
+                    mode=target.mode,
+                    dataset=target.dataset.path,
+                    questions=StoredScores(store.path, grading_id, name, gate, verdict.questions),  # type: ignore[arg-type]
+                    verdict=verdict,
+                    graders=graders.summaries(),
+                    advisories=plan_notes(name, target.plan),
+                    plan=target.plan,
+                    digest=own_digest,
+                )
+            )
+            continue
+        questions = (
+            store.load_scores(grading_id=grading_id, target=name) if grading_id is not None else []
+        )
         results.append(
             TargetResult(
                 target=name,
@@ -107,11 +141,7 @@ def decide_run(
                 dataset=target.dataset.path,
                 questions=questions,
                 verdict=evaluate_gate(
-                    questions,
-                    gate,
-                    must_pass=must_pass,
-                    selected=selected,
-                    run_id=manifest.run_id or run.name,
+                    questions, gate, must_pass=must_pass, selected=selected, run_id=run_id
                 ),
                 graders=summarise_graders(questions),
                 advisories=plan_notes(name, target.plan),
@@ -126,3 +156,28 @@ def decide_run(
         grading_id=grading_id or 0,
         lost_spans=int(scope.get("lost_spans") or 0),
     )
+
+
+class StoredScores:
+    """A streamed target's question scores, read from its store a page at a time each time
+    they are walked (the JSON and Markdown reports list every question), with the gate's
+    budgets applied as the verdict applied them. Nothing is kept between walks."""
+
+    def __init__(self, path: Any, grading_id: int, target: str, gate: GateConfig, count: int):
+        self.path, self.grading_id, self.target, self.gate = path, grading_id, target, gate
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __iter__(self) -> Iterator[QuestionScore]:
+        with ResultStore(self.path) as store:
+            for q in store.iter_scores(grading_id=self.grading_id, target=self.target):
+                q.over_budget = question_budget_failures(q.usage, self.gate)
+                yield q
+
+    def __getitem__(self, index: Any) -> Any:
+        return list(self)[index]

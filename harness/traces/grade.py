@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -262,13 +262,17 @@ async def agrade_traces(
     until_ns: int | None = None,
     policy: TracePolicy | None = None,
     conversations: ConversationBook | None = None,
+    digest: Callable[[], Any] | None = None,
 ) -> RunOutcome:
     """Grade the agent traces of `traces` that started in [since, until) against `target`'s
     dataset and graders into a new run directory. The traces are read, paired and graded one at
     a time from the spill: memory does not grow with the archive while they are. With a trace
     `policy` (its graders attached to the config's target, `policy.with_policy`), traces that
     match no question are graded by it. With `conversations`, the traces of one conversation
-    are graded together, as one question run of several turns."""
+    are graded together, as one question run of several turns. With `digest` (the reports'
+    fold: `tracegrade.reports.digest.ReportDigest`) the verdict is folded from the store a page
+    at a time, never held, so memory stays flat whatever the archive's size; without it the
+    outcome holds every question's score, as a run's does."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -354,14 +358,28 @@ async def agrade_traces(
                 commit_graded(store, grading_id, lines, batch)
         # agent traces dropped for their size were never graded: the run is incomplete
         record_lost_spans(store, grading_id, traces.dropped_agent_spans)
-        outcome = decided(run_dir, store, grading_id, prepared.targets, prepared.attached)
+        # folded from one pass over the store, never held: memory stays flat however many
+        # traces the archive had (the reports that list every question read the store again)
+        outcome = decided(
+            run_dir,
+            store,
+            grading_id,
+            prepared.targets,
+            prepared.attached,
+            digest=(lambda _target: digest()) if digest is not None else None,
+        )
     outcome.notes[:0] = redaction_notes(config) + notes + uncounted_note(outcome)
     return outcome
 
 
 def uncounted_note(outcome: RunOutcome) -> list[str]:
     """One line when some graded traces carried no token counts (their budgets do not apply)."""
-    n = sum(1 for t in outcome.targets for q in t.questions if q.usage and q.usage.unavailable)
+    n = sum(
+        t.digest.unavailable
+        if t.digest is not None
+        else sum(1 for q in t.questions if q.usage and q.usage.unavailable)
+        for t in outcome.targets
+    )
     return [f"{n} trace(s): {NO_TOKEN_COUNTS}"] if n else []
 
 

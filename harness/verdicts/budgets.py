@@ -13,12 +13,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..inputs.config import GateConfig
-from ..usage import QuestionUsage, Tokens, format_cost, format_over, run_totals
+from ..usage import QuestionUsage, Tokens, TotalsFold, format_cost, format_over
 
 if TYPE_CHECKING:
     from .scoring import QuestionScore
 
-__all__ = ["apply_budgets", "budget_rule", "question_budget_failures", "run_budget_reasons"]
+__all__ = [
+    "BudgetFold",
+    "apply_budgets",
+    "budget_rule",
+    "question_budget_failures",
+    "run_budget_reasons",
+]
 
 
 def _unknown_cost(tokens: Tokens) -> str:
@@ -71,38 +77,63 @@ def apply_budgets(questions: Sequence[QuestionScore], gate: GateConfig) -> None:
 
 def run_budget_reasons(questions: Sequence[QuestionScore], gate: GateConfig) -> list[str]:
     """Why the run breaks its budgets (empty: it does not), per-question ones named."""
-    reasons: list[str] = []
-    over = [q for q in questions if q.over_budget]
-    if over:
-        shown = "; ".join(
-            f"{q.question_id}#{q.trial}: {', '.join(q.over_budget)}"
-            if q.trial
-            else f"{q.question_id}: {', '.join(q.over_budget)}"
-            for q in over[:5]
-        )
-        more = f" and {len(over) - 5} more" if len(over) > 5 else ""
-        reasons.append(f"{len(over)} question(s) over a per-question budget ({shown}{more})")
-    if gate.max_cost is None and gate.max_p95_latency_s is None:
-        return reasons
-    usages = [q.usage for q in questions]
-    totals = run_totals(usages)
-    if gate.max_cost is not None:
-        limit = _money(gate.max_cost, totals.agent)
-        if any(u is None for u in usages):
-            reasons.append(f"run cost unknown (questions without accounting): max_cost {limit}")
-        elif totals.cost is None:
-            reasons.append(f"run {_unknown_cost(totals.agent)}: max_cost {limit} cannot be held")
-        elif totals.cost > gate.max_cost:
-            shown, limit = format_over(totals.agent, gate.max_cost)
-            reasons.append(f"run cost {shown} > max_cost {limit}")
-    if gate.max_p95_latency_s is not None:
-        p95 = totals.wall_percentile(95)
-        if p95 is not None and p95 > gate.max_p95_latency_s:
+    fold = BudgetFold(gate)
+    for q in questions:
+        fold.add(q)
+    return fold.reasons()
+
+
+class BudgetFold:
+    """`run_budget_reasons` one question at a time: the over-budget questions counted (the
+    first five named), the accountings summed (`TotalsFold`), none of them kept."""
+
+    def __init__(self, gate: GateConfig) -> None:
+        self.gate = gate
+        self.over = 0
+        self.shown: list[str] = []
+        self.totals = TotalsFold()
+
+    def add(self, q: QuestionScore) -> None:
+        """Count `q` (its `over_budget` already set: `apply_budgets`)."""
+        self.totals.add(q.usage)
+        if not q.over_budget:
+            return
+        self.over += 1
+        if len(self.shown) < 5:
+            label = f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+            self.shown.append(f"{label}: {', '.join(q.over_budget)}")
+
+    def reasons(self) -> list[str]:
+        gate = self.gate
+        reasons: list[str] = []
+        if self.over:
+            more = f" and {self.over - 5} more" if self.over > 5 else ""
             reasons.append(
-                f"p95 question latency {_seconds_over(p95, gate.max_p95_latency_s)}s > "
-                f"max_p95_latency_s {gate.max_p95_latency_s:g}"
+                f"{self.over} question(s) over a per-question budget "
+                f"({'; '.join(self.shown)}{more})"
             )
-    return reasons
+        if gate.max_cost is None and gate.max_p95_latency_s is None:
+            return reasons
+        totals = self.totals.totals()
+        if gate.max_cost is not None:
+            limit = _money(gate.max_cost, totals.agent)
+            if self.totals.missing:
+                reasons.append(f"run cost unknown (questions without accounting): max_cost {limit}")
+            elif totals.cost is None:
+                reasons.append(
+                    f"run {_unknown_cost(totals.agent)}: max_cost {limit} cannot be held"
+                )
+            elif totals.cost > gate.max_cost:
+                shown, limit = format_over(totals.agent, gate.max_cost)
+                reasons.append(f"run cost {shown} > max_cost {limit}")
+        if gate.max_p95_latency_s is not None:
+            p95 = totals.wall_percentile(95)
+            if p95 is not None and p95 > gate.max_p95_latency_s:
+                reasons.append(
+                    f"p95 question latency {_seconds_over(p95, gate.max_p95_latency_s)}s > "
+                    f"max_p95_latency_s {gate.max_p95_latency_s:g}"
+                )
+        return reasons
 
 
 def _seconds_over(value: float, limit: float) -> str:

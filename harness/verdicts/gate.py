@@ -11,10 +11,16 @@ from typing import Any
 
 from ..errors import ExitCode
 from ..inputs.config import GateConfig
-from .budgets import apply_budgets, budget_rule, run_budget_reasons
-from .scoring import QuestionScore, _fmt, _mean, is_unscored, pass_rate, question_passed
+from .budgets import BudgetFold, budget_rule, question_budget_failures
+from .scoring import QuestionScore, _fmt, _mean, all_passed, is_unscored, question_passed
 
-__all__ = ["GateVerdict", "combine_exit_codes", "describe_gate", "evaluate_gate"]
+__all__ = [
+    "GateFold",
+    "GateVerdict",
+    "combine_exit_codes",
+    "describe_gate",
+    "evaluate_gate",
+]
 
 
 # Highest first: the code a combined outcome reports (DESIGN.md exit codes).
@@ -102,7 +108,7 @@ def describe_gate(gate: GateConfig) -> str:
 
 
 def evaluate_gate(
-    questions: Sequence[QuestionScore],
+    questions: Iterable[QuestionScore],
     gate: GateConfig,
     *,
     must_pass: Sequence[str] = (),
@@ -118,120 +124,180 @@ def evaluate_gate(
     must-pass and rubric failures still count (a verdict that was reached is evidence). Both
     count against the error budget. A target that scored nothing is incomplete. A question over
     a per-question budget fails (its `over_budget` set here, from its accounting)."""
-    apply_budgets(questions, gate)
-    reasons: list[str] = run_budget_reasons(questions, gate)
-    degraded = [q for q in questions if q.degraded]
-    errored = [q for q in questions if q.errored]
-    in_mean = [q for q in questions if q.errored or not q.degraded]
-    ran = [q for q in questions if not q.errored]
+    fold = GateFold(gate, must_pass=must_pass)
+    for q in questions:
+        fold.add(q)
+    return fold.verdict(selected=selected, run_id=run_id)
 
-    must = [(q.question_id, g) for q in ran for g in q.must_pass_failures]
-    must += [(q.question_id, gid) for q in errored for gid in must_pass]
-    if must:
-        names = ", ".join(f"{qid}: {g}" for qid, g in must[:5])
-        more = f" and {len(must) - 5} more" if len(must) > 5 else ""
-        reasons.append(f"{len(must)} must-pass failure(s) ({names}{more})")
-    if errored:
-        names = ", ".join(q.question_id for q in errored[:5])
-        more = f" and {len(errored) - 5} more" if len(errored) > 5 else ""
-        reasons.append(
-            f"{len(errored)} errored question(s) ({names}{more}): an errored question fails the gate"
-        )
-    early = [q for q in ran if q.ended_early]
-    if early:
-        names = ", ".join(f"{q.question_id} ({q.outcome})" for q in early[:5])
-        more = f" and {len(early) - 5} more" if len(early) > 5 else ""
-        reasons.append(
-            f"{len(early)} question(s) ended before an answer ({names}{more}): "
-            "an unexpected interruption fails the gate"
-        )
-    critical = [(q.question_id, c) for q in ran for c in q.critical_failures]
-    if critical and gate.zero_critical_failures:
-        reasons.append(f"{len(critical)} critical rubric check failure(s)")
-    required = [(q.question_id, c) for q in ran for c in q.required_check_failures]
-    if required:
-        reasons.append(f"{len(required)} required rubric check failure(s)")
-    reviews = [(q.question_id, c) for q in ran for c in q.required_check_reviews]
-    if reviews and not gate.allow_review:
-        reasons.append(
-            f"{len(reviews)} required rubric check(s) left in Review (allow_review: false)"
-        )
-    mean_composite = _mean([q.composite for q in in_mean if q.composite is not None])
-    mean_objective = _mean([q.objective for q in in_mean if q.objective is not None])
-    if gate.min_mean_composite is not None:
-        if mean_composite is None:
-            reasons.append("no question has a composite to hold against min_mean_composite")
-        elif mean_composite < gate.min_mean_composite:
+
+def _label(q: QuestionScore) -> str:
+    return f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+
+
+def _named(count: int, names: Sequence[str]) -> str:
+    more = f" and {count - 5} more" if count > 5 else ""
+    return f"{', '.join(names[:5])}{more}"
+
+
+class GateFold:
+    """`evaluate_gate` one question at a time, as a streamed run commits them: counts, sums
+    and the first few names of each failure, never the questions (what stays is the labels of
+    the failed and unscored questions, which the verdict lists)."""
+
+    def __init__(self, gate: GateConfig, *, must_pass: Sequence[str] = ()) -> None:
+        self.gate = gate
+        self.must_pass = list(must_pass)
+        self.budgets = BudgetFold(gate)
+        self.questions = self.degraded = 0
+        self.errored: list[str] = []
+        self.errored_count = 0
+        self.must_ran: list[str] = []
+        self.must_errored: list[str] = []
+        self.must_count = 0
+        self.early: list[str] = []
+        self.early_count = 0
+        self.critical = self.required = self.reviews = 0
+        self.composites: list[float] = []
+        self.objectives: list[float] = []
+        self.trials: dict[tuple[str, str], bool | None] = {}
+        self.failed: list[str] = []
+        self.unscored: list[str] = []
+
+    def add(self, q: QuestionScore) -> None:
+        gate = self.gate
+        q.over_budget = question_budget_failures(q.usage, gate)  # `apply_budgets`, in place
+        self.budgets.add(q)
+        self.questions += 1
+        self.degraded += bool(q.degraded)
+        if q.errored or not q.degraded:  # in the mean (an errored question as 0)
+            if q.composite is not None:
+                self.composites.append(q.composite)
+            if q.objective is not None:
+                self.objectives.append(q.objective)
+        if q.errored:
+            self.errored_count += 1
+            if len(self.errored) < 5:
+                self.errored.append(q.question_id)
+            self.must_count += len(self.must_pass)
+            for gid in self.must_pass:
+                if len(self.must_errored) < 5:
+                    self.must_errored.append(f"{q.question_id}: {gid}")
+        else:
+            for g in q.must_pass_failures:
+                self.must_count += 1
+                if len(self.must_ran) < 5:
+                    self.must_ran.append(f"{q.question_id}: {g}")
+            if q.ended_early:
+                self.early_count += 1
+                if len(self.early) < 5:
+                    self.early.append(f"{q.question_id} ({q.outcome})")
+            self.critical += len(q.critical_failures)
+            self.required += len(q.required_check_failures)
+            self.reviews += len(q.required_check_reviews)
+            if is_unscored(q):
+                self.unscored.append(_label(q))
+        verdict = question_passed(q, critical_fails=gate.zero_critical_failures)
+        key = (q.target, q.question_id)
+        self.trials[key] = all_passed([self.trials.get(key, True), verdict])
+        if verdict is False:
+            self.failed.append(_label(q))
+
+    def verdict(self, *, selected: int | None = None, run_id: str | None = None) -> GateVerdict:
+        gate = self.gate
+        reasons: list[str] = self.budgets.reasons()
+        if self.must_count:
+            names = (self.must_ran + self.must_errored)[:5]
             reasons.append(
-                f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
+                f"{self.must_count} must-pass failure(s) ({_named(self.must_count, names)})"
             )
-    rate = pass_rate(questions, critical_fails=gate.zero_critical_failures)
-    failed = [
-        f"{q.question_id}#{q.trial}" if q.trial else q.question_id
-        for q in questions
-        if question_passed(q, critical_fails=gate.zero_critical_failures) is False
-    ]
-    if gate.min_pass_rate is not None and gate.min_pass_rate > 0:
-        if rate is None:
-            reasons.append("no question has a pass/fail verdict to hold against min_pass_rate")
-        elif rate < gate.min_pass_rate:
-            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+        errored = self.errored_count
+        if errored:
             reasons.append(
-                f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g} "
-                f"(failed: {', '.join(failed[:5])}{more})"
+                f"{errored} errored question(s) ({_named(errored, self.errored)}): an errored "
+                "question fails the gate"
             )
-    incomplete_reasons = []
-    if selected is not None and len(questions) < selected:
-        resume = f"tracegrade run --resume {run_id}" if run_id else "tracegrade run --resume"
-        incomplete_reasons.append(
-            f"evaluation incomplete: {selected - len(questions)} of {selected} selected "
-            f"question(s) have no result (the run was interrupted); finish with `{resume}`"
+        if self.early_count:
+            reasons.append(
+                f"{self.early_count} question(s) ended before an answer "
+                f"({_named(self.early_count, self.early)}): an unexpected interruption fails the gate"
+            )
+        if self.critical and gate.zero_critical_failures:
+            reasons.append(f"{self.critical} critical rubric check failure(s)")
+        if self.required:
+            reasons.append(f"{self.required} required rubric check failure(s)")
+        if self.reviews and not gate.allow_review:
+            reasons.append(
+                f"{self.reviews} required rubric check(s) left in Review (allow_review: false)"
+            )
+        mean_composite = _mean(self.composites)
+        mean_objective = _mean(self.objectives)
+        if gate.min_mean_composite is not None:
+            if mean_composite is None:
+                reasons.append("no question has a composite to hold against min_mean_composite")
+            elif mean_composite < gate.min_mean_composite:
+                reasons.append(
+                    f"mean composite {mean_composite:.2f} < min_mean_composite {gate.min_mean_composite:g}"
+                )
+        decided = [v for v in self.trials.values() if v is not None]
+        rate = sum(decided) / len(decided) if decided else None
+        failed = self.failed
+        if gate.min_pass_rate is not None and gate.min_pass_rate > 0:
+            if rate is None:
+                reasons.append("no question has a pass/fail verdict to hold against min_pass_rate")
+            elif rate < gate.min_pass_rate:
+                reasons.append(
+                    f"pass rate {rate:.2f} < min_pass_rate {gate.min_pass_rate:g} "
+                    f"(failed: {_named(len(failed), failed)})"
+                )
+        incomplete_reasons = []
+        questions = self.questions
+        if selected is not None and questions < selected:
+            resume = f"tracegrade run --resume {run_id}" if run_id else "tracegrade run --resume"
+            incomplete_reasons.append(
+                f"evaluation incomplete: {selected - questions} of {selected} selected "
+                f"question(s) have no result (the run was interrupted); finish with `{resume}`"
+            )
+        if self.degraded > gate.max_errored:
+            incomplete_reasons.append(
+                f"evaluation incomplete: {self.degraded} degraded/errored question(s) "
+                f"({errored} agent error(s)) exceeds max_errored {gate.max_errored}"
+            )
+        # A required check waiting in Review holds the gate (above); it is not "nothing scored".
+        if (
+            (questions or selected)
+            and not self.composites
+            and not (self.reviews and not gate.allow_review)
+        ):
+            incomplete_reasons.append(
+                f"evaluation incomplete: nothing was scored ({questions} question(s), "
+                f"{self.degraded - errored} degraded, the rest skipped by every grader)"
+            )
+        passed = not reasons
+        reasons = incomplete_reasons + reasons
+        incomplete = bool(incomplete_reasons)
+        if incomplete:
+            code = ExitCode.INCOMPLETE
+        elif not passed:
+            code = ExitCode.GATE_FAILED
+        else:
+            code = ExitCode.OK
+        return GateVerdict(
+            passed=passed,
+            incomplete=incomplete,
+            exit_code=int(code),
+            reasons=reasons,
+            questions=questions,
+            errored=errored,
+            degraded=self.degraded,
+            mean_composite=mean_composite,
+            mean_objective=mean_objective,
+            must_pass_failures=self.must_count,
+            critical_failures=self.critical,
+            required_check_failures=self.required,
+            reviews=self.reviews,
+            max_errored=gate.max_errored,
+            pass_rate=rate,
+            unscored=list(self.unscored),
+            rule=describe_gate(gate),
+            failed_questions=list(failed),
         )
-    if len(degraded) > gate.max_errored:
-        incomplete_reasons.append(
-            f"evaluation incomplete: {len(degraded)} degraded/errored question(s) "
-            f"({len(errored)} agent error(s)) exceeds max_errored {gate.max_errored}"
-        )
-    # A required check waiting in Review holds the gate (above); it is not "nothing scored".
-    if (
-        (questions or selected)
-        and not any(q.composite is not None for q in in_mean)
-        and not (reviews and not gate.allow_review)
-    ):
-        incomplete_reasons.append(
-            f"evaluation incomplete: nothing was scored ({len(questions)} question(s), "
-            f"{len(degraded) - len(errored)} degraded, the rest skipped by every grader)"
-        )
-    passed = not reasons
-    reasons = incomplete_reasons + reasons
-    incomplete = bool(incomplete_reasons)
-    if incomplete:
-        code = ExitCode.INCOMPLETE
-    elif not passed:
-        code = ExitCode.GATE_FAILED
-    else:
-        code = ExitCode.OK
-    return GateVerdict(
-        passed=passed,
-        incomplete=incomplete,
-        exit_code=int(code),
-        reasons=reasons,
-        questions=len(questions),
-        errored=len(errored),
-        degraded=len(degraded),
-        mean_composite=mean_composite,
-        mean_objective=mean_objective,
-        must_pass_failures=len(must),
-        critical_failures=len(critical),
-        required_check_failures=len(required),
-        reviews=len(reviews),
-        max_errored=gate.max_errored,
-        pass_rate=rate,
-        unscored=[
-            f"{q.question_id}#{q.trial}" if q.trial else q.question_id
-            for q in questions
-            if is_unscored(q)
-        ],
-        rule=describe_gate(gate),
-        failed_questions=failed,
-    )

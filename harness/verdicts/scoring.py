@@ -26,7 +26,7 @@ combine"):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from ..records import GradeResult, GraderSpec, map_to_composite
 from ..usage import QuestionUsage
 
 __all__ = [
+    "GraderFold",
     "GraderSummary",
     "GraderVerdict",
     "QuestionScore",
@@ -506,28 +507,59 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def summarise_graders(questions: Sequence[QuestionScore]) -> list[GraderSummary]:
+def summarise_graders(questions: Iterable[QuestionScore]) -> list[GraderSummary]:
     """Per grader summaries across questions (agent-errored questions have no grader verdicts)."""
-    order: dict[str, list[GraderVerdict]] = {}
+    fold = GraderFold()
     for q in questions:
+        fold.add(q)
+    return fold.summaries()
+
+
+class GraderFold:
+    """`summarise_graders` one question at a time: per grader its counts and scores, never
+    the verdicts."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, GraderVerdict] = {}
+        self.binary: dict[str, bool] = {}
+        self.scores: dict[str, list[float]] = {}
+        self.counts: dict[str, list[int]] = {}  # skipped, errored, passed, failed
+
+    def add(self, q: QuestionScore) -> None:
         for g in q.graders:
-            order.setdefault(g.grader_id, []).append(g)
-    out = []
-    for grader_id, scores in order.items():
-        scored = [g.score for g in scores if g.score is not None]
-        out.append(
-            GraderSummary(
-                grader_id=grader_id,
-                min_score=scores[0].min_score,
-                max_score=scores[0].max_score,
-                binary=any(g.binary for g in scores),
-                mean=_mean(scored),
-                scored=len(scored),
-                skipped=sum(1 for g in scores if g.skipped),
-                errored=sum(1 for g in scores if g.error),
-                passed=sum(1 for g in scores if g.passed is True),
-                failed=sum(1 for g in scores if g.passed is False),
-                spec=scores[0].spec,
+            gid = g.grader_id
+            if gid not in self.first:
+                self.first[gid] = g
+                self.binary[gid] = False
+                self.scores[gid] = []
+                self.counts[gid] = [0, 0, 0, 0]
+            self.binary[gid] = self.binary[gid] or g.binary
+            if g.score is not None:
+                self.scores[gid].append(g.score)
+            counts = self.counts[gid]
+            counts[0] += bool(g.skipped)
+            counts[1] += bool(g.error)
+            counts[2] += g.passed is True
+            counts[3] += g.passed is False
+
+    def summaries(self) -> list[GraderSummary]:
+        out = []
+        for grader_id, first in self.first.items():
+            scored = self.scores[grader_id]
+            skipped, errored, passed, failed = self.counts[grader_id]
+            out.append(
+                GraderSummary(
+                    grader_id=grader_id,
+                    min_score=first.min_score,
+                    max_score=first.max_score,
+                    binary=self.binary[grader_id],
+                    mean=_mean(scored),
+                    scored=len(scored),
+                    skipped=skipped,
+                    errored=errored,
+                    passed=passed,
+                    failed=failed,
+                    spec=first.spec,
+                )
             )
-        )
-    return out
+        return out

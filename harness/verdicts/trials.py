@@ -7,12 +7,12 @@ grader's mean and spread (max minus min) over the trials that scored show how st
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .scoring import QuestionScore, all_passed, question_passed
+from .scoring import QuestionScore, question_passed
 
-__all__ = ["TrialSummary", "pass_at_k_rate", "summarise_trials"]
+__all__ = ["TrialSummary", "TrialsFold", "pass_at_k_rate", "summarise_trials"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,39 +63,82 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _summary(trials: Sequence[QuestionScore]) -> TrialSummary:
-    verdicts = [question_passed(t) for t in trials]
-    if any(v is True for v in verdicts):
-        at_k: bool | None = True
-    else:
-        at_k = None if any(v is None for v in verdicts) else False
-    composites = [t.composite for t in trials if t.composite is not None]
-    ids = list(dict.fromkeys(g.grader_id for t in trials for g in t.graders))
-    graders = []
-    for gid in ids:
-        scored = [g for t in trials for g in t.graders if g.grader_id == gid]
-        values = [g.score for g in scored if g.score is not None]
-        graders.append(GraderTrials(gid, _mean(values), _spread(values), scored[0].max_score))
-    return TrialSummary(
-        target=trials[0].target,
-        question_id=trials[0].question_id,
-        trials=len(trials),
-        passed=sum(v is True for v in verdicts),
-        undecided=sum(v is None for v in verdicts),
-        pass_at_k=at_k,
-        pass_hat_k=all_passed(verdicts),
-        composite_mean=_mean(composites),
-        composite_spread=_spread(composites),
-        graders=graders,
-    )
+class _Trials:
+    """One question's trials folded: verdict counts, composites and each grader's scores."""
+
+    def __init__(self, q: QuestionScore) -> None:
+        self.target, self.question_id = q.target, q.question_id
+        self.trials = self.passed = self.undecided = 0
+        self.failed = False
+        self.composites: list[float] = []
+        self.scores: dict[str, list[float]] = {}
+        self.max_scores: dict[str, float] = {}
+
+    def add(self, q: QuestionScore) -> None:
+        verdict = question_passed(q)
+        self.trials += 1
+        self.passed += verdict is True
+        self.undecided += verdict is None
+        self.failed = self.failed or verdict is False
+        if q.composite is not None:
+            self.composites.append(q.composite)
+        for g in q.graders:
+            self.max_scores.setdefault(g.grader_id, g.max_score)
+            values = self.scores.setdefault(g.grader_id, [])
+            if g.score is not None:
+                values.append(g.score)
+
+    def summary(self) -> TrialSummary:
+        if self.passed:
+            at_k: bool | None = True
+        else:
+            at_k = None if self.undecided else False
+        hat_k = False if self.failed else (None if self.undecided else True)
+        return TrialSummary(
+            target=self.target,
+            question_id=self.question_id,
+            trials=self.trials,
+            passed=self.passed,
+            undecided=self.undecided,
+            pass_at_k=at_k,
+            pass_hat_k=hat_k,
+            composite_mean=_mean(self.composites),
+            composite_spread=_spread(self.composites),
+            graders=[
+                GraderTrials(gid, _mean(vs), _spread(vs), self.max_scores[gid])
+                for gid, vs in self.scores.items()
+            ],
+        )
 
 
-def summarise_trials(questions: Sequence[QuestionScore]) -> list[TrialSummary]:
+class TrialsFold:
+    """`summarise_trials` one question run at a time (a streamed run's trials): per question
+    its counts and scores, never the runs."""
+
+    def __init__(self) -> None:
+        self.questions: dict[tuple[str, str], _Trials] = {}
+        self.repeated = False
+        """Some run is a trial past the first (the reports show trials only then)."""
+
+    def add(self, q: QuestionScore) -> None:
+        self.repeated = self.repeated or bool(q.trial)
+        key = (q.target, q.question_id)
+        if key not in self.questions:
+            self.questions[key] = _Trials(q)
+        self.questions[key].add(q)
+
+    def summaries(self) -> list[TrialSummary]:
+        return [t.summary() for t in self.questions.values()]
+
+
+def summarise_trials(questions: Iterable[QuestionScore]) -> list[TrialSummary]:
     """One summary per question (in the order questions first appear), trials in order."""
-    grouped: dict[tuple[str, str], list[QuestionScore]] = {}
-    for q in questions:
-        grouped.setdefault((q.target, q.question_id), []).append(q)
-    return [_summary(sorted(t, key=lambda q: q.trial)) for t in grouped.values()]
+    questions = list(questions)
+    fold = TrialsFold()
+    for q in sorted(questions, key=lambda q: (q.target, q.question_id, q.trial)):
+        fold.add(q)
+    order = list(dict.fromkeys((q.target, q.question_id) for q in questions))
+    return [fold.questions[key].summary() for key in order]
 
 
 def pass_at_k_rate(summaries: Sequence[TrialSummary]) -> float | None:
