@@ -1,5 +1,5 @@
 """LLM judges: the base class third parties extend and the six built-ins of seed 000,
-the bundled goal judge, and judges defined in a file."""
+the bundled goal judge, the judges of a whole conversation, and judges defined in a file."""
 
 from .base import LlmJudge
 from .builtin import (
@@ -17,6 +17,7 @@ from .catalog import (
     StepEfficiencyJudge,
     ToolSelectionJudge,
 )
+from .conversation import ConversationGoalJudge, EscalationJudge, RepetitionJudge
 from .file_judge import file_judge
 from .goal import GoalJudge
 
@@ -27,12 +28,15 @@ __all__ = [
     "ArgumentCorrectnessJudge",
     "ClaimsJudge",
     "CompletenessGrader",
+    "ConversationGoalJudge",
+    "EscalationJudge",
     "FactMatchGrader",
     "GoalJudge",
     "GroundednessGrader",
     "LlmJudge",
     "PlanAdherenceJudge",
     "RelevanceGrader",
+    "RepetitionJudge",
     "StepEfficiencyJudge",
     "ToolSelectionJudge",
     "file_judge",
@@ -51,4 +55,7 @@ GRADERS = [
     PlanAdherenceJudge,
     StepEfficiencyJudge,
     ClaimsJudge,
+    ConversationGoalJudge,
+    RepetitionJudge,
+    EscalationJudge,
 ]

@@ -41,12 +41,14 @@ __all__ = ["POLICY_KEYS", "TracePolicy", "trace_policy", "with_policy"]
 
 CONSTRAINTS = ("forbid", "only", "count", "max_calls")
 EXTRAS = ("checks", "claims", "nodes")
-POLICY_KEYS = (*CONSTRAINTS, "goal", *EXTRAS, "file")
+POLICY_KEYS = (*CONSTRAINTS, "goal", *EXTRAS, "conversation", "file")
 TRAJECTORY = "trajectory_grader"
 GOAL = "goal_judge"
 EXTRA_GRADERS = {"checks": "record_checks", "claims": "claims_grader", "nodes": "nodes_grader"}
 _EXTRA_PROBLEMS = {"checks": checks_problems, "claims": claims_problems, "nodes": nodes_problems}
 PREFIX = "trace-"
+CONVERSATION_JUDGES = ("conversation_goal_judge", "repetition_judge", "escalation_judge")
+"""`conversation: true` attaches all three (`tracegrade.graders.judges.conversation`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +58,16 @@ class TracePolicy:
     sources: tuple[str, ...] = ()
     extras: Mapping[str, Any] = field(default_factory=dict)
     """`checks`, `claims`, `nodes` as the policy states them."""
+    conversation: tuple[str, ...] = ()
+    """The conversation judges attached (must pass) for the conversations graded."""
 
     def __bool__(self) -> bool:
-        return bool(self.trajectory) or self.goal is not None or bool(self.extras)
+        return (
+            bool(self.trajectory)
+            or self.goal is not None
+            or bool(self.extras)
+            or bool(self.conversation)
+        )
 
     def question(self, trace: AgentTrace) -> Any:
         """The question an unmatched trace is graded as."""
@@ -85,6 +94,11 @@ class TracePolicy:
         for key, grader_id in EXTRA_GRADERS.items():
             if key in self.extras and grader_id not in ids:
                 out.append(GraderEntry(id=grader_id, spec=GraderSpec(must_pass=True)))
+        out.extend(
+            GraderEntry(id=judge, spec=GraderSpec(must_pass=True))
+            for judge in self.conversation
+            if judge not in ids
+        )
         return out
 
     def options(self) -> dict[str, dict[str, Any]]:
@@ -104,6 +118,8 @@ class TracePolicy:
         if self.goal is not None:
             parts.append("a goal")
         parts += [f"{k} {v}" for k, v in self.extras.items()]
+        if self.conversation:
+            parts.append(f"conversations judged by {', '.join(self.conversation)}")
         return (
             f"trace policy ({', '.join(self.sources)}): {'; '.join(parts)}; traces that match "
             "no question are graded by it as questions trace-<trace id>"
@@ -207,7 +223,29 @@ def trace_policy(
                 file=sources[-1] if sources else None,
                 key=f"trace_policy{pointer}",
             )
-    return TracePolicy(trajectory, goal_text, tuple(sources), extras)
+    conversation = _conversation_judges(merged.get("conversation"), sources)
+    return TracePolicy(trajectory, goal_text, tuple(sources), extras, conversation)
+
+
+def _conversation_judges(value: Any, sources: list[str]) -> tuple[str, ...]:
+    """`conversation:` as the judges it attaches: true for all of them, or a list of ids."""
+    if value is None or value is False:
+        return ()
+    if value is True:
+        return CONVERSATION_JUDGES
+    unknown = (
+        [v for v in value if v not in CONVERSATION_JUDGES]
+        if isinstance(value, list) and value
+        else [value]
+    )
+    if unknown:
+        raise InputError(
+            f"trace policy: conversation is true or a list of {', '.join(CONVERSATION_JUDGES)}"
+            f" (got {unknown[0]!r})",
+            file=sources[-1] if sources else None,
+            key="trace_policy/conversation",
+        )
+    return tuple(dict.fromkeys(value))
 
 
 def with_policy(config: Config, target: str, policy: TracePolicy) -> Config:
