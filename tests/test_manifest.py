@@ -19,6 +19,7 @@ from tracegrade.rundir.identity import read_manifest, write_identity
 from tracegrade.rundir.manifest import (
     MANIFEST_VERSION,
     DatasetRef,
+    GraderRecord,
     GradingModuleRef,
     MergedShard,
     RubricFile,
@@ -34,6 +35,7 @@ MODELS = [
     RunManifest,
     TargetManifest,
     DatasetRef,
+    GraderRecord,
     GradingModuleRef,
     VariantRef,
     RubricFile,
@@ -51,7 +53,25 @@ def _every_field() -> RunManifest:
         grading_module=GradingModuleRef(
             path="/p/data/graders.py", sha256="b" * 64, copy_path="graders/t/graders.py"
         ),
-        graders=[{"id": "contains", "source": "registry", "must_pass": True}],
+        graders=[
+            GraderRecord(
+                id="says_sunny",
+                source="module",
+                module="graders/t/graders.py",
+                options={"match_on": ["expected"]},
+                weight=2.0,
+                must_pass=True,
+                threshold=0.5,
+                samples=3,
+                min_score=0.0,
+                max_score=1.0,
+                binary=True,
+                llm=True,
+                observes_actions=True,
+                sees_tool_calls=True,
+                code_sha256="f" * 64,
+            )
+        ],
         repeats=3,
         variant=VariantRef(of="base", name="fast", args={"temperature": 0}),
         plan={"source": "run", "graders": ["contains"]},
@@ -97,6 +117,7 @@ def test_the_example_sets_every_field():
         (RunManifest, manifest),
         (TargetManifest, target),
         (DatasetRef, target.dataset),
+        (GraderRecord, target.graders[0]),
         (GradingModuleRef, target.grading_module),
         (VariantRef, target.variant),
         (RubricFile, target.rubrics["billing@1"]),
@@ -142,6 +163,7 @@ def test_a_run_writes_only_declared_fields_and_reads_back_unchanged(tmp_path, ca
     for target in manifest.targets.values():
         assert not target.model_extra
         assert target.grading_module is not None and not target.grading_module.model_extra
+        assert target.graders and not any(g.model_extra for g in target.graders)
     assert manifest.targets["t"].selected == 1
     assert manifest.config_sha256 and manifest.pricing is not None
     RunDirectory(run_dir).write_manifest(manifest)
@@ -163,7 +185,11 @@ def test_an_old_run_manifest_migrates_to_the_typed_record(tmp_path, name):
     assert target.dataset.sha256 == raw["targets"]["t"]["dataset"]["sha256"]
     assert target.grading_module is not None
     assert target.grading_module.copy_path == raw["targets"]["t"]["grading_module"]["copy"]
-    assert [g["id"] for g in target.graders] == [g["id"] for g in raw["targets"]["t"]["graders"]]
+    assert [g.id for g in target.graders] == [g["id"] for g in raw["targets"]["t"]["graders"]]
+    assert not any(g.model_extra for g in target.graders)
+    assert [g.code_sha256 for g in target.graders] == [
+        g["code_sha256"] for g in raw["targets"]["t"]["graders"]
+    ]
     # serialized as a current manifest is: the keys the first release left out, written out
     data = manifest.to_json()
     for key in ("version", "pricing", "judge", "git_commit", "selection", "packages"):

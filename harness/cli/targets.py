@@ -82,19 +82,22 @@ def describe_targets(config: Any) -> str:
         for a in attached:
             s = a.spec
             how = []
-            if s["must_pass"]:
+            if s.must_pass:
                 how.append("must pass")
-            if s["weight"] != 1.0:
-                how.append(f"weight {s['weight']:g}")
+            if s.weight != 1.0:
+                how.append(f"weight {s.weight:g}")
+            grader = a.attachment.grader
             bar = a.attachment.spec.pass_bar(
-                min_score=s["min_score"], max_score=s["max_score"], binary=s["binary"]
+                min_score=float(grader.min_score),
+                max_score=float(grader.max_score),
+                binary=s.binary,
             )
             how.append(f"pass bar {bar}")
-            if s["samples"] > 1:
-                how.append(f"{s['samples']} samples")
-            flags = ["observes actions"] if s["observes_actions"] else []
-            flags += ["LLM judge"] if s["llm"] else []
-            if s.get("source") == "module":
+            if s.samples > 1:
+                how.append(f"{s.samples} samples")
+            flags = ["observes actions"] if s.observes_actions else []
+            flags += ["LLM judge"] if s.llm else []
+            if s.source == "module":
                 flags.append(
                     "from the automatic grading module"
                     if target.grading_module_auto
@@ -102,11 +105,11 @@ def describe_targets(config: Any) -> str:
                 )
             extra = f" [{', '.join(how)}]" if how else ""
             # The grader's label with its scale, as a person picks it: "Read-only run (binary, 0-1)".
-            shown = f"{a.attachment.grader.label} " + scale_label(
-                s["min_score"], s["max_score"], binary=s["binary"]
+            shown = f"{grader.label} " + scale_label(
+                float(grader.min_score), float(grader.max_score), binary=s.binary
             )
             lines.append(
-                f"  - {s['id']}: {shown}{' (' + ', '.join(flags) + ')' if flags else ''}{extra}"
+                f"  - {s.id}: {shown}{' (' + ', '.join(flags) + ')' if flags else ''}{extra}"
             )
         lines.append(f"  gate: {describe_gate(target.gate)}")
         for note in notes:

@@ -5,7 +5,7 @@ A config that never ran under the old defaults gets no notice: its failure is a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import InputError
@@ -92,11 +92,6 @@ def _ran_under_old_defaults(
     for manifest in manifests:
         recorded = manifest.targets[target].graders if target in manifest.targets else ()
         for spec in recorded:
-            if (
-                isinstance(spec, Mapping)
-                and spec.get("id") in relied
-                and spec.get("observes_actions")
-                and spec.get("must_pass") is False
-            ):
+            if spec.id in relied and spec.observes_actions and not spec.must_pass:
                 return True
     return False

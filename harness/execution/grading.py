@@ -26,6 +26,7 @@ from ..judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from ..records import GradeResult, GraderSpec
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..rundir.identity import grader_code_hash
+from ..rundir.manifest import GraderRecord
 from ..verdicts.scoring import GraderVerdict, aggregate_samples
 from .errortext import (
     MAX_ERROR_CHARS,
@@ -53,9 +54,9 @@ class AttachedGrader:
     """A grader instance attached to a target, with how it counts and where it came from."""
 
     attachment: Attachment
-    spec: dict[str, Any]
-    """What the identity snapshot records: id, source ("registry" or "module"), options,
-    weight, must_pass, threshold, samples, declared scale, code hash, module path."""
+    spec: GraderRecord
+    """What the run's manifest records of it: id, source, options, how it counts, declared
+    scale, code hash, module path."""
     deadline_misses: CircuitBreaker = field(
         default_factory=lambda: CircuitBreaker(DEFAULT_BREAKER_FAILURES)
     )
@@ -129,22 +130,24 @@ def build_services(
 
 def _spec_of(
     att: Attachment, *, source: str, options: Mapping[str, Any], module: str | None
-) -> dict:
+) -> GraderRecord:
     g = att.grader
-    return {
-        "id": g.id,
-        "source": source,
-        "module": module,
-        "options": dict(options),
-        **att.spec.model_dump(),
-        "min_score": float(g.min_score),
-        "max_score": float(g.max_score),
-        "binary": bool(getattr(g, "binary", False)),
-        "llm": bool(getattr(g, "llm", False)),
-        "observes_actions": bool(getattr(g, "observes_actions", False)),
-        "sees_tool_calls": bool(getattr(g, "sees_tool_calls", False)),
-        "code_sha256": grader_code_hash(g),
-    }
+    return GraderRecord.model_validate(
+        {
+            "id": g.id,
+            "source": source,
+            "module": module,
+            "options": dict(options),
+            **att.spec.model_dump(),
+            "min_score": float(g.min_score),
+            "max_score": float(g.max_score),
+            "binary": bool(getattr(g, "binary", False)),
+            "llm": bool(getattr(g, "llm", False)),
+            "observes_actions": bool(getattr(g, "observes_actions", False)),
+            "sees_tool_calls": bool(getattr(g, "sees_tool_calls", False)),
+            "code_sha256": grader_code_hash(g),
+        }
+    )
 
 
 def _registry_attachment(
@@ -209,8 +212,8 @@ def attach_graders(
     module_label: str | None = None,
     config_file: str | None = None,
 ) -> list[AttachedGrader]:
-    """Attach the config's grader entries (`GraderEntry`, or the spec dicts of a run's
-    identity) then the grading module's graders. An unknown id, a bad option or a gate that can never fail (must-pass
+    """Attach the config's grader entries (`GraderEntry`, or the `GraderRecord`s of a run's
+    manifest) then the grading module's graders. An unknown id, a bad option or a gate that can never fail (must-pass
     on a scalar grader without a threshold) is invalid input (exit 4); `config_file` names
     the file in those errors."""
     if registry is None:
@@ -239,16 +242,15 @@ def attach_graders(
     return attached
 
 
-def _entry_of(stored: Mapping[str, Any]) -> GraderEntry:
-    """A grader as a run's identity recorded it (`_spec_of`) as a config entry again."""
-    counts = {k: stored[k] for k in GraderSpec.model_fields if stored.get(k) is not None}
-    return GraderEntry(
-        id=stored["id"], spec=GraderSpec(**counts), options=dict(stored.get("options") or {})
-    )
+def _entry_of(stored: GraderRecord) -> GraderEntry:
+    """A grader as a run's manifest recorded it (`_spec_of`) as a config entry again."""
+    values = {k: getattr(stored, k, None) for k in GraderSpec.model_fields}
+    counts = {k: v for k, v in values.items() if v is not None}
+    return GraderEntry(id=stored.id, spec=GraderSpec(**counts), options=dict(stored.options))
 
 
 def attach_from_specs(
-    specs: Sequence[Mapping[str, Any]],
+    specs: Sequence[GraderRecord],
     *,
     run_dir: Path,
     services: GraderServices,
@@ -256,10 +258,8 @@ def attach_from_specs(
 ) -> list[AttachedGrader]:
     """Rebuild the graders a run used from its identity snapshot: registry graders by id and
     stored options, module graders from the copy of the grading module in the run dir."""
-    registry_specs = [s for s in specs if s.get("source") == "registry"]
-    modules = sorted(
-        {s["module"] for s in specs if s.get("source") == "module" and s.get("module")}
-    )
+    registry_specs = [s for s in specs if s.source == "registry"]
+    modules = sorted({s.module for s in specs if s.source == "module" and s.module})
     attached = attach_graders(
         registry_specs, grading_module=None, services=services, registry=registry
     )
@@ -271,13 +271,13 @@ def attach_from_specs(
             )
         attached.extend(_module_attachments(path, services, module_label=module))
     for att in attached:
-        stored = next((s for s in specs if s["id"] == att.grader.id), None)
-        now = att.spec.get("code_sha256")
-        if stored and stored.get("code_sha256") and now and stored["code_sha256"] != now:
+        stored = next((s for s in specs if s.id == att.grader.id), None)
+        before, now = stored.code_sha256 if stored else None, att.spec.code_sha256
+        if before and now and before != now:
             log.warning(
                 "grader %s: its code changed since the run (sha256 %s -> %s)",
                 att.grader.id,
-                stored["code_sha256"][:12],
+                before[:12],
                 now[:12],
             )
     return attached

@@ -62,7 +62,7 @@ def _advisories(
 def _module_note(target: TargetConfig, attached: Sequence[AttachedGrader]) -> list[str]:
     """Say which graders came from the automatic grading module (graders.py beside the
     dataset): they attach even when the target's `graders:` names none of them."""
-    ids = [a.grader.id for a in attached if a.spec.get("source") == "module"]
+    ids = [a.grader.id for a in attached if a.spec.source == "module"]
     if not (target.grading_module_auto and ids):
         return []
     return [

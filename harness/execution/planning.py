@@ -59,7 +59,7 @@ def planned(
         added = attach_graders(
             plan.additions, grading_module=None, services=services, registry=registry
         )
-        module = [a for a in attached if a.spec.get("source") == "module"]
+        module = [a for a in attached if a.spec.source == "module"]
         attached = [a for a in attached if a not in module] + added + module
     return [a for a in attached if a.grader.id not in plan.not_applicable], plan
 

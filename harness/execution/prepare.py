@@ -92,12 +92,10 @@ def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
 def _target_manifest(
     target: TargetConfig, dataset: Any, attached: Sequence[AttachedGrader], module_copy: str | None
 ) -> TargetManifest:
-    specs = []
-    for a in attached:
-        spec = dict(a.spec)
-        if spec["source"] == "module":
-            spec["module"] = module_copy
-        specs.append(spec)
+    specs = [
+        a.spec.model_copy(update={"module": module_copy}) if a.spec.source == "module" else a.spec
+        for a in attached
+    ]
     module = target.grading_module
     return TargetManifest(
         mode=target.mode,

@@ -310,7 +310,7 @@ async def aregrade_run(
             for name in manifest.targets:
                 selected = sum(1 for i in stored.get(name, ()) if id_selected(i, ids))
                 scope[name] = {**scope.get(name, {}), "selected": selected}
-        specs = [{"target": n, **a.spec} for n, at in attached.items() for a in at]
+        specs = [{"target": n, **a.spec.to_json()} for n, at in attached.items() for a in at]
         mode = "goal" if goal is not None else "current" if current else "stored"
         # the latest only once every question is graded (`end_grading`)
         grading_id = store.new_grading(mode=mode, graders=specs, unfinished=True)

@@ -143,10 +143,10 @@ def _identity(outcome: Any) -> str:
         )
         for g in t.graders:
             out.append(
-                f"<tr><td><code>{_e(g.get('id'))}</code></td><td>{_e(g.get('source'))}</td>"
-                f"<td>{_e(fmt(g.get('min_score')))}–{_e(fmt(g.get('max_score')))}</td>"
-                f"<td>{'yes' if g.get('must_pass') else 'no'}</td>"
-                f"<td><code>{_e((g.get('code_sha256') or '-')[:16])}</code></td></tr>"
+                f"<tr><td><code>{_e(g.id)}</code></td><td>{_e(g.source)}</td>"
+                f"<td>{_e(fmt(g.min_score))}–{_e(fmt(g.max_score))}</td>"
+                f"<td>{'yes' if g.must_pass else 'no'}</td>"
+                f"<td><code>{_e((g.code_sha256 or '-')[:16])}</code></td></tr>"
             )
         out.append("</tbody></table>")
     return "\n".join(out)

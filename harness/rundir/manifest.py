@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "MANIFEST_VERSION",
     "DatasetRef",
+    "GraderRecord",
     "GradingModuleRef",
     "MergedShard",
     "RubricFile",
@@ -83,6 +84,43 @@ class RubricFile(_Model):
     """Its sha256 when the run started: an edit in place under the same version is refused."""
 
 
+class GraderRecord(_Model):
+    """One grader attached to a target, as the run recorded it: what `tracegrade grade`
+    rebuilds the grader from and what tells a changed grader apart."""
+
+    id: str
+    """The grader's id."""
+    source: str
+    """`registry` (a built-in or plugin grader, by id) or `module` (the grading module's)."""
+    module: str | None = None
+    """For a module grader: the run's copy of its grading module, relative to the run dir."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The options it was built with (a registry grader's config entry)."""
+    weight: float = 1.0
+    """Its weight in the composite."""
+    must_pass: bool = False
+    """A gate: when it fails, the question fails."""
+    threshold: float = 0.0
+    """Its passing bar on its own scale."""
+    samples: int = 1
+    """How many times it graded each question (the verdicts' median)."""
+    min_score: float | None = None
+    """The low end of its declared scale."""
+    max_score: float | None = None
+    """The high end of its declared scale."""
+    binary: bool = False
+    """It passes only at its max."""
+    llm: bool = False
+    """It calls a judge model."""
+    observes_actions: bool = False
+    """It reads what the agent did (tool calls, state), not only its text."""
+    sees_tool_calls: bool = False
+    """It receives the tool-call record."""
+    code_sha256: str | None = None
+    """sha256 of its code (`tracegrade.rundir.identity.grader_code_hash`); None when its
+    source could not be read."""
+
+
 class TargetManifest(_Model):
     mode: str
     """`agent` (a LangGraph graph) or `chat` (a bare chat model)."""
@@ -92,9 +130,8 @@ class TargetManifest(_Model):
     """Which dataset, and its hash."""
     grading_module: GradingModuleRef | None = None
     """The user grading module and its copy inside the run dir, if any."""
-    graders: list[dict[str, Any]] = Field(default_factory=list)
-    """Each attached grader: id, source (`registry` or `module`), module (the run's copy),
-    options, weight, must_pass, threshold, samples, declared scale, code hash."""
+    graders: list[GraderRecord] = Field(default_factory=list)
+    """Each attached grader, in attachment order."""
     repeats: int = 1
     """How many trials each question ran."""
     variant: VariantRef | None = None
@@ -188,7 +225,9 @@ class RunManifest(_Model):
     def grader_specs(self) -> list[dict[str, Any]]:
         """Every target's graders as recorded, each with its `target`: what a grading of the
         run stores."""
-        return [{"target": name, **s} for name, t in self.targets.items() for s in t.graders]
+        return [
+            {"target": name, **g.to_json()} for name, t in self.targets.items() for g in t.graders
+        ]
 
 
 _FIRST_RELEASE_RUN: dict[str, Any] = {

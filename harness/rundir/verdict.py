@@ -24,7 +24,7 @@ from ..verdicts.gate import GateFold, evaluate_gate
 from ..verdicts.plan import plan_notes
 from ..verdicts.scoring import GraderFold, QuestionScore, summarise_graders
 from .directory import RunDirectory
-from .manifest import RunManifest
+from .manifest import GraderRecord, RunManifest
 from .outcome import RunOutcome, TargetResult
 from .store import ResultStore
 
@@ -58,14 +58,16 @@ def record_lost_spans(store: ResultStore, grading_id: int, lost: int) -> None:
         store.set_meta(_scope_key(grading_id), scope)
 
 
-def _must_pass(store: ResultStore, grading_id: int, name: str, manifest_graders: list) -> list[str]:
+def _must_pass(
+    store: ResultStore, grading_id: int, name: str, manifest_graders: list[GraderRecord]
+) -> list[str]:
     """The target's must-pass graders in that grading (the graders it stored), else in the
     manifest."""
     for grading in store.gradings():
         if grading["grading_id"] == grading_id and grading["graders"]:
             specs = [g for g in grading["graders"] if g.get("target") == name]
             return [str(g["id"]) for g in specs if g.get("must_pass")]
-    return [str(g["id"]) for g in manifest_graders if g.get("must_pass")]
+    return [g.id for g in manifest_graders if g.must_pass]
 
 
 def decide_run(
