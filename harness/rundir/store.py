@@ -99,6 +99,10 @@ def _writes(method: _Method) -> _Method:
     return write  # type: ignore[return-value]
 
 
+def _using(keyed: str) -> str:
+    return " USING (target, question_id, trial)" if keyed else ""
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -520,7 +524,8 @@ class ResultStore:
                 "CREATE TEMP TABLE IF NOT EXISTS page_keys "
                 "(target TEXT, question_id TEXT, trial INTEGER)"
             )
-            keyed = " JOIN temp.page_keys USING (target, question_id, trial)"
+            # the page's keys drive the loop: each row found by the table's primary key
+            keyed = "temp.page_keys CROSS JOIN "
         while rows := (cursor.fetchmany(page) if page is not None else cursor.fetchall()):
             if page is not None:
                 self._db.execute("DELETE FROM temp.page_keys")
@@ -556,8 +561,9 @@ class ResultStore:
         grades: dict[tuple[str, str, int], list[GraderVerdict]] = {}
         for r in self._rows(
             "SELECT target, question_id, trial, grader_id, score, min_score, max_score, reason, "
-            f"error, binary, weight, must_pass, threshold, samples, checks, details FROM grades"
-            f"{keyed} WHERE grading_id = ? ORDER BY target, question_id, trial, position",
+            "error, binary, weight, must_pass, threshold, samples, checks, details FROM "
+            f"{keyed}grades{_using(keyed)} WHERE grading_id = ? "
+            "ORDER BY target, question_id, trial, position",
             (grading_id,),
         ):
             grades.setdefault((r["target"], r["question_id"], r["trial"]), []).append(
@@ -582,8 +588,8 @@ class ResultStore:
         scored = {
             (r["target"], r["question_id"], r["trial"]): r
             for r in self._rows(
-                "SELECT target, question_id, trial, error, error_type, judge_usage FROM scores"
-                f"{keyed} WHERE grading_id = ?",
+                "SELECT target, question_id, trial, error, error_type, judge_usage FROM "
+                f"{keyed}scores{_using(keyed)} WHERE grading_id = ?",
                 (grading_id,),
             )
         }
