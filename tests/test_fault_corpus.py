@@ -9,6 +9,7 @@ a child process."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import signal
@@ -980,3 +981,26 @@ def test_merge_killed_half_way_leaves_no_run(tmp_path: Path, monkeypatch, capsys
     capsys.readouterr()
     assert main(["show", str(tmp_path / "merged")]) == 4
     assert not any(p.name.startswith(".") for p in (tmp_path / "runs").iterdir())
+
+
+def test_an_interrupt_inside_a_task_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    """A SIGTERM that lands while one of the run's tasks (a grader) runs reaches the caller
+    once; asyncio never prints that task's copy as 'Task exception was never retrieved' with a
+    traceback after the CLI's clean message (seen on a loaded machine: a CI cancel of grade)."""
+    import asyncio
+    import gc
+
+    from tracegrade.execution.loops import run_without_loop
+
+    async def grader() -> None:
+        raise KeyboardInterrupt
+
+    async def main() -> None:
+        task = asyncio.ensure_future(grader())
+        await asyncio.sleep(5)
+        await task
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"), pytest.raises(KeyboardInterrupt):
+        run_without_loop("main", main)
+    gc.collect()
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text

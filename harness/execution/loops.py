@@ -24,6 +24,15 @@ def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
     raise RuntimeError(f"{name}() called inside a running event loop: await a{name}() instead")
 
 
+def _quiet_delivered_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """A Ctrl-C or SIGTERM that lands inside one of the run's tasks (a grader's, say) leaves
+    `run_until_complete` as well, and the caller reports it once; the task keeps a copy that
+    asyncio would log when it is collected, a traceback after the CLI's clean "interrupted"."""
+    if isinstance(context.get("exception"), KeyboardInterrupt):
+        return
+    loop.default_exception_handler(context)
+
+
 def _run_loop(coro: Any) -> Any:
     """`asyncio.run`, minus two ways user code could end or hang the run:
 
@@ -35,6 +44,7 @@ def _run_loop(coro: Any) -> Any:
       CLI then exits without joining stray threads).
     """
     loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_quiet_delivered_interrupts)
     try:
         main = loop.create_task(coro)
         while True:
