@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .usage import Latency, ModelCall, QuestionUsage, Tokens
@@ -63,6 +63,11 @@ class PriceTable:
     entries: tuple[tuple[str, Price], ...] = ()
     currency: str = "USD"
     version: str = ""
+    _found: dict[str, Price | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    """Model name -> its price, as `price_of` found it (the table never changes): an unpriced
+    model was every pattern's glob match on every question."""
 
     @classmethod
     def build(
@@ -88,6 +93,15 @@ class PriceTable:
         return cls(tuple(own + bundled), currency, version)
 
     def price_of(self, model: str) -> Price | None:
+        try:
+            return self._found[model]
+        except KeyError:
+            found = self._lookup(model)
+            if len(self._found) < 1024:  # bounded: a monitor may see any number of names
+                self._found[model] = found
+            return found
+
+    def _lookup(self, model: str) -> Price | None:
         for pattern, price in self.entries:
             if pattern == model:
                 return price

@@ -402,6 +402,17 @@ class RedactionPolicy:
         try:
             if by_name and name and self.is_secret_name(str(name)):
                 return REDACTED
+            # Exact JSON types first: `isinstance(value, Mapping)` is an ABC check, and this
+            # runs for every key and item of every row a run commits.
+            kind = type(value)
+            if kind is str:
+                return self.text(value)
+            if kind is dict:
+                return {k: self.value(v, name=k, by_name=by_name) for k, v in value.items()}
+            if kind is list:
+                return [self.value(v, by_name=by_name) for v in value]
+            if value is None or kind is bool or kind is int or kind is float:
+                return value
             if isinstance(value, str):
                 return self.text(value)
             if isinstance(value, Mapping):

@@ -48,6 +48,9 @@ STUCK_S = 5.0
 """How long after the interruption the loop may stay held before `on_stuck` is called."""
 
 
+_Task = asyncio.Task  # one global lookup per task made (the factory runs for every task)
+
+
 class Overran(Abandoned):
     """Raised inside a question that held the event loop past its timeout."""
 
@@ -172,10 +175,12 @@ class LoopWatch:
             kwargs = {} if context is None else {"context": context}
             task = self._inner_factory(loop, coro, **kwargs)
         else:
-            task = asyncio.Task(coro, loop=loop, context=context)
+            task = _Task(coro, loop=loop, context=context)
         owner = context.get(_QUESTION) if context is not None else _QUESTION.get()
-        if owner is not None and owner.tasks is not None:
-            owner.tasks.append(task)
+        if owner is not None:
+            tasks = owner.tasks
+            if tasks is not None:
+                tasks.append(task)
         return task
 
     def owner(self, task: Any) -> QuestionDeadline | None:
@@ -198,6 +203,8 @@ class LoopWatch:
             deadline._token = None
         with self._lock:
             self.active.pop(deadline.task, None)
+            if not self.stalls:  # the common case: nothing to forget (no O(active) scan)
+                return
             if not self.active:
                 self.stalls.clear()
             else:
