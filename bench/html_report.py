@@ -33,7 +33,7 @@ from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
 from tracegrade.rundir.store import QuestionRun  # noqa: E402
 from tracegrade.verdicts.scoring import (  # noqa: E402
     GraderVerdict,
-    QuestionScore,
+    QuestionResult,
     evaluate_gate,
     score_question,
     summarise_graders,
@@ -81,7 +81,7 @@ def synthetic(n: int, seed: int = 7):
         ]  # fmt: skip
         scores.append(
             score_question(
-                QuestionScore(qid, "desk", split=rng.choice(["test", "train"]),
+                QuestionResult(qid, "desk", split=rng.choice(["test", "train"]),
                               bundle=rng.choice(["bookings", "refunds", "cancellations"]),
                               tags=["policy", rng.choice(["booking", "refund"])],
                               graders=graders, trace_id=f"{rng.getrandbits(128):032x}")

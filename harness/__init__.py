@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
     "start_run": "tracegrade.execution.lifecycle",
     # the run record, history and comparison
     "Comparison": "tracegrade.comparison.compare",
-    "QuestionResult": "tracegrade.rundir.record",
+    "QuestionResult": "tracegrade.verdicts.result",
     "RunManifest": "tracegrade.rundir.manifest",
     "StoredRun": "tracegrade.rundir.history",
     "compare_runs": "tracegrade.comparison.compare",

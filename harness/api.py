@@ -30,7 +30,7 @@ from .inputs.sourceparse import Document
 from .records import ToolRecord
 from .rundir.outcome import RunOutcome, Selection, TargetResult
 from .verdicts.gate import GateVerdict
-from .verdicts.scoring import QuestionScore
+from .verdicts.result import QuestionResult
 
 __all__ = [
     "RunResult",
@@ -71,7 +71,7 @@ class RunResult:
         return self.exit_code == 0
 
     @property
-    def questions(self) -> list[QuestionScore]:
+    def questions(self) -> list[QuestionResult]:
         """Every question's verdict, target by target, in selection order."""
         return [q for t in self.targets for q in t.questions]
 
@@ -80,7 +80,7 @@ class RunResult:
         """Each target's gate verdict, by target name."""
         return {t.target: t.verdict for t in self.targets}
 
-    def question(self, target: str, question_id: str) -> QuestionScore:
+    def question(self, target: str, question_id: str) -> QuestionResult:
         """One question's verdict; `KeyError` when the run has no such question."""
         for t in self.targets:
             if t.target == target:
@@ -110,7 +110,7 @@ def _gate_of(result: RunResult, target: str) -> GateConfig | None:
     return parse_gate(stored.config.get("gate")) if stored is not None else None
 
 
-def failure_reasons(question: QuestionScore, gate: GateConfig | None = None) -> list[str]:
+def failure_reasons(question: QuestionResult, gate: GateConfig | None = None) -> list[str]:
     """Why `question` did not pass, one line per cause ([] when it passed): the agent's error,
     each grader that errored or scored below its bar (with the grader's reason), each failed
     required or critical rubric check, and checks left in Review unless the gate allows it."""
@@ -185,7 +185,7 @@ async def arun(
     junit: Path | str | None = None,
     markdown: Path | str | None = None,
     use_cache: bool = True,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
 ) -> RunResult:
     """Run a config's targets over their datasets, grade and score them: `tracegrade run`.
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tracegrade import QuestionResult
 from tracegrade.graders import load_registry
 from tracegrade.graders.declarations import SOURCES
 from tracegrade.inputs.config import GraderEntry, parse_gate
@@ -24,7 +25,7 @@ from tracegrade.records import GraderSpec
 from tracegrade.rundir.annotations import Annotation, apply_annotations
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.plan import check_plan, plan_notes
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 # What each key needs, as the docs say: the evidence of the grader that checks it.
 KEYS = {
@@ -82,7 +83,7 @@ def _expected(key: str, attached: str, source: str) -> str:
     return "not checked" if evidence == "judge" else "attached"
 
 
-def _score(grader_id: str, cls, outcome: str) -> QuestionScore:
+def _score(grader_id: str, cls, outcome: str) -> QuestionResult:
     hi, lo = float(cls.max_score), float(cls.min_score)
     spec = GraderSpec(must_pass=True, threshold=hi)
     checks = []
@@ -106,7 +107,7 @@ def _score(grader_id: str, cls, outcome: str) -> QuestionScore:
         spec=spec,
         checks=checks,
     )
-    question = score_question(QuestionScore(question_id="q", target="t", graders=[grader]))
+    question = score_question(QuestionResult(id="q", target="t", graders=[grader]))
     if outcome.startswith("decided"):
         apply_annotations(
             question,

@@ -132,14 +132,15 @@ def test_an_edited_question_is_refused_with_exit_4_and_named(tmp_path, capsys):
 
 
 def _result(qid: str, *, rubrics=(), passed=True, composite=5.0, sha="x") -> QuestionResult:
+    # the question's verdict and rubrics are derived from its graders, as a report writes them
+    checks = [
+        {"id": "c", "rubric": r.split("@")[0], "rubric_version": r.split("@")[1], "status": "pass"}
+        for r in rubrics
+    ]
+    grader = GraderVerdict(id="g", score=1.0 if passed else 0.0, max=1.0, binary=True)
+    grader.checks = checks
     return QuestionResult(
-        target="t",
-        id=qid,
-        passed=passed,
-        composite=composite,
-        content_sha256=sha,
-        rubrics=list(rubrics),
-        graders=[GraderVerdict(id="g", score=1.0 if passed else 0.0, passed=passed, binary=True)],
+        target="t", id=qid, composite=composite, content_sha256=sha, graders=[grader]
     )
 
 
@@ -208,14 +209,15 @@ def test_a_question_newly_failing_is_a_regression_by_default():
     )
 
 
-def test_fail_on_any_counts_a_grader_newly_below_its_bar_on_a_passing_question():
+def test_fail_on_any_counts_a_grader_newly_below_its_bar_on_a_question_failing_in_both():
     def result(passed: bool) -> QuestionResult:
         graders = [
-            GraderVerdict(id="g", score=1.0, max=1.0, binary=True),
+            # fails in both runs: the question's status does not change
+            GraderVerdict(id="g", score=0.0, max=1.0, binary=True),
             # not must-pass, bar >= 2 on 0-5: met in the baseline, missed in the candidate
             GraderVerdict(id="h", score=2.0 if passed else 1.0, spec=GraderSpec(threshold=2.0)),
         ]
-        return QuestionResult(target="t", id="a", passed=True, composite=4.0, graders=graders)
+        return QuestionResult(target="t", id="a", composite=4.0, graders=graders)
 
     base, cand = _stored(result(True)), _stored(result(False))
     assert compare_runs(base, cand).exit_code == 0

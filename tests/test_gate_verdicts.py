@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import pytest
 
+from tracegrade import QuestionResult
 from tracegrade.inputs.config import GateConfig
 from tracegrade.verdicts.gate import evaluate_gate
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
 def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderVerdict:
     return GraderVerdict(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
 
 
-def q(qid="q", graders=(), error=None, **kw) -> QuestionScore:
-    return score_question(QuestionScore(question_id=qid, graders=list(graders), error=error, **kw))
+def q(qid="q", graders=(), error=None, **kw) -> QuestionResult:
+    kw.setdefault("target", "t")
+    return score_question(QuestionResult(id=qid, graders=list(graders), error=error, **kw))
 
 
 def test_an_errored_question_within_the_budget_fails_the_gate_and_counts_zero_in_the_mean():

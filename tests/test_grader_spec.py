@@ -129,9 +129,9 @@ def test_the_verdict_reads_its_bar_from_the_spec_and_round_trips_through_the_rep
 
 
 def _question(verdict):
-    from tracegrade.verdicts.scoring import QuestionScore
+    from tracegrade import QuestionResult
 
-    return QuestionScore(question_id="q", graders=[verdict])
+    return QuestionResult(target="t", id="q", graders=[verdict])
 
 
 def _config_schema() -> dict:

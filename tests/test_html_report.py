@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade import QuestionResult
 from tracegrade.cli import main
 from tracegrade.inputs.config import GateConfig
 from tracegrade.records import Outcome, ToolCall, ToolRecord
@@ -21,7 +22,7 @@ from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.rundir.store import QuestionRun
 from tracegrade.verdicts.gate import evaluate_gate
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
 def page_data(html: str) -> dict:
@@ -53,10 +54,8 @@ def stored(qid: str, row: dict, **kw) -> QuestionRun:
     return QuestionRun(target="t", question_id=qid, row=row, has_record=True, **kw)
 
 
-def question(qid: str, *graders: GraderVerdict, error=None) -> QuestionScore:
-    return score_question(
-        QuestionScore(question_id=qid, target="t", graders=list(graders), error=error)
-    )
+def question(qid: str, *graders: GraderVerdict, error=None) -> QuestionResult:
+    return score_question(QuestionResult(id=qid, target="t", graders=list(graders), error=error))
 
 
 def grader(gid: str, score, *, must=False, error=False, checks=()) -> GraderVerdict:
@@ -298,7 +297,7 @@ def test_every_report_command_offers_html(capsys):
 
 
 def test_each_trial_of_a_repeated_question_shows_its_own_calls():
-    trials = [replace(question("q", grader("g", 5)), trial=k) for k in (0, 1)]
+    trials = [question("q", grader("g", 5)).model_copy(update={"trial": k}) for k in (0, 1)]
     outcome = RunOutcome(
         run_id="r1",
         run_dir=Path("."),

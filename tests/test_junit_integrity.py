@@ -5,13 +5,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tracegrade import QuestionResult
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.junit import render_junit
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,
-    QuestionScore,
     score_question,
     summarise_graders,
 )
@@ -36,7 +36,7 @@ def _outcome(questions):
 
 def test_control_characters_in_an_agent_error_leave_valid_xml():
     error = "RuntimeError: \x1b[31mboom\x1b[0m \x00\x08 bell\x07 \ud83d ok"
-    xml = render_junit(_outcome([QuestionScore(question_id="q", error=error)]))
+    xml = render_junit(_outcome([QuestionResult(target="t", id="q", error=error)]))
     root = ET.fromstring(xml.encode("utf-8"))  # parses: nothing XML 1.0 forbids is left
     err = root.find(".//error")
     assert err.text == "RuntimeError: [31mboom[0m  bell  ok"
@@ -44,14 +44,15 @@ def test_control_characters_in_an_agent_error_leave_valid_xml():
 
 
 def test_failures_counts_failed_test_cases_not_failure_elements():
-    two_failures = QuestionScore(
-        question_id="a",
+    two_failures = QuestionResult(
+        target="t",
+        id="a",
         graders=[
             _g("x", 1.0, threshold=3.0),
             _g("y", 1.0, threshold=3.0),
         ],
     )
-    passing = QuestionScore(question_id="b", graders=[_g("x", 5.0, threshold=3.0)])
+    passing = QuestionResult(target="t", id="b", graders=[_g("x", 5.0, threshold=3.0)])
     root = ET.fromstring(render_junit(_outcome([two_failures, passing])).encode())
     suite = root.find("testsuite")
     assert len(suite.findall(".//failure")) == 2

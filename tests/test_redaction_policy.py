@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.runs_support import write_project
+from tracegrade import QuestionResult
 from tracegrade.capture.tracefile import redacted_attributes
 from tracegrade.cli import main
 from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from tracegrade.judging.redacting import RedactingProvider
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
 from tracegrade.rundir.store import QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 # (as planted, the part that must not survive): one of every kind.
 KINDS = [
@@ -73,9 +74,7 @@ def _store_channel(text: str, tmp, *, policy: RedactionPolicy = DEFAULT_POLICY) 
             error=True,
             checks=[{"id": "c", "reason": text, "evidence": {"policy": text}}],
         )
-        score = score_question(
-            QuestionScore(question_id="q", target="t", graders=[grade], error=text)
-        )
+        score = score_question(QuestionResult(id="q", target="t", graders=[grade], error=text))
         store.commit_question(run, score, grading_id=grading)
     data = path.read_bytes().decode("utf-8", "replace")
     path.unlink()

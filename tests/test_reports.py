@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tracegrade import QuestionResult
 from tracegrade.inputs.config import GateConfig
 from tracegrade.pricing import PriceTable, priced, question_usage
 from tracegrade.reports.console import render_console
@@ -21,7 +22,6 @@ from tracegrade.usage import ModelCall, QuestionUsage
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,
-    QuestionScore,
     score_question,
     summarise_graders,
 )
@@ -49,8 +49,8 @@ def _g(gid, score, hi=5.0, **kw):
 
 def outcome() -> RunOutcome:
     questions = [
-        QuestionScore(
-            question_id="book",
+        QuestionResult(
+            id="book",
             target="desk",
             split="test",
             bundle="bookings",
@@ -62,8 +62,8 @@ def outcome() -> RunOutcome:
                 _g("groundedness_grader", 1.0, hi=1.0, binary=True),
             ],
         ),
-        QuestionScore(
-            question_id="cancel",
+        QuestionResult(
+            id="cancel",
             target="desk",
             split="test",
             bundle="cancellations",
@@ -80,8 +80,8 @@ def outcome() -> RunOutcome:
                 _g("groundedness_grader", 0.0, hi=1.0, binary=True, reason="claims a cancellation"),
             ],
         ),
-        QuestionScore(
-            question_id="refund",
+        QuestionResult(
+            id="refund",
             target="desk",
             split="validation",
             trace_id="c" * 32,
@@ -98,8 +98,8 @@ def outcome() -> RunOutcome:
                 ),
             ],
         ),
-        QuestionScore(
-            question_id="slow",
+        QuestionResult(
+            id="slow",
             target="desk",
             trace_id="d" * 32,
             error="timed out after 30s",

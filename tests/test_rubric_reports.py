@@ -8,6 +8,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tracegrade import QuestionResult
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.console import render_console
 from tracegrade.reports.json_report import build_json_report
@@ -17,7 +18,6 @@ from tracegrade.rundir.outcome import RunOutcome, TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,
-    QuestionScore,
     score_question,
     summarise_graders,
 )
@@ -72,10 +72,10 @@ def outcome() -> RunOutcome:
         grader_id="relevance_grader", score=5.0, min_score=0.0, max_score=5.0, reason="on topic"
     )
     questions = [
-        score_question(QuestionScore(question_id="refund", target="desk", graders=[rubric, clean])),
+        score_question(QuestionResult(id="refund", target="desk", graders=[rubric, clean])),
         score_question(
-            QuestionScore(
-                question_id="book",
+            QuestionResult(
+                id="book",
                 target="desk",
                 graders=[
                     GraderVerdict(

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tracegrade import QuestionResult
 from tracegrade.errors import InputError
 from tracegrade.rundir.history import load_outcome, load_stored_run
 from tracegrade.rundir.identity import read_manifest
 from tracegrade.rundir.record import question_fingerprint
 from tracegrade.rundir.store import SCHEMA_VERSION, QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"
 # What the first release scored on that run (printed by it when the fixture was written).
@@ -139,7 +140,7 @@ def test_graders_details_and_trials_round_trip(tmp_path):
                 details=details,
             )
             score = score_question(
-                QuestionScore(question_id="q", target="t", trial=trial, graders=[grader])
+                QuestionResult(id="q", target="t", trial=trial, graders=[grader])
             )
             run = QuestionRun(target="t", question_id="q", trial=trial, row={"input": "x"})
             store.commit_question(run, score, grading_id=gid)

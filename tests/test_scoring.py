@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tracegrade import QuestionResult
 from tracegrade.inputs.config import GateConfig
 from tracegrade.records import GradeResult
 from tracegrade.verdicts.gate import combine_exit_codes, evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,
-    QuestionScore,
     aggregate_samples,
     passes,
     score_question,
@@ -22,8 +22,9 @@ def g(gid="g", score=5.0, lo=0.0, hi=5.0, **kw) -> GraderVerdict:
     return GraderVerdict(grader_id=gid, score=score, min_score=lo, max_score=hi, reason="r", **kw)
 
 
-def q(qid="q", graders=(), error=None, **kw) -> QuestionScore:
-    return score_question(QuestionScore(question_id=qid, graders=list(graders), error=error, **kw))
+def q(qid="q", graders=(), error=None, **kw) -> QuestionResult:
+    kw.setdefault("target", "t")
+    return score_question(QuestionResult(id=qid, graders=list(graders), error=error, **kw))
 
 
 @pytest.mark.parametrize(

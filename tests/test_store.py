@@ -6,11 +6,12 @@ import sqlite3
 
 import pytest
 
+from tracegrade import QuestionResult
 from tracegrade.rundir.store import QuestionRun, ResultStore
-from tracegrade.verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
-def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionScore:
+def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> QuestionResult:
     graders = (
         []
         if error
@@ -28,7 +29,7 @@ def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> Que
             ),
         ]
     )
-    return score_question(QuestionScore(question_id=qid, target="t", graders=graders, error=error))
+    return score_question(QuestionResult(id=qid, target="t", graders=graders, error=error))
 
 
 def _run(qid: str, **kw) -> QuestionRun:

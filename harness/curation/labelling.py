@@ -265,7 +265,7 @@ def record_answer(
 
 
 def open_items(question: Any, checklist: Sequence[ChecklistItem]) -> list[tuple[str, str]]:
-    """What still waits for a person on one graded question (a `QuestionScore` with its
+    """What still waits for a person on one graded question (a `QuestionResult` with its
     annotations applied): (label, what is asked) for each required-or-not rubric check still
     in Review and each checklist item without a current (not stale) answer."""
     answered = {a["label"] for a in getattr(question, "annotations", []) if not a.get("stale")}

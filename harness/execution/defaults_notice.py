@@ -62,7 +62,9 @@ def changed_defaults_notice(
         return g.model_copy(update={"spec": GraderSpec(**values)})
 
     old_questions = [
-        replace(q, graders=[old_spec(g) if g.grader_id in by_id else g for g in q.graders])
+        q.model_copy(
+            update={"graders": [old_spec(g) if g.grader_id in by_id else g for g in q.graders]}
+        )
         for q in result.questions
     ]
     old_gate = replace(target.gate, min_pass_rate=None) if pass_rate_default else target.gate

@@ -12,7 +12,7 @@ from typing import Any
 from ..inputs.config import Config
 from ..rundir.directory import RunDirectory
 from ..rundir.store import ResultStore
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.result import QuestionResult
 from .runner import TargetPlan, arun_target
 from .services import open_telemetry, telemetry_notes
 
@@ -26,7 +26,7 @@ async def arun_plans(
     run: RunDirectory,
     store: ResultStore,
     grading_id: int,
-    on_done: Callable[[QuestionScore], None] | None,
+    on_done: Callable[[QuestionResult], None] | None,
     lost: list[int],
     workers: int = 1,
     use_cache: bool = True,

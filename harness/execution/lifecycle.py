@@ -23,7 +23,7 @@ from ..rundir.directory import RunDirectory
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import decide_run, record_lost_spans
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.result import QuestionResult
 from .changed import HINT, refuse_changed_rubrics, refuse_other_config
 from .dispatch import arun_plans, connect_executor
 from .grading import AttachedGrader
@@ -36,7 +36,7 @@ __all__ = ["aresume_run", "astart_run", "decided", "resume_run", "start_run"]
 log = logging.getLogger(__name__)
 
 
-def _as_results(question: QuestionScore) -> list[GradeResult]:
+def _as_results(question: QuestionResult) -> list[GradeResult]:
     return [
         GradeResult(
             grader_id=g.grader_id,
@@ -51,7 +51,7 @@ def _as_results(question: QuestionScore) -> list[GradeResult]:
 
 
 def _advisories(
-    mode: str, attached: Sequence[AttachedGrader], questions: Sequence[QuestionScore]
+    mode: str, attached: Sequence[AttachedGrader], questions: Sequence[QuestionResult]
 ) -> list[str]:
     from ..graders.advisories import advisories
 
@@ -107,7 +107,7 @@ async def astart_run(
     *,
     use_cache: bool = True,
     on_start: Callable[[Path, int], None] | None = None,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
     run_id: str | None = None,
     workers: int | None = None,
     executor: str | None = None,
@@ -155,7 +155,7 @@ async def aresume_run(
     *,
     use_cache: bool = True,
     on_start: Callable[[Path, int], None] | None = None,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
     workers: int | None = None,
     executor: str | None = None,
 ) -> RunOutcome:

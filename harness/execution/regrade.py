@@ -23,7 +23,8 @@ from ..rundir.outcome import RunOutcome
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_scope
 from ..usage import ModelCall, judge_meter
-from ..verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import GraderVerdict, score_question
 from .accounting import with_judges
 from .changed import refuse_changed_rubrics
 from .conversation import agrade_conversation
@@ -91,7 +92,7 @@ async def _regrade_question(
     target: TargetConfig,
     services: Any,
     previous: Mapping[str, GraderVerdict],
-) -> QuestionScore:
+) -> QuestionResult:
     error, error_type = stored.error, stored.error_type
     if error is None and stored.has_record and record is None:
         error = "no tool-call record for this question in the run's trace file (re-grade needs it)"
@@ -154,8 +155,8 @@ async def _regrade_question(
                     )
                 )
     return score_question(
-        QuestionScore(
-            question_id=stored.question_id,
+        QuestionResult(
+            id=stored.question_id,
             target=stored.target,
             trial=stored.trial,
             split=stored.split,
@@ -182,7 +183,7 @@ async def aregrade(
     services: Any,
     grading_id: int,
     current_rows: bool = False,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
     ids: Sequence[str] = (),
 ) -> list[str]:
     """Re-score every stored question of `targets` (those matching `ids`, ids or globs, when
@@ -231,7 +232,7 @@ async def aregrade_run(
     *,
     current: bool = False,
     use_cache: bool = True,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
     ids: Sequence[str] = (),
     goal: str | None = None,
 ) -> RunOutcome:

@@ -33,7 +33,8 @@ from ..rundir.evaluations import span_events
 from ..rundir.store import QuestionRun, ResultStore
 from ..usage import ModelCall, judge_meter
 from ..verdicts.budgets import question_budget_failures
-from ..verdicts.scoring import QuestionScore, score_question
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import score_question
 from .accounting import account, with_judges
 from .cassettes import close_session, open_session
 from .conversation import (
@@ -255,7 +256,7 @@ async def _run_one(
     shared: Any,
     record_class: Any,
     trial: int = 0,
-) -> tuple[QuestionRun, QuestionScore]:
+) -> tuple[QuestionRun, QuestionResult]:
     target = plan.target
     row = question.row()
     input_messages = question.input_messages()
@@ -266,7 +267,7 @@ async def _run_one(
     environment: Any = None
     workdir: Path | None = None  # made once the agent is built; the cleanup below reads it
     recorder: Any = None
-    graded: tuple[QuestionRun, QuestionScore] | None = None
+    graded: tuple[QuestionRun, QuestionResult] | None = None
     try:
         try:
             # Per question, so a factory failing now and then is that question's error; one
@@ -386,7 +387,7 @@ async def _run_one(
                 )
 
 
-def _release_question(recorder: Any, graded: tuple[QuestionRun, QuestionScore] | None) -> None:
+def _release_question(recorder: Any, graded: tuple[QuestionRun, QuestionResult] | None) -> None:
     """The question span to the exporters, its grades on it as `gen_ai.evaluation.result`
     events (none when grading never finished: the span still goes)."""
     events: list = []
@@ -411,7 +412,7 @@ async def agrade_recorded(
     environment: Any = None,
     ending: Ending | None = None,
     workdir: Path | None = None,
-) -> tuple[QuestionRun, QuestionScore]:
+) -> tuple[QuestionRun, QuestionResult]:
     """Grade one question run already made (by the runner, or read from a trace made outside
     tracegrade) with the plan's graders; its stored row and score. A run that errored is not
     graded (it scores 0 and fails its must-pass graders). A conversation (`ending.turns`) is
@@ -453,7 +454,7 @@ def _finish(
     graders: list,
     graded: tuple[str, list[dict]] | None = None,
     judge_calls: Sequence[ModelCall] = (),
-) -> tuple[QuestionRun, QuestionScore]:
+) -> tuple[QuestionRun, QuestionResult]:
     """The question's stored row and its score (`graded`: the input and messages the graders
     read; by default what the question's input gave the agent)."""
     target = plan.target
@@ -483,8 +484,8 @@ def _finish(
         outcome_expected=run.outcome_expected,
     )
     score = score_question(
-        QuestionScore(
-            question_id=stored.question_id,
+        QuestionResult(
+            id=stored.question_id,
             target=target.name,
             trial=trial,
             split=stored.split,
@@ -515,7 +516,7 @@ async def arun_target(
     store: ResultStore,
     grading_id: int,
     tracer: Any,
-    on_done: Callable[[QuestionScore], None] | None = None,
+    on_done: Callable[[QuestionResult], None] | None = None,
     record_class: Any = None,
     before_commit: Callable[[], None] | None = None,
 ) -> int:

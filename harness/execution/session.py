@@ -24,7 +24,7 @@ from ..rundir.manifest import RunManifest
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.result import QuestionResult
 from .lifecycle import decided
 from .prepare import new_grading, plan_of, prepare_run, select
 from .runner import TargetPlan, arun_target
@@ -139,7 +139,7 @@ class RunSession:
             t.telemetry = open_telemetry(self.config, self._trace_file(t.plan.target.name))
         return t.telemetry
 
-    async def arun_question(self, target: str, question_id: str) -> list[QuestionScore]:
+    async def arun_question(self, target: str, question_id: str) -> list[QuestionResult]:
         """Run one question of the run through its agent and graders (each of the target's
         `repeats` trials), commit it, return its score per trial."""
         if self._store is None:
@@ -151,7 +151,7 @@ class RunSession:
             run_id=Path(self.run_dir).name,
             message_chars=self.config.telemetry.captured_message_chars(),
         )  # ordinals: the selection's
-        scores: list[QuestionScore] = []
+        scores: list[QuestionResult] = []
         await arun_target(
             plan,
             store=self._store,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..verdicts.scoring import GraderVerdict, QuestionScore
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import GraderVerdict
 
 __all__ = [
     "annotation_lines",
@@ -58,13 +59,13 @@ def check_label(check: dict[str, Any]) -> str:
     return f"{name}@{check['version']}" if check.get("version") else name
 
 
-def check_problems(question: QuestionScore) -> list[tuple[str, dict[str, Any]]]:
+def check_problems(question: QuestionResult) -> list[tuple[str, dict[str, Any]]]:
     """The rubric checks a person must see for this question, as (what, check): failed
     critical or required checks ("critical failed", "required failed") and checks left in
     Review ("required in Review", "optional in Review"). Checks of errored graders are left
     out: the grader's error is reported instead."""
     out = []
-    for check in question.checks():
+    for check in question.grader_checks():
         status = check.get("status")
         required = check.get("required", True)
         if status == "fail" and check.get("severity") == "critical":
@@ -84,7 +85,7 @@ def _check_line(what: str, check: dict[str, Any]) -> str:
     return f"rubric check {check_label(check)} {what}" + (f": {reason}" if reason else "")
 
 
-def annotation_lines(questions: Sequence[QuestionScore]) -> list[str]:
+def annotation_lines(questions: Sequence[QuestionResult]) -> list[str]:
     """What people answered with `tracegrade label`, one line each, stale ones flagged:
     `q1: would_send = yes by ana at 2026-11-30T16:40 (note)`."""
     out = []
@@ -103,7 +104,7 @@ def annotation_lines(questions: Sequence[QuestionScore]) -> list[str]:
     return out
 
 
-def rubric_findings(questions: Sequence[QuestionScore]) -> list[str]:
+def rubric_findings(questions: Sequence[QuestionResult]) -> list[str]:
     """Every critical or required rubric check that failed, and every check left in Review,
     named with its question: `q1: rubric check booking-claim@1.0.0 critical failed: ...`."""
     return [
@@ -114,7 +115,7 @@ def rubric_findings(questions: Sequence[QuestionScore]) -> list[str]:
     ]
 
 
-def question_reasons(question: QuestionScore) -> list[str]:
+def question_reasons(question: QuestionResult) -> list[str]:
     """Why a question scored low: the agent error, errored graders, unmet graders, rubric
     checks that failed or were left in Review."""
     if question.errored:
@@ -127,13 +128,13 @@ def question_reasons(question: QuestionScore) -> list[str]:
     return reasons
 
 
-def outcome_line(question: QuestionScore) -> str:
+def outcome_line(question: QuestionResult) -> str:
     """`interrupted: waiting on interrupt {...}` (`(expected)` when the question said so)."""
     expected = " (expected)" if question.outcome_expected else ""
     return f"{question.outcome}{expected}: {question.outcome_reason or ''}".rstrip(": ")
 
 
-def question_label(question: QuestionScore) -> str:
+def question_label(question: QuestionResult) -> str:
     """The question id, with its trial when the target repeats questions (`rome#2`)."""
     return f"{question.question_id}#{question.trial}" if question.trial else question.question_id
 
@@ -149,7 +150,7 @@ def unscored_line(ids: Sequence[str], show: Any = str) -> str:
     )
 
 
-def worst_questions(questions: Sequence[QuestionScore], limit: int = 5) -> list[QuestionScore]:
+def worst_questions(questions: Sequence[QuestionResult], limit: int = 5) -> list[QuestionResult]:
     """Questions with something to say, worst first: errored, degraded, then by composite."""
     flagged = [
         q

@@ -203,7 +203,7 @@ class Progress:
         self._draw(force=True)
 
     def advance(self, question: Any) -> None:
-        """Called after each committed question (a `QuestionScore`)."""
+        """Called after each committed question (a `QuestionResult`)."""
         self.done += 1
         if getattr(question, "degraded", False):
             self.errors += 1

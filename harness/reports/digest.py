@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..usage import RunTotals, TotalsFold
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.result import QuestionResult
 from ..verdicts.trials import TrialsFold
 from .common import annotation_lines, rubric_findings, worst_questions
 
@@ -25,7 +25,7 @@ _INJECTED = "injection:"
 _FALLBACK = "no tool-call record available"  # graders.tool_usage.FALLBACK_MARKER
 
 
-def _costly_key(q: QuestionScore) -> tuple[float, int, str]:
+def _costly_key(q: QuestionResult) -> tuple[float, int, str]:
     usage = q.usage
     assert usage is not None
     return (-(usage.cost or 0.0), -(usage.tokens or 0), q.question_id)
@@ -39,14 +39,14 @@ class ReportDigest:
         self.trials = TrialsFold()
         self.findings: list[str] = []
         self.labels: list[str] = []
-        self.injected: list[QuestionScore] = []
+        self.injected: list[QuestionResult] = []
         self.unavailable = 0
         """Question runs whose trace carried no token counts."""
-        self._worst: list[QuestionScore] = []
-        self._costly: list[QuestionScore] = []
-        self._witnesses: dict[tuple[str, str], QuestionScore] = {}
+        self._worst: list[QuestionResult] = []
+        self._costly: list[QuestionResult] = []
+        self._witnesses: dict[tuple[str, str], QuestionResult] = {}
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: QuestionResult) -> None:
         """Fold one score (its `over_budget` already set by the verdict's fold)."""
         self.fold.add(q.usage)
         self.trials.add(q)
@@ -77,12 +77,12 @@ class ReportDigest:
         return self.fold.totals()
 
     @property
-    def costly(self) -> list[QuestionScore]:
+    def costly(self) -> list[QuestionResult]:
         """The costliest questions, most first (what `_costliest` sorts, at most `KEPT`)."""
         return sorted(self._costly, key=_costly_key)[:KEPT]
 
     @property
-    def worst(self) -> list[QuestionScore]:
+    def worst(self) -> list[QuestionResult]:
         """The worst questions, worst first (`worst_questions`, at most `KEPT`)."""
         return worst_questions(self._worst, KEPT)
 

@@ -25,7 +25,8 @@ from ..graders.tool_usage import (
 )
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
-from ..verdicts.scoring import QuestionScore, can_fail, pass_bar
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import can_fail, pass_bar
 from .common import outcome_line
 from .costs import question_cells
 
@@ -53,7 +54,7 @@ VERDICTS = ("errored", "degraded", "failed", "review", "passed")
 """A question's verdict on the page, worst first."""
 
 
-def question_verdict(q: QuestionScore) -> str:
+def question_verdict(q: QuestionResult) -> str:
     """errored (the agent failed), degraded (a grader failed), failed (a grader or required
     check did not pass), review (a required check left for a person), else passed."""
     if q.errored:
@@ -346,7 +347,7 @@ def _check(c: Mapping[str, Any], policy: RedactionPolicy) -> dict[str, Any]:
     return out
 
 
-def _cost_fields(q: QuestionScore) -> dict[str, Any]:
+def _cost_fields(q: QuestionResult) -> dict[str, Any]:
     """Tokens and cost as the list shows them, and the numbers it sorts by (None: unknown,
     unpriced or not recorded: sorted last, never as 0)."""
     if q.usage is None:
@@ -363,7 +364,7 @@ def _cost_fields(q: QuestionScore) -> dict[str, Any]:
 
 
 def build_question(
-    q: QuestionScore,
+    q: QuestionResult,
     *,
     stored: Any,
     record: ToolRecord | None,

@@ -12,7 +12,7 @@
  "summary": {"<target>": {..., "totals"}}, "totals", "gate": {"exit_code", "passed", "targets": {"<target>": {...}}}}
 ```
 Version 1 only ever gains keys; a removed or renamed key is version 2. A question entry is a
-`tracegrade.rundir.record.QuestionResult` (every field documented there).
+`tracegrade.QuestionResult` (every field documented there; its `answer` is not written).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..rundir.record import QuestionResult
 from .costs import totals_of
 from .escaping import to_json_text
 from .variants import injection_kinds, variant_groups
@@ -40,8 +39,9 @@ def _questions(outcome) -> list[dict[str, Any]]:
     for t in outcome.targets:
         calls = tool_calls_of(Path(outcome.run_dir), t.target)
         for q in t.questions:
-            result = QuestionResult.from_score(q, tool_calls=calls.get((q.question_id, q.trial)))
-            out.append(result.model_dump(mode="json"))
+            found = calls.get((q.id, q.trial))
+            result = q.model_copy(update={"tool_calls": found})
+            out.append(result.model_dump(mode="json", exclude={"answer"}))
     return out
 
 

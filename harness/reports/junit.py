@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..usage import format_cost
-from ..verdicts.scoring import QuestionScore, is_unscored
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import is_unscored
 from .common import (
     check_label,
     check_problems,
@@ -40,7 +41,7 @@ def _xml_safe(root: ET.Element) -> None:
             element.set(name, _FORBIDDEN.sub("", value))
 
 
-def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, int]:
+def _testcase(parent: ET.Element, target: str, q: QuestionResult) -> tuple[int, int]:
     case = ET.SubElement(parent, "testcase", classname=target, name=question_label(q))
     props = ET.SubElement(case, "properties")
     for name, value in (
@@ -111,7 +112,7 @@ def _testcase(parent: ET.Element, target: str, q: QuestionScore) -> tuple[int, i
     return failures, errors
 
 
-def _cost_properties(q: QuestionScore) -> list[tuple[str, str | None]]:
+def _cost_properties(q: QuestionResult) -> list[tuple[str, str | None]]:
     """tokens, cost (`unpriced`, `unknown`: never 0) and latency of one question."""
     if q.usage is None:
         return []

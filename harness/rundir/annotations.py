@@ -119,7 +119,7 @@ def _check_ids(check: Mapping[str, Any]) -> set[str]:
 
 
 def apply_annotations(question: Any, annotations: Iterable[Annotation]) -> None:
-    """Attach `annotations` to a `QuestionScore` (newest last) and apply the Review decisions
+    """Attach `annotations` to a `QuestionResult` (newest last) and apply the Review decisions
     that are not stale: a check in `review` becomes `pass` or `fail`, recording who decided,
     when and the note. The latest decision per check wins. A judge panel's Review decided by a
     person gives its grader the decision as score (its max or min) and the question is scored

@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError
-from ..verdicts.scoring import QuestionScore
 from .directory import RunDirectory
 from .identity import parse_manifest, read_json_file, read_manifest
 from .manifest import RunManifest
@@ -244,15 +243,14 @@ def shallow(value: Any, depth: int = REPORT_DEPTH) -> Any:
     return value
 
 
-def _results(run_dir: Path, scores: Sequence[QuestionScore]) -> list[QuestionResult]:
+def _with_calls(run_dir: Path, results: Sequence[QuestionResult]) -> list[QuestionResult]:
+    """The results with each one's calls from the run's trace file."""
     calls: dict[str, dict[tuple[str, int], list[ToolCallResult]]] = {}
-    out = []
-    for q in scores:
+    for q in results:
         if q.target not in calls:
             calls[q.target] = tool_calls_of(run_dir, q.target)
-        found = calls[q.target].get((q.question_id, q.trial))
-        out.append(QuestionResult.from_score(q, tool_calls=found))
-    return out
+        q.tool_calls = calls[q.target].get((q.id, q.trial))
+    return list(results)
 
 
 def load_stored_run(run_dir: Path, *, grading: int | None = None, label: str = "") -> StoredRun:
@@ -266,7 +264,7 @@ def load_stored_run(run_dir: Path, *, grading: int | None = None, label: str = "
         label=label or str(run_dir),
         run_id=manifest.run_id,
         grading_id=grading_id,
-        questions=_results(run_dir, scores),
+        questions=_with_calls(run_dir, scores),
         manifest=manifest,
     )
 
@@ -287,8 +285,6 @@ def load_results_file(path: Path) -> StoredRun:
             first = exc.errors()[0]
             key = f"/questions/{index}/" + "/".join(str(p) for p in first["loc"])
             raise InputError(f"{path}: {first['msg']}", file=str(path), key=key) from exc
-        if "passed" not in raw:  # a report from before `passed` was written: derive it
-            question.passed = _derived_pass(question)
         questions.append(question)
     return StoredRun(
         label=str(path),
@@ -299,14 +295,6 @@ def load_results_file(path: Path) -> StoredRun:
         if data.get("identity")
         else None,
     )
-
-
-def _derived_pass(q: QuestionResult) -> bool | None:
-    if q.error is not None:
-        return False
-    if any(g.error for g in q.graders):
-        return None
-    return all(g.passed is not False for g in q.graders)
 
 
 def load_comparable(

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..errors import ExitCode
 from ..verdicts.gate import GateVerdict, combine_exit_codes
-from ..verdicts.scoring import GraderSummary, QuestionScore
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import GraderSummary
 from .manifest import RunManifest
 
 __all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id"]
@@ -73,7 +74,7 @@ class TargetResult:
     target: str
     mode: str
     dataset: str
-    questions: list[QuestionScore]
+    questions: list[QuestionResult]
     verdict: GateVerdict
     graders: list[GraderSummary]
     advisories: list[str] = field(default_factory=list)

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from ..usage import stored_usage
-from ..verdicts.scoring import GraderVerdict, QuestionScore, score_question
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import GraderVerdict, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
 from .record import QuestionRun, question_fingerprint
 from .schema import (
@@ -321,13 +322,13 @@ class ResultStore:
         self._db.execute("DELETE FROM meta WHERE key = ?", (f"unfinished_grading:{grading_id}",))
 
     # -- writing ---------------------------------------------------------------------------
-    def commit_question(self, run: QuestionRun, score: QuestionScore, *, grading_id: int) -> None:
+    def commit_question(self, run: QuestionRun, score: QuestionResult, *, grading_id: int) -> None:
         """Write one finished question (run row, grade rows, score row) in one transaction."""
         self.commit_questions([(run, score)], grading_id=grading_id)
 
     @_writes
     def commit_questions(
-        self, items: Sequence[tuple[QuestionRun, QuestionScore]], *, grading_id: int
+        self, items: Sequence[tuple[QuestionRun, QuestionResult]], *, grading_id: int
     ) -> None:
         """Write finished questions (each its run row, grade rows and score row) in one
         transaction: all of them or none. A caller grading many (a monitor run) commits them
@@ -383,7 +384,7 @@ class ResultStore:
             raise
 
     @_writes
-    def commit_score(self, target: str, score: QuestionScore, *, grading_id: int) -> None:
+    def commit_score(self, target: str, score: QuestionResult, *, grading_id: int) -> None:
         """Write a re-grade of an already stored question (grade and score rows only)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
@@ -393,7 +394,7 @@ class ResultStore:
             rollback(self._db)
             raise
 
-    def _write_score(self, target: str, score: QuestionScore, grading_id: int) -> None:
+    def _write_score(self, target: str, score: QuestionResult, grading_id: int) -> None:
         redact = self.redaction
         self._db.executemany(
             f"INSERT OR REPLACE INTO grades ({', '.join(GRADE_COLUMNS)}) "
@@ -481,14 +482,14 @@ class ResultStore:
     @_reads
     def load_scores(
         self, *, grading_id: int | None = None, target: str | None = None
-    ) -> list[QuestionScore]:
+    ) -> list[QuestionResult]:
         """Question scores of one grading (default: the latest), rebuilt from the rows, in
         selection order. Questions never graded under that grading are left out."""
         return list(self._scores(grading_id, target, None))
 
     def iter_scores(
         self, *, grading_id: int | None = None, target: str | None = None
-    ) -> Iterator[QuestionScore]:
+    ) -> Iterator[QuestionResult]:
         """`load_scores` a page of `SCORE_PAGE` question runs at a time: what is held is one
         page, whatever the run's size (a streamed run's verdict and reports)."""
         try:
@@ -498,7 +499,7 @@ class ResultStore:
 
     def _scores(
         self, grading_id: int | None, target: str | None, page: int | None
-    ) -> Iterator[QuestionScore]:
+    ) -> Iterator[QuestionResult]:
         if grading_id is None:
             grading_id = self.latest_grading_id()
             if grading_id is None:
@@ -543,7 +544,7 @@ class ResultStore:
         rows: Sequence[sqlite3.Row],
         keyed: str,
         notes: dict[tuple[str, str, int], list[Annotation]],
-    ) -> Iterator[QuestionScore]:
+    ) -> Iterator[QuestionResult]:
         runs = {
             (r["target"], r["question_id"], r["trial"]): {
                 "split": r["split"],
@@ -598,8 +599,8 @@ class ResultStore:
                 continue
             score = scored[key]
             usage = stored_usage(run.pop("usage"), json.loads(score["judge_usage"]))
-            question = QuestionScore(
-                question_id=key[1],
+            question = QuestionResult(
+                id=key[1],
                 target=key[0],
                 trial=key[2],
                 graders=grades.get(key, []),

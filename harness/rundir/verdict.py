@@ -22,7 +22,8 @@ from ..inputs.config import GateConfig, parse_gate
 from ..verdicts.budgets import question_budget_failures
 from ..verdicts.gate import GateFold, evaluate_gate
 from ..verdicts.plan import plan_notes
-from ..verdicts.scoring import GraderFold, QuestionScore, summarise_graders
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import GraderFold, summarise_graders
 from .directory import RunDirectory
 from .manifest import GraderRecord, RunManifest
 from .outcome import RunOutcome, TargetResult
@@ -175,7 +176,7 @@ class StoredScores:
     def __bool__(self) -> bool:
         return self.count > 0
 
-    def __iter__(self) -> Iterator[QuestionScore]:
+    def __iter__(self) -> Iterator[QuestionResult]:
         with ResultStore(self.path) as store:
             for q in store.iter_scores(grading_id=self.grading_id, target=self.target):
                 q.over_budget = question_budget_failures(q.usage, self.gate)

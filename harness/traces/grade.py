@@ -34,7 +34,7 @@ from ..rundir.manifest import RunSource
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import QuestionRun, ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
-from ..verdicts.scoring import QuestionScore
+from ..verdicts.result import QuestionResult
 from .archive import Pairer
 from .conversations import ConversationBook
 from .dialects import AgentTrace
@@ -185,7 +185,7 @@ class GradedTrace:
     line: str
     """Its record in the run's trace file (`record_line`)."""
     run: QuestionRun
-    score: QuestionScore
+    score: QuestionResult
 
 
 async def grade_paired(

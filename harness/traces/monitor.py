@@ -37,7 +37,8 @@ from ..rundir.monitoring import MONITOR_META, monitor_notes
 from ..rundir.outcome import RunOutcome, Selection
 from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
-from ..verdicts.scoring import QuestionScore, question_passed
+from ..verdicts.result import QuestionResult
+from ..verdicts.scoring import question_passed
 from .archive import Pair, Pairer
 from .conversations import ConversationBook
 from .dialects import AgentTrace, agent_trace
@@ -223,7 +224,7 @@ class Monitor:
         if len(self.listed[kind]) < _LISTED:
             self.listed[kind].append(trace_id)
 
-    async def grade(self, trace_id: str, spans: list[Span]) -> QuestionScore | None:
+    async def grade(self, trace_id: str, spans: list[Span]) -> QuestionResult | None:
         """Grade one complete trace (paired with its question), stored at the next `commit`;
         None when it is not an agent trace or pairs with no question (counted, and listed up
         to a point)."""
@@ -243,7 +244,7 @@ class Monitor:
         """Whether a trace is held for its conversation (graded when the conversation is)."""
         return self.conversations is not None and self.conversations.holds(trace_id)
 
-    async def grade_conversations(self, *, force: bool = False) -> list[QuestionScore]:
+    async def grade_conversations(self, *, force: bool = False) -> list[QuestionResult]:
         """Grade the conversations quiet long enough (every open one when `force`: a stop)."""
         if self.conversations is None:
             return []
@@ -254,7 +255,7 @@ class Monitor:
                 scores.append(score)
         return scores
 
-    async def grade_trace(self, trace: AgentTrace) -> QuestionScore | None:
+    async def grade_trace(self, trace: AgentTrace) -> QuestionResult | None:
         """Grade one agent trace (or conversation) paired with its question."""
         trace_id = trace.trace_id
         pair = self.pairer.pair(trace)

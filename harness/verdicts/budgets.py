@@ -16,7 +16,7 @@ from ..inputs.config import GateConfig
 from ..usage import QuestionUsage, Tokens, TotalsFold, format_cost, format_over
 
 if TYPE_CHECKING:
-    from .scoring import QuestionScore
+    from .result import QuestionResult
 
 __all__ = [
     "BudgetFold",
@@ -68,14 +68,14 @@ def question_budget_failures(usage: QuestionUsage | None, gate: GateConfig) -> l
     return out
 
 
-def apply_budgets(questions: Sequence[QuestionScore], gate: GateConfig) -> None:
+def apply_budgets(questions: Sequence[QuestionResult], gate: GateConfig) -> None:
     """Set each question's `over_budget` from its accounting and `gate` (in place;
     idempotent: a re-grade or `show` under another gate decides afresh)."""
     for q in questions:
         q.over_budget = question_budget_failures(q.usage, gate)
 
 
-def run_budget_reasons(questions: Sequence[QuestionScore], gate: GateConfig) -> list[str]:
+def run_budget_reasons(questions: Sequence[QuestionResult], gate: GateConfig) -> list[str]:
     """Why the run breaks its budgets (empty: it does not), per-question ones named."""
     fold = BudgetFold(gate)
     for q in questions:
@@ -93,7 +93,7 @@ class BudgetFold:
         self.shown: list[str] = []
         self.totals = TotalsFold()
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: QuestionResult) -> None:
         """Count `q` (its `over_budget` already set: `apply_budgets`)."""
         self.totals.add(q.usage)
         if not q.over_budget:

@@ -12,7 +12,8 @@ from typing import Any
 from ..errors import ExitCode
 from ..inputs.config import GateConfig
 from .budgets import BudgetFold, budget_rule, question_budget_failures
-from .scoring import QuestionScore, _fmt, _mean, all_passed, is_unscored, question_passed
+from .result import QuestionResult
+from .scoring import _fmt, _mean, all_passed, is_unscored, question_passed
 
 __all__ = [
     "GateFold",
@@ -108,7 +109,7 @@ def describe_gate(gate: GateConfig) -> str:
 
 
 def evaluate_gate(
-    questions: Iterable[QuestionScore],
+    questions: Iterable[QuestionResult],
     gate: GateConfig,
     *,
     must_pass: Sequence[str] = (),
@@ -130,7 +131,7 @@ def evaluate_gate(
     return fold.verdict(selected=selected, run_id=run_id)
 
 
-def _label(q: QuestionScore) -> str:
+def _label(q: QuestionResult) -> str:
     return f"{q.question_id}#{q.trial}" if q.trial else q.question_id
 
 
@@ -163,7 +164,7 @@ class GateFold:
         self.failed: list[str] = []
         self.unscored: list[str] = []
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: QuestionResult) -> None:
         gate = self.gate
         q.over_budget = question_budget_failures(q.usage, gate)  # `apply_budgets`, in place
         self.budgets.add(q)

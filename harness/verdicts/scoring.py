@@ -28,18 +28,45 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from ..records import GradeResult, GraderSpec, map_to_composite
-from ..usage import QuestionUsage
+
+
+class Question(Protocol):
+    """What scoring reads of a question result (`tracegrade.verdicts.result.QuestionResult`,
+    which imports this module: named here by shape, not by import)."""
+
+    target: str
+    id: str
+    graders: list[GraderVerdict]
+    composite: float | None
+    objective: float | None
+    over_budget: list[str]
+
+    @property
+    def errored(self) -> bool: ...
+    @property
+    def ended_early(self) -> bool: ...
+    @property
+    def unmet(self) -> list[GraderVerdict]: ...
+    @property
+    def must_pass_failures(self) -> list[str]: ...
+    @property
+    def required_check_failures(self) -> list[str]: ...
+    @property
+    def critical_failures(self) -> list[str]: ...
+    def grader_checks(self) -> list[dict[str, Any]]: ...
+
+
+_Q = TypeVar("_Q", bound=Question)
 
 __all__ = [
     "GraderFold",
     "GraderSummary",
     "GraderVerdict",
-    "QuestionScore",
     "aggregate_samples",
     "all_passed",
     "can_fail",
@@ -271,115 +298,7 @@ def aggregate_samples(
     return GraderVerdict(score=mean, reason=reason, **common)
 
 
-@dataclass(slots=True)
-class QuestionScore:
-    """One question's verdict: its graders, composite, objective and degraded flag."""
-
-    question_id: str
-    """The question's id."""
-    target: str = ""
-    """The target it ran against."""
-    trial: int = 0
-    """Trial index (0-based) when the target repeats each question."""
-    split: str | None = None
-    bundle: str | None = None
-    tags: list[str] = field(default_factory=list)
-    content_sha256: str | None = None
-    """Fingerprint of the question's content (input, expected, expected_tools, rubric_ref)."""
-    graders: list[GraderVerdict] = field(default_factory=list)
-    """Each attached grader's aggregated verdict, in attachment order."""
-    error: str | None = None
-    """Why the agent run failed (exception, timeout, capture failure); None when it ran."""
-    error_type: str | None = None
-    trace_id: str | None = None
-    """Hex trace id of the question's trace, to open it in a backend."""
-    composite: float | None = None
-    """0–5; 0 for an errored agent or a conversation that ended early (`ended_early`); None
-    when every grader skipped."""
-    objective: float | None = None
-    """0–1; 0 for an errored agent or a failed must-pass grader; None when nothing scored."""
-    annotations: list[dict[str, Any]] = field(default_factory=list)
-    """What people answered about this question with `tracegrade label` (label, answer, note,
-    by, created, stale), oldest first; a re-grade keeps them."""
-    outcome: str | None = None
-    """How the conversation ended when not with an answer: `interrupted` (waiting on an
-    `interrupt()` nobody answered), `user_budget` (the simulated user ran out of turns); None
-    when it ended normally."""
-    outcome_reason: str | None = None
-    outcome_expected: bool = False
-    """The question said it would end this way (then it is no failure)."""
-    usage: QuestionUsage | None = None
-    """What the question run cost and how long it took; None for a run written by an older
-    release."""
-    over_budget: list[str] = field(default_factory=list)
-    """The gate's per-question budgets it exceeded, each naming the figure: it fails."""
-
-    @property
-    def ended_early(self) -> bool:
-        """The conversation stopped before an answer and the question did not expect it: the
-        question fails, and so does each of its must-pass graders."""
-        return self.outcome is not None and not self.outcome_expected
-
-    @property
-    def errored(self) -> bool:
-        """The agent itself failed (exception, timeout, capture failure)."""
-        return self.error is not None
-
-    @property
-    def degraded(self) -> bool:
-        """Excluded from the gate's mean and counted against the error budget."""
-        return self.errored or any(g.error for g in self.graders)
-
-    @property
-    def must_pass_failures(self) -> list[str]:
-        """Must-pass graders that scored and failed (an errored agent is counted as errored);
-        every must-pass grader when the conversation ended early."""
-        if self.ended_early:
-            return [g.grader_id for g in self.graders if g.must_pass]
-        return [g.grader_id for g in self.graders if g.must_pass and g.passed is False]
-
-    @property
-    def unmet(self) -> list[GraderVerdict]:
-        """Graders that scored and did not pass (one JUnit failure each)."""
-        return [g for g in self.graders if g.passed is False]
-
-    def checks(self) -> list[dict[str, Any]]:
-        """Every check a grader reported, including those of a grader that errored overall: a
-        check that was decided is evidence whatever its siblings did."""
-        return [c for g in self.graders for c in g.checks]
-
-    @property
-    def required_check_failures(self) -> list[str]:
-        return [
-            _check_name(c)
-            for c in self.checks()
-            if c.get("required", True) and c.get("status") == "fail"
-        ]
-
-    @property
-    def required_check_reviews(self) -> list[str]:
-        return [
-            _check_name(c)
-            for c in self.checks()
-            if c.get("required", True) and c.get("status") == "review"
-        ]
-
-    @property
-    def critical_failures(self) -> list[str]:
-        """Failed checks of severity critical (counted separately so they cannot hide)."""
-        return [
-            _check_name(c)
-            for c in self.checks()
-            if c.get("severity") == "critical" and c.get("status") == "fail"
-        ]
-
-
-def _check_name(check: dict[str, Any]) -> str:
-    name = str(check.get("id", "?"))
-    return f"{name}@{check['version']}" if check.get("version") else name
-
-
-def question_passed(question: QuestionScore, *, critical_fails: bool = True) -> bool | None:
+def question_passed(question: Question, *, critical_fails: bool = True) -> bool | None:
     """One question run's pass/fail, the gate's pass rule: every scored grader met its bar
     (a must-pass grader's failure also fails the gate on its own) and no required or critical
     rubric check failed; False for an errored agent; None when a grader errored (the
@@ -399,13 +318,13 @@ def question_passed(question: QuestionScore, *, critical_fails: bool = True) -> 
     )
 
 
-def is_unscored(question: QuestionScore) -> bool:
+def is_unscored(question: Question) -> bool:
     """The agent answered and no grader scored it: every grader skipped, no rubric check was
     decided. Such a question is named in every report and never counts as passed."""
     return (
         not question.errored
         and not any(g.error or g.score is not None for g in question.graders)
-        and not any(c.get("status") in ("pass", "fail") for c in question.checks())
+        and not any(c.get("status") in ("pass", "fail") for c in question.grader_checks())
     )
 
 
@@ -418,18 +337,18 @@ def all_passed(verdicts: Sequence[bool | None]) -> bool | None:
     return True
 
 
-def pass_rate(questions: Sequence[QuestionScore], *, critical_fails: bool = True) -> float | None:
+def pass_rate(questions: Sequence[Question], *, critical_fails: bool = True) -> float | None:
     """Share of questions whose trials all passed (pass^k), over questions with a verdict; with
     one trial per question, the plain pass rate."""
     trials: dict[tuple[str, str], list[bool | None]] = {}
     for q in questions:
         verdict = question_passed(q, critical_fails=critical_fails)
-        trials.setdefault((q.target, q.question_id), []).append(verdict)
+        trials.setdefault((q.target, q.id), []).append(verdict)
     decided = [v for v in (all_passed(t) for t in trials.values()) if v is not None]
     return sum(decided) / len(decided) if decided else None
 
 
-def score_question(question: QuestionScore) -> QuestionScore:
+def score_question(question: _Q) -> _Q:
     """Fill in `composite` and `objective` from the question's graders (in place; returned)."""
     if question.errored or question.ended_early:  # no answer to grade: 0, as errored
         question.composite = 0.0
@@ -507,7 +426,7 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def summarise_graders(questions: Iterable[QuestionScore]) -> list[GraderSummary]:
+def summarise_graders(questions: Iterable[Question]) -> list[GraderSummary]:
     """Per grader summaries across questions (agent-errored questions have no grader verdicts)."""
     fold = GraderFold()
     for q in questions:
@@ -525,7 +444,7 @@ class GraderFold:
         self.scores: dict[str, list[float]] = {}
         self.counts: dict[str, list[int]] = {}  # skipped, errored, passed, failed
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: Question) -> None:
         for g in q.graders:
             gid = g.grader_id
             if gid not in self.first:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .scoring import QuestionScore, question_passed
+from .result import QuestionResult
+from .scoring import question_passed
 
 __all__ = ["TrialSummary", "TrialsFold", "pass_at_k_rate", "summarise_trials"]
 
@@ -66,7 +67,7 @@ def _mean(values: Sequence[float]) -> float | None:
 class _Trials:
     """One question's trials folded: verdict counts, composites and each grader's scores."""
 
-    def __init__(self, q: QuestionScore) -> None:
+    def __init__(self, q: QuestionResult) -> None:
         self.target, self.question_id = q.target, q.question_id
         self.trials = self.passed = self.undecided = 0
         self.failed = False
@@ -74,7 +75,7 @@ class _Trials:
         self.scores: dict[str, list[float]] = {}
         self.max_scores: dict[str, float] = {}
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: QuestionResult) -> None:
         verdict = question_passed(q)
         self.trials += 1
         self.passed += verdict is True
@@ -120,7 +121,7 @@ class TrialsFold:
         self.repeated = False
         """Some run is a trial past the first (the reports show trials only then)."""
 
-    def add(self, q: QuestionScore) -> None:
+    def add(self, q: QuestionResult) -> None:
         self.repeated = self.repeated or bool(q.trial)
         key = (q.target, q.question_id)
         if key not in self.questions:
@@ -131,7 +132,7 @@ class TrialsFold:
         return [t.summary() for t in self.questions.values()]
 
 
-def summarise_trials(questions: Iterable[QuestionScore]) -> list[TrialSummary]:
+def summarise_trials(questions: Iterable[QuestionResult]) -> list[TrialSummary]:
     """One summary per question (in the order questions first appear), trials in order."""
     questions = list(questions)
     fold = TrialsFold()
