@@ -4,6 +4,7 @@ releases (tests/fixtures) are migrated on read to today's shape."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
@@ -210,3 +211,53 @@ def test_the_first_release_manifest_gains_what_it_left_out():
 def test_migrating_leaves_a_current_manifest_as_it_is():
     data = _every_field().to_json()
     assert manifest_module.migrate(data) == data
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# The modules that name the manifest's file: the one reader and writer, the directory's layout,
+# the lock taken on it. Every other module gets a `RunManifest` from them.
+MANIFEST_FILE_MODULES = {"rundir/identity.py", "rundir/directory.py", "rundir/runlock.py"}
+
+
+def _sources() -> list[tuple[str, ast.Module]]:
+    out = []
+    for folder in ("harness", "graders"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT / folder).as_posix()
+            out.append((f"{folder}/{relative}", ast.parse(path.read_text(encoding="utf-8"))))
+    return out
+
+
+def _named_manifest(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "manifest") or (
+        isinstance(node, ast.Attribute) and node.attr == "manifest"
+    )
+
+
+def test_no_module_reads_the_manifest_as_a_dict():
+    found = []
+    for name, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and _named_manifest(node.value):
+                found.append(f"{name}:{node.lineno} manifest[...]")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and _named_manifest(node.func.value)
+            ):
+                found.append(f"{name}:{node.lineno} manifest.get(...)")
+            is_file_name = (isinstance(node, ast.Constant) and node.value == "identity.json") or (
+                isinstance(node, ast.Name) and node.id == "IDENTITY_FILE"
+            )
+            if is_file_name and name.split("/", 1)[1] not in MANIFEST_FILE_MODULES:
+                found.append(f"{name}:{node.lineno} opens identity.json itself")
+    assert not found, "read the typed RunManifest instead: " + "; ".join(found)
+
+
+def test_the_run_and_its_outcome_hand_out_the_typed_manifest_only():
+    from tracegrade.rundir.outcome import RunOutcome
+
+    assert not hasattr(RunDirectory, "identity")
+    assert "identity" not in RunOutcome.__dataclass_fields__
+    assert RunOutcome.__dataclass_fields__["manifest"].type == "RunManifest | None"
