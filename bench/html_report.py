@@ -31,10 +31,10 @@ from tracegrade.reports.html import build_page_data, render_page  # noqa: E402
 from tracegrade.reports.html_data import RESULT_CHARS  # noqa: E402
 from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
 from tracegrade.rundir.store import QuestionRun  # noqa: E402
+from tracegrade.verdicts.gate import evaluate_gate  # noqa: E402
+from tracegrade.verdicts.result import QuestionResult  # noqa: E402
 from tracegrade.verdicts.scoring import (  # noqa: E402
     GraderVerdict,
-    QuestionResult,
-    evaluate_gate,
     score_question,
     summarise_graders,
 )
@@ -81,7 +81,7 @@ def synthetic(n: int, seed: int = 7):
         ]  # fmt: skip
         scores.append(
             score_question(
-                QuestionResult(qid, "desk", split=rng.choice(["test", "train"]),
+                QuestionResult(id=qid, target="desk", split=rng.choice(["test", "train"]),
                               bundle=rng.choice(["bookings", "refunds", "cancellations"]),
                               tags=["policy", rng.choice(["booking", "refund"])],
                               graders=graders, trace_id=f"{rng.getrandbits(128):032x}")
@@ -131,11 +131,11 @@ def records_size(scores, runs, records) -> int:
     return total
 
 
-def browser_timing(path: Path) -> tuple[float, float] | None:
+def browser_timing(path: Path, questions: int) -> tuple[float, float] | None:
     chromium = Path("/usr/bin/chromium")
     if not chromium.exists():
         return None
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(chromium), headless=True)
@@ -145,8 +145,8 @@ def browser_timing(path: Path) -> tuple[float, float] | None:
         page.wait_for_selector("#question-table tbody tr")
         opened = time.perf_counter() - started
         started = time.perf_counter()
-        page.fill("#f-text", "customer4242@")
-        page.wait_for_function("document.querySelectorAll('#question-table tbody tr').length === 1")
+        page.fill("#f-text", f"customer{questions - 1}@")
+        expect(page.locator("#question-table tbody tr")).to_have_count(1)
         searched = time.perf_counter() - started
         browser.close()
     return opened, searched
@@ -194,7 +194,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = args.out or Path(tmp) / "bench.html"
         path.write_text(html, encoding="utf-8")
-        timing = browser_timing(path)
+        timing = browser_timing(path, n)
     if timing is None:
         print("browser                       (no /usr/bin/chromium: not measured)")
     else:

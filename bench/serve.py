@@ -35,9 +35,9 @@ from html_report import synthetic  # noqa: E402
 from tracegrade import semconv as sc  # noqa: E402
 from tracegrade.app.server import AppState, build_app  # noqa: E402
 from tracegrade.reports.html import render_html  # noqa: E402
+from tracegrade.rundir.directory import RunDirectory  # noqa: E402
 from tracegrade.rundir.history import load_outcome  # noqa: E402
 from tracegrade.rundir.identity import write_identity  # noqa: E402
-from tracegrade.rundir.outcome import trace_file_of  # noqa: E402
 from tracegrade.rundir.record import RunManifest  # noqa: E402
 from tracegrade.rundir.store import ResultStore  # noqa: E402
 
@@ -74,10 +74,10 @@ def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
                 "mode": "agent",
                 "config": {"agent": "bench.py:build"},
                 "dataset": {"path": "bench.yaml", "sha256": "0" * 64, "name": "bench"},
+                "selected": n,
             }
         },
-    ).model_dump(mode="json")
-    manifest["targets"]["desk"]["selected"] = n
+    )
     run_dir.mkdir(parents=True)
     write_identity(run_dir, manifest)
     with ResultStore.in_run_dir(run_dir) as store:
@@ -105,7 +105,7 @@ def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
                 sc.GEN_AI_TOOL_CALL_ARGUMENTS: json.dumps(dict(c.arguments)),
                 sc.GEN_AI_TOOL_CALL_RESULT: c.result}))  # fmt: skip
         lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
-    trace = trace_file_of(run_dir, "desk")
+    trace = RunDirectory(run_dir).trace_file("desk")
     trace.parent.mkdir(parents=True, exist_ok=True)
     trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

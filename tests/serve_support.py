@@ -40,9 +40,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 @contextmanager
-def app_tab(url: str) -> Iterator[tuple[object, list[str]]]:
+def app_tab(url: str, *, wait_until: str = "load") -> Iterator[tuple[object, list[str]]]:
     """A headless chromium page (Debian's, through Playwright) that opened the printed `url`
-    (so it holds the write token), and the script errors it records."""
+    (so it holds the write token), and the script errors it records; `wait_until="commit"`
+    returns as soon as the page starts to arrive (a streamed page)."""
     import pytest
     from playwright.sync_api import sync_playwright
 
@@ -53,7 +54,7 @@ def app_tab(url: str) -> Iterator[tuple[object, list[str]]]:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.goto(url)
+        page.goto(url, wait_until=wait_until, timeout=180_000)
         try:
             yield page, errors
         finally:

@@ -26,10 +26,15 @@ from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
 def page_data(html: str) -> dict:
-    """The JSON the page embeds for its script."""
+    """The JSON the page embeds for its script: its header, and every block of rows taken in
+    (in run order, as each row's `i` says)."""
     found = re.search(r'<script type="application/json" id="tg-data">(.*?)</script>', html, re.S)
     assert found, "no embedded data"
-    return json.loads(found.group(1))
+    data = json.loads(found.group(1))
+    blocks = re.findall(r'<script type="application/json" class="tg-rows">(.*?)</script>', html)
+    rows = [q for block in blocks for q in json.loads(block)]
+    assert len(rows) == data["total"] and sorted(q["i"] for q in rows) == list(range(len(rows)))
+    return {**data, "questions": sorted(rows, key=lambda q: q["i"])}
 
 
 def call(seq: int, name: str, args: dict, *, outcome=Outcome.OK, agent="desk", depth=0, **kw):

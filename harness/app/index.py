@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,7 +94,8 @@ def _stamp(run_dir: Path) -> tuple[int, ...]:
         except OSError:
             out += [0, 0]
             continue
-        out += [st.st_mtime_ns, st.st_size]
+        # an empty WAL is no change: reading a run's store (the page's sources) creates one
+        out += [st.st_mtime_ns, st.st_size] if st.st_size else [0, 0]
     return tuple(out)
 
 
@@ -213,21 +214,26 @@ class RunIndex:
         entry = self.get(run_id)
         return entry.outcome if entry is not None else None
 
-    def page(self, entry: RunEntry, render: Callable[[RunEntry], str]) -> str:
-        """The run's page, rendered by `render` once per reading of the run (a few kept):
-        a run of thousands of questions takes seconds to gather, a cached page none."""
+    def stream(self, entry: RunEntry, parts: Callable[[RunEntry], Iterable[str]]) -> Iterator[str]:
+        """The run's page as `parts` makes it, passed on as each part is made, and kept
+        whole once the last one was (a few kept): a run of thousands of questions takes
+        seconds to gather, its first rows a fraction of that, a kept page nothing."""
         key = (entry.run_id, entry.stamp)
         with self._lock:
             found = self._pages.get(key)
             if found is not None:
                 self._pages.move_to_end(key)
-                return found
-        text = render(entry)
-        with self._lock:
-            self._pages[key] = text
+        if found is not None:
+            yield found
+            return
+        made = []
+        for part in parts(entry):
+            made.append(part)
+            yield part
+        with self._lock:  # only a page sent whole is kept: a closed tab kept nothing
+            self._pages[key] = "".join(made)
             while len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)
-        return text
 
     def warm(self) -> threading.Thread:
         """Read every run in a background thread (the first look at the runs page then finds

@@ -4,28 +4,34 @@ and the report's comparison section)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import TracegradeError
-from ..reports.html import build_page_data, comparison_section, page_title, report_body
+from ..reports.html import (
+    ROWS_END,
+    comparison_section,
+    page_header,
+    page_rows,
+    page_title,
+    report_body,
+    rows_element,
+)
 from ..reports.html_data import load_sources
 from .index import RunEntry
 from .layout import e, page, q, url
 
-__all__ = ["default_baseline", "render_compare_page", "render_run_page"]
+__all__ = ["default_baseline", "render_compare_page", "run_page_parts"]
 
 
-def render_run_page(entry: RunEntry, *, report_options: Mapping[str, Any]) -> str:
-    """The run's HTML report inside the app: the same body and script as `--html`, with
-    each question linked to Promote."""
+def run_page_parts(entry: RunEntry, *, report_options: Mapping[str, Any]) -> Iterator[str]:
+    """The run's HTML report inside the app: the same body and script as `--html`, with each
+    question linked to Promote, in parts: the summary and the script first (nothing read
+    but the run's scores), then the blocks of rows worst first, each built as it is sent."""
     outcome = entry.outcome
     assert outcome is not None
-    names = [t.target for t in outcome.targets]
-    runs, records = load_sources(Path(outcome.run_dir), names)
-    data = build_page_data(outcome, runs=runs, records=records, **report_options)
-    data["links"] = {
+    links = {
         "Promote to a dataset": f"/promote?run={q(entry.run_id)}&target={{target}}"
         "&question={id}&trial={trial}",
         "Review this question": f"/review?run={q(entry.run_id)}&target={{target}}"
@@ -37,8 +43,14 @@ def render_run_page(entry: RunEntry, *, report_options: Mapping[str, Any]) -> st
         f'baseline</a> · <a href="{url("/review", run=entry.run_id)}" data-review-link>Review '
         "queue of this run</a></p>"
     )
-    body = actions + report_body(outcome, data)
-    return page(page_title(outcome), body, active="runs", scripts=("report", "app"))
+    body = actions + report_body(outcome, page_header(outcome, links=links))
+    whole = page(page_title(outcome), body, active="runs", scripts=("report", "app"))
+    end = "</body></html>"
+    yield whole.removesuffix(end)  # the rows come after the scripts that take them in
+    runs, records = load_sources(Path(outcome.run_dir), [t.target for t in outcome.targets])
+    for block in page_rows(outcome, runs=runs, records=records, **report_options):
+        yield rows_element(block)
+    yield ROWS_END + end
 
 
 def default_baseline(entries: Sequence[RunEntry], cand: RunEntry) -> RunEntry | None:

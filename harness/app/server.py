@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import TracegradeError
@@ -24,7 +24,7 @@ from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .assets import ASSETS
 from .index import RunIndex
 from .layout import not_found
-from .run_pages import default_baseline, render_compare_page, render_run_page
+from .run_pages import default_baseline, render_compare_page, run_page_parts
 from .runs_page import render_runs_page
 from .security import SecurityMiddleware, new_token
 
@@ -95,9 +95,10 @@ def run_page(request: Request) -> Response:
     if entry is None or entry.outcome is None:
         return not_found(f"no run {request.path_params['run_id']!r} under {state.runs_dir}")
     options = state.report_options()
-    return HTMLResponse(
-        state.index.page(entry, lambda e: render_run_page(e, report_options=options))
-    )
+    # streamed: the summary and the first rows show while the rest is built (in a worker
+    # thread: Starlette iterates a plain iterator off the event loop)
+    parts = state.index.stream(entry, lambda e: run_page_parts(e, report_options=options))
+    return StreamingResponse(parts, media_type="text/html; charset=utf-8")
 
 
 def compare_page(request: Request) -> Response:

@@ -4,8 +4,11 @@ Inline CSS and script, no network request of any kind (a Content-Security-Policy
 every fetch), so it opens from disk or from a CI artifact. The summary (gate verdict and its
 reasons, identity, per-target grader tables and SVG charts, the worst questions) is plain HTML,
 readable with scripts off. The question list and each question's view are drawn by a small
-script from the run's data, embedded once as JSON in `<script type="application/json">`; the
-list is paginated, so a run of thousands of questions stays quick.
+script from the run's data, embedded as JSON in `<script type="application/json">` elements
+after the script: a header, then blocks of rows, worst first, which the script takes in as the
+browser reads them, so the first page of the list shows before the rest is read (and, from
+`tracegrade serve`, before the rest is built). The list is paginated, so a run of thousands of
+questions stays quick.
 
 Sources: the run outcome (scores, verdicts, identity), the store's question rows (input
 messages, answer) and the run's trace file (the tool calls); see `tracegrade.reports.html_data`.
@@ -14,7 +17,7 @@ messages, answer) and the run's trace file (the tool calls); see `tracegrade.rep
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -24,16 +27,20 @@ from ..rundir.manifest import RunManifest
 from .common import fmt, fmt_score, question_reasons, worst_questions
 from .costs import cost_block
 from .html_assets import CSS, SCRIPT
-from .html_data import build_question, load_sources, trace_link
+from .html_data import VERDICTS, build_question, load_sources, question_verdict, trace_link
 
 __all__ = [
     "build_page_data",
     "comparison_section",
     "json_for_script",
+    "page_header",
+    "page_parts",
+    "page_rows",
     "page_title",
     "render_html",
     "render_page",
     "report_body",
+    "rows_element",
     "write_html",
 ]
 
@@ -51,7 +58,45 @@ _EXIT_WORDS = {
 }
 
 
-def build_page_data(
+FIRST_ROWS = 100
+"""Questions in the first block of rows: one page of the list (the script's PAGE), so the
+first screen is drawn from it while the rest still comes."""
+ROWS_PER_BLOCK = 500
+"""Questions per later block of rows."""
+
+
+def _ordered(outcome: Any) -> list[tuple[int, Any, Any]]:
+    """Every question as (run-order index, target, question), worst first as the list sorts
+    by default (verdict, then composite, then run order): the first block of rows is the
+    first page a person sees."""
+    rank = {v: i for i, v in enumerate(VERDICTS)}
+    found = [
+        (i, t, q) for i, (t, q) in enumerate((t, q) for t in outcome.targets for q in t.questions)
+    ]
+    found.sort(
+        key=lambda x: (
+            rank[question_verdict(x[2])],
+            6 if x[2].composite is None else x[2].composite,
+            x[0],
+        )
+    )
+    return found
+
+
+def page_header(outcome: Any, *, links: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What the page's script reads before any question: the run, its targets and how many
+    questions the blocks of rows (`page_rows`) will bring."""
+    header: dict[str, Any] = {
+        "run_id": outcome.run_id,
+        "targets": [t.target for t in outcome.targets],
+        "total": sum(len(t.questions) for t in outcome.targets),
+    }
+    if links:
+        header["links"] = dict(links)
+    return header
+
+
+def page_rows(
     outcome: Any,
     *,
     runs: Mapping[str, Mapping[tuple[str, int], Any]],
@@ -59,32 +104,55 @@ def build_page_data(
     trace_url: str | None = None,
     project: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
-) -> dict[str, Any]:
-    """The JSON the page's script reads: every question of every target, in run order."""
-    questions = []
-    for t in outcome.targets:
-        for q in t.questions:
-            link = trace_link(
-                trace_url,
-                trace_id=q.trace_id,
-                project=project or "default",
-                target=t.target,
-                run_id=outcome.run_id,
-            )
-            questions.append(
-                build_question(
-                    q,
-                    stored=runs.get(t.target, {}).get((q.question_id, q.trial)),
-                    record=records.get(t.target, {}).get((q.question_id, q.trial)),
-                    trace_url=link,
-                    redaction=redaction,
-                )
-            )
-    return {
-        "run_id": outcome.run_id,
-        "targets": [t.target for t in outcome.targets],
-        "questions": questions,
-    }
+) -> Iterator[list[dict[str, Any]]]:
+    """Every question as the page's script reads it, in blocks, worst first; each carries
+    `i`, its place in run order. A block is built only when asked for, so a page that
+    streams them (`tracegrade serve`) shows its first rows before the rest are built."""
+    block: list[dict[str, Any]] = []
+    size = FIRST_ROWS
+    for index, t, q in _ordered(outcome):
+        link = trace_link(
+            trace_url,
+            trace_id=q.trace_id,
+            project=project or "default",
+            target=t.target,
+            run_id=outcome.run_id,
+        )
+        entry = build_question(
+            q,
+            stored=runs.get(t.target, {}).get((q.question_id, q.trial)),
+            record=records.get(t.target, {}).get((q.question_id, q.trial)),
+            trace_url=link,
+            redaction=redaction,
+        )
+        entry["i"] = index
+        block.append(entry)
+        if len(block) >= size:
+            yield block
+            block, size = [], ROWS_PER_BLOCK
+    if block:
+        yield block
+
+
+def build_page_data(outcome: Any, **sources: Any) -> dict[str, Any]:
+    """The page's header and every question of every target, in run order (`sources` as for
+    `page_rows`)."""
+    questions = [q for block in page_rows(outcome, **sources) for q in block]
+    questions.sort(key=lambda q: q["i"])
+    return {**page_header(outcome), "questions": questions}
+
+
+def rows_element(block: Sequence[Mapping[str, Any]]) -> str:
+    """One block of rows as the page carries it: a JSON element the script takes in when the
+    browser has read it (none is executed: the Content-Security-Policy holds)."""
+    # the comment after it: the script takes a block in once a node follows it (read whole)
+    return (
+        f'<script type="application/json" class="tg-rows">{json_for_script(block)}</script><!---->'
+    )
+
+
+ROWS_END = '<script type="application/json" id="tg-end">{}</script>'
+"""After the last block of rows: the script knows the block before it is whole."""
 
 
 def json_for_script(data: Any) -> str:
@@ -392,19 +460,45 @@ def report_body(outcome: Any, data: Mapping[str, Any]) -> str:
     return "\n".join(head + body)
 
 
+def _blocks(questions: Sequence[Mapping[str, Any]]) -> Iterator[Sequence[Mapping[str, Any]]]:
+    yield questions[:FIRST_ROWS]
+    for at in range(FIRST_ROWS, len(questions), ROWS_PER_BLOCK):
+        yield questions[at : at + ROWS_PER_BLOCK]
+
+
+def page_parts(
+    outcome: Any,
+    data: Mapping[str, Any],
+    blocks: Iterable[Sequence[Mapping[str, Any]]] | None = None,
+) -> Iterator[str]:
+    """The whole self-contained document in parts: the report body with its CSS and script
+    inlined, then the blocks of rows (`page_rows`; else `data["questions"]`) after the script,
+    which draws the first rows as soon as the browser has read them."""
+    header = {k: v for k, v in data.items() if k != "questions"}
+    if blocks is None:
+        blocks = _blocks(list(data.get("questions") or []))
+    yield "\n".join(
+        [
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(page_title(outcome))}</title>",
+            f"<style>{CSS}</style></head><body>",
+            report_body(outcome, header),
+            f"<script>{SCRIPT}</script>",
+        ]
+    )
+    for block in blocks:
+        if block:
+            yield rows_element(block)
+    yield ROWS_END + "</body></html>\n"
+
+
 def render_page(outcome: Any, data: Mapping[str, Any]) -> str:
     """The whole self-contained document for `outcome` and the page data from
-    `build_page_data`: the report body with its CSS and script inlined."""
-    head = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(page_title(outcome))}</title>",
-        f"<style>{CSS}</style></head><body>",
-    ]
-    tail = f"<script>{SCRIPT}</script></body></html>"
-    return "\n".join([*head, report_body(outcome, data), tail]) + "\n"
+    `build_page_data`."""
+    return "".join(page_parts(outcome, data))
 
 
 def render_html(
@@ -418,7 +512,7 @@ def render_html(
     `trace_url`/`project` from the config's `report:` block, `redaction` its policy."""
     names = [t.target for t in outcome.targets]
     runs, records = load_sources(Path(outcome.run_dir), names)
-    data = build_page_data(
+    blocks = page_rows(
         outcome,
         runs=runs,
         records=records,
@@ -426,7 +520,7 @@ def render_html(
         project=project,
         redaction=redaction,
     )
-    return render_page(outcome, data)
+    return "".join(page_parts(outcome, page_header(outcome), blocks))
 
 
 def write_html(outcome: Any, path: Path | str, **options: Any) -> Path:
