@@ -110,6 +110,9 @@ class ConversationBook:
     counts: dict[str, int] = field(default_factory=dict)
     _open: dict[str, _Open] = field(default_factory=dict)
     _holding: set[str] = field(default_factory=set)
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """First trace id -> every trace id of the conversations closed lately (the receiver
+    takes them, `take_members`); bounded by `max_open`."""
 
     def _count(self, key: str, n: int = 1) -> None:
         self.counts[key] = self.counts.get(key, 0) + n
@@ -134,6 +137,10 @@ class ConversationBook:
         held.seen = self.clock()
         return []
 
+    def take_members(self, trace_id: str) -> tuple[str, ...]:
+        """Every trace id of the conversation graded as trace `trace_id` (its first), once."""
+        return self.members.pop(trace_id, (trace_id,))
+
     def holds(self, trace_id: str) -> bool:
         """Whether trace `trace_id` is held in an open conversation."""
         return trace_id in self._holding
@@ -146,6 +153,11 @@ class ConversationBook:
         for key in done:
             traces = self._open.pop(key).traces
             self._holding.difference_update(t.trace_id for t in traces)
+            if len(traces) > 1:
+                if len(self.members) >= self.max_open:  # nobody took them: forget the oldest
+                    self.members.pop(next(iter(self.members)))
+                first = min(traces, key=lambda t: (t.start_ns, t.trace_id))
+                self.members[first.trace_id] = tuple(t.trace_id for t in traces)
             if len(traces) > 1:
                 self._count("conversations")
                 self._count("conversation_turns", len(traces))

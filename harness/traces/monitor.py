@@ -244,6 +244,12 @@ class Monitor:
         """Whether a trace is held for its conversation (graded when the conversation is)."""
         return self.conversations is not None and self.conversations.holds(trace_id)
 
+    def members(self, trace_id: str) -> tuple[str, ...]:
+        """The trace ids of the conversation graded as `trace_id` (itself alone when none)."""
+        if self.conversations is None:
+            return (trace_id,)
+        return self.conversations.take_members(trace_id)
+
     async def grade_conversations(self, *, force: bool = False) -> list[QuestionResult]:
         """Grade the conversations quiet long enough (every open one when `force`: a stop)."""
         if self.conversations is None:

@@ -370,6 +370,10 @@ class Receiver:
                     self.alerts.observe(score)
                 tid = score.trace_id or ""
                 self._graded(tid, score, self._roots.pop(tid, None))
+                for turn in self.monitor.members(tid)[1:]:  # graded within the conversation
+                    self._roots.pop(turn, None)
+                    if (forwarder := self.forwarder_of(turn)) is not None:
+                        forwarder.resolve(turn, [])
         finally:
             self._commit(batch)
 
