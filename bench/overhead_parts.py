@@ -10,7 +10,8 @@ not counted twice. The parts:
 - grading: the graders on the answer (`agrade_conversation`) and scoring;
 - commit: the question's SQLite commit (`ResultStore.commit_question`, redaction included);
 - workdir: the question's work folder made and removed;
-- deadline: the per-question timeout (`QuestionDeadline`) and the loop watch's task factory.
+- deadline: the per-question timeout (`QuestionDeadline`) and the loop watch's task factory
+  (its own work: the asyncio.Task it makes is taken back, as asyncio makes it without it).
 
 The wrappers cost CPU of their own, so this pass is not the one the total is measured on; what
 the parts leave of that total is LangChain's callback dispatch to the recorder and the runner's
@@ -38,6 +39,7 @@ class Timers:
     def __init__(self) -> None:
         self.spent = dict.fromkeys(PARTS, 0.0)
         self.calls = dict.fromkeys(PARTS, 0)
+        self.taken_back = dict.fromkeys(PARTS, 0)
 
     def _add(self, part: str, started: float) -> None:
         self.spent[part] += time.thread_time() - started
@@ -52,22 +54,40 @@ class Timers:
             noop()
         per_call = probe.spent["capture"] / probe.calls["capture"]
         return {
-            part: max(0.0, spent - per_call * self.calls[part])
+            part: max(0.0, spent - per_call * (self.calls[part] + self.taken_back[part]))
             for part, spent in self.spent.items()
         }
+
+    def exclude(self, part: str, fn: Callable) -> Callable:
+        """`fn`'s CPU taken back from `part` when it runs inside a timed call of `part`: work
+        the agent does with or without tracegrade (the asyncio.Task the loop watch's task
+        factory makes for LangGraph is made by asyncio's own path without it)."""
+
+        @functools.wraps(fn)
+        def untimed(*args: Any, **kwargs: Any) -> Any:
+            if getattr(_inside, "part", None) != part:
+                return fn(*args, **kwargs)
+            started = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[part] -= time.thread_time() - started
+                self.taken_back[part] += 1
+
+        return untimed
 
     def wrap(self, part: str, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
             if getattr(_inside, "on", False):
                 return fn(*args, **kwargs)
-            _inside.on = True
+            _inside.on, _inside.part = True, part
             started = time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self._add(part, started)
-                _inside.on = False
+                _inside.on, _inside.part = False, None
 
         return timed
 
@@ -78,11 +98,11 @@ class Timers:
         @functools.wraps(fn)
         async def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.thread_time()
-            _inside.on = True
+            _inside.on, _inside.part = True, part
             try:
                 return await fn(*args, **kwargs)
             finally:
-                _inside.on = False
+                _inside.on, _inside.part = False, None
                 self._add(part, started)
 
         return timed
@@ -100,7 +120,7 @@ def instrumented(stack: ExitStack, timers: Timers) -> type:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from tracegrade.capture.recorder import Recorder
-    from tracegrade.execution import runner
+    from tracegrade.execution import runner, watchdog
     from tracegrade.execution.watchdog import LoopWatch, QuestionDeadline
     from tracegrade.rundir.directory import RunDirectory
     from tracegrade.rundir.store import ResultStore
@@ -153,4 +173,5 @@ def instrumented(stack: ExitStack, timers: Timers) -> type:
         stack, QuestionDeadline, "__aexit__", timers.awrap("deadline", QuestionDeadline.__aexit__)
     )
     _patch(stack, LoopWatch, "_task_factory", timers.wrap("deadline", LoopWatch._task_factory))
+    _patch(stack, watchdog, "_Task", timers.exclude("deadline", watchdog._Task))
     return timed_recorder

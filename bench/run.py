@@ -361,6 +361,14 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     diffs = [h - r for h, r in zip(harness, raws, strict=True)]
     main_thread = statistics.fmean(diffs)
     spread = statistics.stdev(diffs) / len(diffs) ** 0.5
+    # A few pairs differ by +/-100 ms (a garbage collection or the machine taking the core
+    # mid-question, on either side), and they set the mean's spread; the 5%-trimmed mean of
+    # the same pairs is printed beside it as the cross-check (the verdict stays on the mean).
+    ordered = sorted(diffs)
+    cut = len(ordered) // 20
+    trimmed = ordered[cut : len(ordered) - cut] if cut else ordered
+    trimmed_mean = statistics.fmean(trimmed)
+    trimmed_spread = statistics.stdev(trimmed) / len(trimmed) ** 0.5 if len(trimmed) > 1 else 0.0
 
     single = write_project(root / "setup", 1, 1)
     setups = []
@@ -377,7 +385,8 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         f"  raw agent {statistics.fmean(raws) * 1000:.2f} ms/question, tracegrade's per-question "
         f"path {statistics.fmean(harness) * 1000:.2f} ms/question (main thread)\n"
         f"  tracegrade's own: {main_thread * 1000:.2f} ms capture, grading and commit "
-        f"(+/- {spread * 1000:.2f}) + {writer * 1000:.2f} ms trace file writer thread + "
+        f"(+/- {spread * 1000:.2f}; 5%-trimmed {trimmed_mean * 1000:.2f} +/- "
+        f"{trimmed_spread * 1000:.2f}) + {writer * 1000:.2f} ms trace file writer thread + "
         f"{loading * 1000:.2f} ms loading and validating the dataset file = "
         f"{per_question * 1000:.2f} ms/question\n"
         f"  plus {setup * 1000:.0f} ms per run (config, run directory, identity, store, "
@@ -401,9 +410,11 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         print(f"    {name:<42} within the noise ({rest * 1000:.3f} ms)")
     total = per_question + setup / 1000
     verdict = "meets" if total <= 0.2 * raw_mean else "misses"
+    robust = total - main_thread + trimmed_mean
     print(
         f"  own CPU {total * 1000:.2f} ms/question = {total / raw_mean:.2f}x the raw agent "
-        f"(goal <= 0.2x: {verdict})"
+        f"(goal <= 0.2x: {verdict}); with the trimmed mean {robust * 1000:.2f} ms = "
+        f"{robust / raw_mean:.2f}x"
     )
 
 

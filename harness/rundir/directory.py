@@ -20,6 +20,7 @@ runs/<run id>/
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -264,17 +265,19 @@ class RunDirectory:
         the agent to write to: its path is `config["configurable"]["workdir"]` for the agent's
         tools and `workdir` for grader functions (`remove_empty_workdir` after grading).
         Two folders made per question run (`work/<target>` stays until `remove_empty_work`):
-        each level made and removed was a syscall on the per-question path."""
-        folder = self.path / "work" / _safe(target) / _safe(question)
-        path = folder / f"trial-{trial}"
+        each level made and removed was a syscall on the per-question path, and the paths are
+        joined as text (pathlib's parsing cost as much again as the syscalls)."""
+        target_dir = os.path.join(self.path, "work", _safe(target))
+        folder = os.path.join(target_dir, _safe(question))
+        path = os.path.join(folder, f"trial-{trial}")
         for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
             try:
                 _mkdir(folder)
                 _mkdir(path)
                 break
             except FileNotFoundError:  # no work/<target> yet (or it was just removed)
-                folder.parent.mkdir(parents=True, exist_ok=True)
-        return path
+                os.makedirs(target_dir, exist_ok=True)
+        return Path(path)
 
     @staticmethod
     def remove_empty_workdir(workdir: Path) -> None:
@@ -282,7 +285,7 @@ class RunDirectory:
         the agent wrote something (`remove_empty_work` removes `work/<target>` at the end)."""
         with contextlib.suppress(OSError):
             os.rmdir(workdir)
-            os.rmdir(workdir.parent)  # fails while a sibling trial's folder is in it
+            os.rmdir(os.path.dirname(workdir))  # fails while a sibling trial's folder is in it
 
     def remove_empty_work(self, target: str) -> None:
         """Remove `work/<target>` and `work/` when no question run left anything in them."""
@@ -296,6 +299,7 @@ def _mkdir(path: Path) -> None:
         os.mkdir(path)
 
 
+@functools.lru_cache(maxsize=4096)
 def _safe(name: str) -> str:
     """A path segment for an id: readable, and distinct for distinct ids."""
     slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60].strip(".") or "_"
