@@ -294,7 +294,7 @@ class RunDirectory:
             os.rmdir(self.path / "work")
 
 
-def _mkdir(path: Path) -> None:
+def _mkdir(path: str | Path) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path)
 
