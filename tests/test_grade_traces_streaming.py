@@ -87,7 +87,7 @@ def test_grading_an_archive_holds_a_bounded_number_of_results(tmp_path, monkeypa
     # small bounds, so that a bound held is told from everything held: 300 results
     monkeypatch.setattr("tracegrade.traces.grade.COMMIT_BATCH", 8)
     monkeypatch.setattr("tracegrade.rundir.store.SCORE_PAGE", 20)
-    monkeypatch.setattr("tracegrade.reports.digest.KEPT", 5)
+    monkeypatch.setattr("tracegrade.reports.console.KEPT", 5)
     capsys.readouterr()
     live.now = live.most = live.made = 0
     argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]

@@ -82,7 +82,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs.config import load_config
-    from ..reports.digest import ReportDigest
+    from ..reports.console import ReportDigest
     from ..traces.archive import parse_time
     from ..traces.grade import grade_traces
     from ..traces.spill import TraceSpill, spill_trace_files

@@ -270,7 +270,7 @@ async def agrade_traces(
     `policy` (its graders attached to the config's target, `policy.with_policy`), traces that
     match no question are graded by it. With `conversations`, the traces of one conversation
     are graded together, as one question run of several turns. With `digest` (the reports'
-    fold: `tracegrade.reports.digest.ReportDigest`) the verdict is folded from the store a page
+    fold: `tracegrade.reports.console.ReportDigest`) the verdict is folded from the store a page
     at a time, never held, so memory stays flat whatever the archive's size; without it the
     outcome holds every question's score, as a run's does."""
     prepared = prepare_run(
