@@ -1,20 +1,24 @@
-"""Benchmark: `grade-traces` over an archive of OpenInference traces, beside the raw parse and
+"""Benchmark: `grade-traces` over archives of OpenInference traces, beside the raw parse and
 beside re-running the agent.
 
-Builds an archive in the Collector's file format: a plain LangGraph app (the reference support
-desk test project's agent, one tool call per question) instrumented with
-openinference-instrumentation-langchain answers the dataset's questions once; those traces are
-then copied under fresh trace ids until the archive reaches `--mb` megabytes. Then, side by side:
+Builds an archive in the Collector's file format (under the temporary directory, removed after
+each size): a plain LangGraph app (the reference support desk test project's agent, one tool
+call per question) instrumented with openinference-instrumentation-langchain answers the
+dataset's questions once; those traces are then copied under fresh trace ids until the archive
+reaches `--mb` megabytes. Then, for each size, side by side:
 
-- parse only: every span decoded (`read_spans`), no dialect, no grading;
+- parse only: every span decoded (`read_spans`), no dialect, no grading: its rate is the
+  reference grade-traces is held to;
 - grade-traces: the whole command (spill, pair, grade tool_usage and trajectory, store,
-  report) in its own process, with that process's peak memory (ru_maxrss): spans wait in a
-  temporary SQLite file keyed by trace id, not in memory, so the peak should not grow with
-  the archive (compare the sizes);
-- the agent: the same questions re-run by `tracegrade run` (per question), the cost
-  grade-traces saves.
+  verdict, console report) in its own process, with that process's peak RSS (ru_maxrss): the
+  spans wait on disk and the verdict is folded from the store, so the peak should be the same
+  for every size;
+- the agent: the same questions re-run (per question), the cost grade-traces saves.
 
-    .venv/bin/python bench/traces.py [--mb 20 100]
+The last lines put the sizes side by side: parse rate, grade-traces time, the ratio of the two,
+the peak RSS, and whether the peak stayed flat.
+
+    .venv/bin/python bench/traces.py [--mb 100 1000]
 """
 
 from __future__ import annotations
@@ -130,7 +134,7 @@ def grade_in_child(archive: Path, config: Path) -> tuple[float, int, float]:
 def main_bench() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--mb", type=float, nargs="+", default=[20.0, 100.0], help="archive sizes to grade"
+        "--mb", type=float, nargs="+", default=[100.0, 1000.0], help="archive sizes to grade"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,6 +156,7 @@ def main_bench() -> None:
             f"raw agent:     {bare_s * 1000:7.1f} ms per question with an instant scripted "
             f"model, {run_s * 1000:.1f} ms with 50 ms per model call (as bench/run.py)"
         )
+        table = []
         for mb in args.mb:
             archive, traces = build_archive(root / f"{mb:g}mb", config, mb)
             size = archive.stat().st_size / 1024 / 1024
@@ -174,7 +179,29 @@ def main_bench() -> None:
                 f"re-running the agent at 50 ms per model call ({bare_s / per_trace:.1f}x with an "
                 f"instant model); parse alone is {grade_s / parse_s:.1f}x faster than grade-traces"
             )
+            table.append((size, traces, spans / parse_s, size / parse_s, grade_s, parse_s, peak))
             shutil.rmtree(archive.parent.parent, ignore_errors=True)
+        print_table(table)
+
+
+def print_table(rows: list[tuple[float, int, float, float, float, float, float]]) -> None:
+    """The sizes side by side: the parse rate, grade-traces' time, their ratio, the peak."""
+    print("\nside by side (goal: the same peak RSS for every size, at most 200 MB)")
+    print(
+        f"  {'archive':>9}  {'traces':>7}  {'parse spans/s':>13}  {'parse MB/s':>10}  "
+        f"{'grade-traces s':>14}  {'grade/parse':>11}  {'peak RSS MB':>11}"
+    )
+    for size, traces, spans_rate, mb_rate, grade_s, parse_s, peak in rows:
+        print(
+            f"  {size:7.0f}MB  {traces:7d}  {spans_rate:13.0f}  {mb_rate:10.1f}  "
+            f"{grade_s:14.2f}  {grade_s / parse_s:10.1f}x  {peak:11.0f}"
+        )
+    peaks = [row[-1] for row in rows]
+    if len(peaks) > 1:
+        print(
+            f"  peak RSS from {peaks[0]:.0f} to {peaks[-1]:.0f} MB "
+            f"({peaks[-1] - peaks[0]:+.0f} MB) over a {rows[-1][0] / rows[0][0]:.0f}x larger archive"
+        )
 
 
 if __name__ == "__main__":
