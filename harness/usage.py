@@ -15,6 +15,7 @@ back through `QuestionUsage.model_validate`.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -221,7 +222,7 @@ class TokensSum:
     def __init__(self, currency: str | None = None) -> None:
         self.out = Tokens(currency=currency)
         self.unpriced: set[str] = set()
-        self.costs: list[float] = []
+        self.costs = array("d")
         self.unknown_cost = False
 
     def add(self, part: Tokens) -> None:
@@ -309,9 +310,9 @@ class RunTotals:
     judges: Tokens
     questions: int
     """Question runs with an accounting (older runs have none)."""
-    wall: list[float]
-    model_calls: list[float]
-    tools: dict[str, list[float]]
+    wall: Sequence[float]
+    model_calls: Sequence[float]
+    tools: Mapping[str, Sequence[float]]
 
     @property
     def cost(self) -> float | None:
@@ -386,9 +387,10 @@ class TotalsFold:
         self.agent = TokensSum()
         self.judges = TokensSum()
         self.questions = 0
-        self.wall: list[float] = []
-        self.model_calls: list[float] = []
-        self.tools: dict[str, list[float]] = {}
+        # the percentiles need every figure: kept as doubles (8 bytes), never as float objects
+        self.wall = array("d")
+        self.model_calls = array("d")
+        self.tools: dict[str, array[float]] = {}
         self.missing = 0
         """Questions without an accounting."""
 
@@ -402,7 +404,7 @@ class TotalsFold:
         self.wall.append(usage.latency.wall_s)
         self.model_calls.extend(usage.latency.model_calls)
         for name, vs in usage.latency.tools.items():
-            self.tools.setdefault(name, []).extend(vs)
+            self.tools.setdefault(name, array("d")).extend(vs)
 
     def totals(self) -> RunTotals:
         got = bool(self.questions)
@@ -410,9 +412,9 @@ class TotalsFold:
             agent=self.agent.result() if got else Tokens(),
             judges=self.judges.result() if got else Tokens(),
             questions=self.questions,
-            wall=list(self.wall),
-            model_calls=list(self.model_calls),
-            tools={k: list(v) for k, v in self.tools.items()},
+            wall=self.wall,
+            model_calls=self.model_calls,
+            tools=dict(self.tools),
         )
 
 

@@ -5,6 +5,7 @@ the one verdict of a stored run is `tracegrade.rundir.verdict`."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,8 +159,8 @@ class GateFold:
         self.early: list[str] = []
         self.early_count = 0
         self.critical = self.required = self.reviews = 0
-        self.composites: list[float] = []
-        self.objectives: list[float] = []
+        self.composites = array("d")  # doubles, not float objects: 8 bytes a question
+        self.objectives = array("d")
         self.trials: dict[tuple[str, str], bool | None] = {}
         self.failed: list[str] = []
         self.unscored: list[str] = []

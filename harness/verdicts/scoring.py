@@ -26,6 +26,7 @@ combine"):
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -441,7 +442,7 @@ class GraderFold:
     def __init__(self) -> None:
         self.first: dict[str, GraderVerdict] = {}
         self.binary: dict[str, bool] = {}
-        self.scores: dict[str, list[float]] = {}
+        self.scores: dict[str, array[float]] = {}  # doubles: 8 bytes a score
         self.counts: dict[str, list[int]] = {}  # skipped, errored, passed, failed
 
     def add(self, q: Question) -> None:
@@ -450,7 +451,7 @@ class GraderFold:
             if gid not in self.first:
                 self.first[gid] = g
                 self.binary[gid] = False
-                self.scores[gid] = []
+                self.scores[gid] = array("d")
                 self.counts[gid] = [0, 0, 0, 0]
             self.binary[gid] = self.binary[gid] or g.binary
             if g.score is not None:

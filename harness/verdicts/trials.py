@@ -7,6 +7,7 @@ grader's mean and spread (max minus min) over the trials that scored show how st
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -71,8 +72,8 @@ class _Trials:
         self.target, self.question_id = q.target, q.question_id
         self.trials = self.passed = self.undecided = 0
         self.failed = False
-        self.composites: list[float] = []
-        self.scores: dict[str, list[float]] = {}
+        self.composites = array("d")  # doubles: 8 bytes a trial
+        self.scores: dict[str, array[float]] = {}
         self.max_scores: dict[str, float] = {}
 
     def add(self, q: QuestionResult) -> None:
@@ -85,7 +86,7 @@ class _Trials:
             self.composites.append(q.composite)
         for g in q.graders:
             self.max_scores.setdefault(g.grader_id, g.max_score)
-            values = self.scores.setdefault(g.grader_id, [])
+            values = self.scores.setdefault(g.grader_id, array("d"))
             if g.score is not None:
                 values.append(g.score)
 
