@@ -216,10 +216,6 @@ def insert_annotation(
 def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> list[Annotation]:
     """Every annotation of the run (of `target`), oldest first, each flagged stale when the
     stored answer it was about has changed since."""
-    answers = {
-        (r["target"], r["question_id"], r["trial"]): answer_fingerprint(r["response"])
-        for r in named_rows(db, "SELECT target, question_id, trial, response FROM questions")
-    }
     sql = (
         "SELECT target, question_id, trial, label, answer, note, author, created, "
         "answer_sha256 FROM annotations"
@@ -228,6 +224,18 @@ def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> li
     if target is not None:
         sql += " WHERE target = ?"
         args = (target,)
+    rows = named_rows(db, sql + " ORDER BY annotation_id", args)
+    # only the labelled answers are read and hashed: every response of a large run was
+    # (3.4 s and a 20 MB peak for 44,000 question runs with no label at all)
+    answers = {}
+    for key in {(r["target"], r["question_id"], r["trial"]) for r in rows}:
+        found = named_rows(
+            db,
+            "SELECT response FROM questions WHERE target = ? AND question_id = ? AND trial = ?",
+            key,
+        )
+        if found:
+            answers[key] = answer_fingerprint(found[0]["response"])
     return [
         Annotation(
             target=r["target"],
@@ -241,5 +249,5 @@ def read_annotations(db: sqlite3.Connection, *, target: str | None = None) -> li
             answer_sha256=r["answer_sha256"],
             stale=answers.get((r["target"], r["question_id"], r["trial"])) != r["answer_sha256"],
         )
-        for r in named_rows(db, sql + " ORDER BY annotation_id", args)
+        for r in rows
     ]

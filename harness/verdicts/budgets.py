@@ -95,7 +95,8 @@ class BudgetFold:
 
     def add(self, q: QuestionResult) -> None:
         """Count `q` (its `over_budget` already set: `apply_budgets`)."""
-        self.totals.add(q.usage)
+        if self.gate.max_cost is not None or self.gate.max_p95_latency_s is not None:
+            self.totals.add(q.usage)  # only these budgets need the run's totals
         if not q.over_budget:
             return
         self.over += 1
