@@ -3,6 +3,7 @@ the console report are folded from the store a page at a time (counted, never ti
 
 from __future__ import annotations
 
+import gc
 import json
 import secrets
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
-from tracegrade.verdicts.scoring import QuestionScore
+from tracegrade.verdicts.result import QuestionResult
 
 TRAJECTORY = {
     "paris": {"calls": [{"tool": "lookup", "args": {"city": "Paris"}}]},
@@ -48,32 +49,29 @@ def _archive(trace_file: Path, out: Path, copies: int) -> None:
 
 
 class _Live:
-    """How many question scores exist at once, at most (each counted from its construction to
-    its release)."""
+    """How many question results exist at once, at most: counted among the live objects each
+    time a few more were made."""
 
     def __init__(self) -> None:
-        self.now = self.most = self.made = 0
+        self.most = self.made = 0
 
     def born(self) -> None:
-        self.now += 1
         self.made += 1
-        self.most = max(self.most, self.now)
-
-    def died(self) -> None:
-        self.now -= 1
+        if self.made % 4 == 0:
+            live = sum(1 for o in gc.get_objects() if type(o) is QuestionResult)
+            self.most = max(self.most, live)
 
 
 @pytest.fixture
 def live(monkeypatch):
     counter = _Live()
-    init = QuestionScore.__init__
+    init = QuestionResult.__init__
 
     def counted_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         counter.born()
 
-    monkeypatch.setattr(QuestionScore, "__init__", counted_init)
-    monkeypatch.setattr(QuestionScore, "__del__", lambda self: counter.died(), raising=False)
+    monkeypatch.setattr(QuestionResult, "__init__", counted_init)
     return counter
 
 
@@ -89,7 +87,7 @@ def test_grading_an_archive_holds_a_bounded_number_of_results(tmp_path, monkeypa
     monkeypatch.setattr("tracegrade.rundir.store.SCORE_PAGE", 20)
     monkeypatch.setattr("tracegrade.reports.console.KEPT", 5)
     capsys.readouterr()
-    live.now = live.most = live.made = 0
+    live.most = live.made = 0
     argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
     assert main(argv) == 2  # rome never calls lookup: its must-pass grader fails
     out = capsys.readouterr().out
