@@ -95,7 +95,10 @@ def drive(rec: Recorder, tool_calls: list[dict], results: list) -> None:
     rec.on_chain_end({}, run_id=root)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     arguments=st.lists(st.dictionaries(safe_key, json_values, max_size=4), min_size=1, max_size=3),
     results=st.lists(json_values, min_size=3, max_size=3),
