@@ -9,7 +9,8 @@ not counted twice. The parts:
 - accounting: pricing the question's model calls and tool seconds (`account`, `with_judges`);
 - grading: the graders on the answer (`agrade_conversation`) and scoring;
 - commit: the question's SQLite commit (`ResultStore.commit_question`, redaction included);
-- workdir: the question's work folder made and removed;
+- workdir: the question's work folder made and removed (on the work folder threads, off the
+  event loop: not part of the main thread's total, added to it apart);
 - deadline: the per-question timeout (`QuestionDeadline`) and the loop watch's task factory
   (its own work: the asyncio.Task it makes is taken back, as asyncio makes it without it).
 

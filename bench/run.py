@@ -348,10 +348,13 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         grading_id = store.new_grading(mode="run")
         asyncio.run(interleave(store, grading_id, telemetry.tracer))  # warm-up pass
         writer_before = _thread_cpu("OtelBatch")
+        folders_before = _thread_cpu("tracegrade-workdir")
         gc.collect()
         raws, harness = asyncio.run(interleave(store, grading_id, telemetry.tracer))
         telemetry.flush()
         writer = (_thread_cpu("OtelBatch") - writer_before) / n
+        # the work folders are made and removed off the event loop, on threads of their own
+        folders = (_thread_cpu("tracegrade-workdir") - folders_before) / n
         timers = Timers()
         with ExitStack() as stack:  # a pass apart: the timers cost CPU of their own
             timed_recorder = instrumented(stack, timers)
@@ -378,7 +381,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         gc.collect()
         setups.append(harness_run(single, time.process_time)[0] - raw_s)
     setup = statistics.median(setups) + compile_once
-    per_question = main_thread + writer + loading
+    per_question = main_thread + writer + folders + loading
     print(
         f"\noverhead (concurrency 1, latency 0, {n} questions interleaved with the raw agent, "
         f"CPU time):\n"
@@ -387,6 +390,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         f"  tracegrade's own: {main_thread * 1000:.2f} ms capture, grading and commit "
         f"(+/- {spread * 1000:.2f}; 5%-trimmed {trimmed_mean * 1000:.2f} +/- "
         f"{trimmed_spread * 1000:.2f}) + {writer * 1000:.2f} ms trace file writer thread + "
+        f"{folders * 1000:.2f} ms work folder threads + "
         f"{loading * 1000:.2f} ms loading and validating the dataset file = "
         f"{per_question * 1000:.2f} ms/question\n"
         f"  plus {setup * 1000:.0f} ms per run (config, run directory, identity, store, "
@@ -395,7 +399,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     )
     raw_mean = statistics.fmean(raws)
     parts = {name: spent / n for name, spent in timers.corrected().items()}
-    rest = main_thread - sum(parts.values())
+    rest = main_thread - sum(v for k, v in parts.items() if k != "workdir")  # workdir: own thread
     print(
         f"  by part (a timed pass apart), ms/question and x the raw agent's "
         f"{raw_mean * 1000:.2f} ms:"
