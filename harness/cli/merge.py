@@ -21,6 +21,10 @@ over all questions, and every report, exactly as one unsharded run would have ma
 A question's shard is 1 + (the first 8 bytes of sha256(target NUL question id), big-endian)
 mod N: the same on every machine, each question in one shard.
 
+Monitor runs (`tracegrade receive`: several receivers behind a load balancer that routes by
+trace id) merge the same way into one monitor run: every run's rows, each question's trials
+numbered on run after run, the question runs, lost spans and hourly rollups added up.
+
 Refused (exit 4, naming what differs) when the shards ran different configs, datasets, graders
 or tracegrade versions, were cut into different N, or one shard is given twice. A missing shard
 is reported, and the merged run is incomplete (exit 3): its questions have no result.
@@ -48,9 +52,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.shards import merge_runs, merged_outcome
+    from ..execution.monitor_merge import merge_any
+    from ..execution.shards import merged_outcome
 
-    result = merge_runs(args.run_dirs, args.out)
+    result = merge_any(args.run_dirs, args.out)
     merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)
     print(f"merged shard(s) {merged} into {result.run_dir}", file=sys.stderr)
     for note in result.notes:

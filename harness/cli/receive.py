@@ -46,6 +46,12 @@ and makes the run incomplete (exit 3 under --gate). SIGINT or SIGTERM stops it g
 are answered, every trace whose root arrived is graded, traces still waiting for their root are
 kept in the run directory, and `receive --run RUN` continues the same run (nothing graded twice).
 
+With --workers N the traces are graded in N processes (every core): each request is decoded
+once in the receiving process, and each complete trace goes to the worker its trace id routes to
+(its conversation id with --conversations), which grades and commits it into the same monitor
+run. The bounds, the verdict and the exit codes are the same; a worker that dies is an error
+(exit 3, whatever the gate), its traces counted as lost, and a fresh one takes its place.
+
 With --window SECONDS it stops by itself after that long; with --gate its exit code is the
 monitor run's verdict (a canary check after a deploy). Without --gate a clean stop exits 0.
 """
@@ -141,6 +147,14 @@ def register(subparsers: Any) -> None:
         default=32.0,
         metavar="MB",
         help="largest request body, inflated (default 32)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=_positive(int),
+        default=None,
+        metavar="N",
+        help="grade in N processes, each trace routed by its trace id (its conversation's "
+        "with --conversations); default: in the receiving process",
     )
     parser.add_argument("--forward", metavar="URL", help="forward every request to this URL")
     parser.add_argument(
@@ -265,6 +279,7 @@ def run(args: argparse.Namespace) -> int:
         annotate_headers=annotate_headers,
         max_body=int(args.max_body_mb * 1024 * 1024),
         window_s=args.window,
+        workers=args.workers or 0,
     )
 
     def announce(text: str) -> None:
@@ -286,6 +301,10 @@ def run(args: argparse.Namespace) -> int:
     if empty:  # decided before any report is written, so each says what the exit code says
         outcome.nothing_to_run = "no agent trace was graded in the window"
     report_outcome(args, outcome, config=config)
+    if receiver.pool is not None and receiver.pool.failures:  # an error, gate or no gate
+        for failure in receiver.pool.failures:
+            print(f"tracegrade: {failure}", file=sys.stderr)
+        return 3
     if not args.gate:
         return 0
     if receiver.stopped_by:  # the window did not end: no verdict on it

@@ -184,13 +184,18 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
 
 
 def _write_merged(shards: list, out: Path, ref: RunManifest, result: MergeResult) -> None:
-    """Written beside `out` and renamed into place once whole: a merge killed half-way leaves
-    no directory that reads as a run (its identity is written last, inside the staging one)."""
+    staged(out, lambda merged: _write_into(shards, merged, out.name, ref))
+
+
+def staged(out: Path, write: Callable[[RunDirectory], None]) -> None:
+    """A merged run written (`write`) beside `out` and renamed into place once whole: a merge
+    killed half-way leaves no directory that reads as a run (its identity is written last,
+    inside the staging one)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.merging-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        _write_into(shards, RunDirectory.create_at(staging), out.name, ref)
+        write(RunDirectory.create_at(staging))
         if out.exists():
             out.rmdir()  # checked empty before
         os.replace(staging, out)
@@ -242,17 +247,22 @@ def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
             if score is not None:
                 store.commit_question(run, score, grading_id=grading_id)
         for label in shard.load_annotations():  # what people answered about the shard's rows
-            store.add_annotation(
-                target=label.target,
-                question_id=label.question_id,
-                trial=label.trial,
-                label=label.label,
-                answer=label.answer,
-                author=label.author,
-                note=label.note,
-                answer_sha256=label.answer_sha256,
-                created=label.created,
-            )
+            copy_annotation(store, label, trial=label.trial)
+
+
+def copy_annotation(store: Any, label: Any, *, trial: int) -> None:
+    """A label a person gave in another run, on trial `trial` of its question here."""
+    store.add_annotation(
+        target=label.target,
+        question_id=label.question_id,
+        trial=trial,
+        label=label.label,
+        answer=label.answer,
+        author=label.author,
+        note=label.note,
+        answer_sha256=label.answer_sha256,
+        created=label.created,
+    )
 
 
 def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:

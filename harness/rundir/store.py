@@ -328,14 +328,23 @@ class ResultStore:
 
     @_writes
     def commit_questions(
-        self, items: Sequence[tuple[QuestionRun, QuestionResult]], *, grading_id: int
+        self,
+        items: Sequence[tuple[QuestionRun, QuestionResult]],
+        *,
+        grading_id: int,
+        numbered: Callable[[], None] | None = None,
     ) -> None:
         """Write finished questions (each its run row, grade rows and score row) in one
         transaction: all of them or none. A caller grading many (a monitor run) commits them
-        together, so a question costs its rows rather than a transaction of its own."""
+        together, so a question costs its rows rather than a transaction of its own.
+
+        With `numbered`, each item's trial is the next free one of its question, decided
+        inside the transaction (several processes commit into one store: `receive
+        --workers`), and `numbered()` runs once they are numbered, before any row is written
+        (it writes their records, which hold the trial)."""
         db = self._db
         redact = self.redaction
-        values = []
+        values: list[Any] = []
         for run, score in items:
             row = redact.value(run.row)
             # From the row as stored, so a run migrated from an older store (fingerprinted
@@ -371,6 +380,9 @@ class ResultStore:
             )
         db.execute("BEGIN IMMEDIATE")
         try:
+            if numbered is not None:
+                self._number(items, values)
+                numbered()
             db.executemany(
                 f"INSERT OR REPLACE INTO questions ({', '.join(QUESTION_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(QUESTION_COLUMNS))})",
@@ -382,6 +394,22 @@ class ResultStore:
         except BaseException:
             rollback(db)
             raise
+
+    def _number(self, items: Sequence[tuple[QuestionRun, QuestionResult]], values: list) -> None:
+        """Each item's trial: the next after every stored trial of its question (and the
+        batch's earlier items)."""
+        at = QUESTION_COLUMNS.index("trial")
+        following: dict[tuple[str, str], int] = {}
+        for n, (run, score) in enumerate(items):
+            key = (run.target, run.question_id)
+            if key not in following:
+                row = self._db.execute(
+                    "SELECT MAX(trial) FROM questions WHERE target = ? AND question_id = ?", key
+                ).fetchone()
+                following[key] = 0 if row[0] is None else int(row[0]) + 1
+            run.trial = score.trial = following[key]
+            following[key] += 1
+            values[n] = (*values[n][:at], run.trial, *values[n][at + 1 :])
 
     @_writes
     def commit_score(self, target: str, score: QuestionResult, *, grading_id: int) -> None:

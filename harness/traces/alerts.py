@@ -21,7 +21,7 @@ from typing import Any
 from ..usage import percentile
 from ..verdicts.scoring import question_passed
 
-__all__ = ["AlertRule", "Alerts", "AlertsConfig", "alerts_config"]
+__all__ = ["AlertRule", "Alerts", "AlertsConfig", "alerts_config", "seen_of"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,14 @@ class _Seen:
     latency_s: float | None
 
 
+def seen_of(score: Any) -> tuple[bool | None, bool, float | None, float | None]:
+    """What the alert rules read of one graded trace: passed, errored, cost, latency."""
+    usage = getattr(score, "usage", None)
+    cost = usage.agent.cost if usage is not None else None
+    latency = usage.latency.wall_s if usage is not None else None
+    return question_passed(score), bool(score.degraded), cost, latency
+
+
 @dataclass(slots=True)
 class Alerts:
     """The rules' state: the window of graded traces, when each rule last fired, the queue."""
@@ -108,18 +116,13 @@ class Alerts:
 
     def observe(self, score: Any) -> None:
         """One graded trace (a question verdict with its usage) enters the window."""
-        usage = getattr(score, "usage", None)
-        cost = usage.agent.cost if usage is not None else None
-        latency = usage.latency.wall_s if usage is not None else None
-        self._window.append(
-            _Seen(
-                at=self.clock(),
-                passed=question_passed(score),
-                errored=bool(score.degraded),
-                cost=cost,
-                latency_s=latency,
-            )
-        )
+        self.observe_seen(*seen_of(score))
+
+    def observe_seen(
+        self, passed: bool | None, errored: bool, cost: float | None, latency_s: float | None
+    ) -> None:
+        """One graded trace as `seen_of` gives it (what a grading worker sends back)."""
+        self._window.append(_Seen(self.clock(), passed, errored, cost, latency_s))
 
     def figures(self) -> dict[str, float | None]:
         """Each metric over the window as it stands now."""

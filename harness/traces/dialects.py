@@ -33,7 +33,7 @@ from .messages import state_messages
 from .spans import Span
 from .usage_spans import model_calls_of
 
-__all__ = ["DIALECTS", "AgentTrace", "agent_trace", "dialect_of"]
+__all__ = ["DIALECTS", "AgentTrace", "agent_trace", "conversation_of", "dialect_of"]
 
 DIALECTS = ("tracegrade", "genai", "openinference")
 _OI_SESSION_ID = "session.id"
@@ -121,8 +121,7 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
             finalize_calls(calls), complete=complete, problems=tuple(problems), **facts
         ),
         question_id=_first_attribute(spans, root, (sc.TG_QUESTION_ID, sc.AGENTEVALS_CASE_ID)),
-        conversation_id=_first_attribute(spans, root, (sc.GEN_AI_CONVERSATION_ID, _OI_SESSION_ID))
-        or _thread_id(root),
+        conversation_id=conversation_of(spans, root),
         user_message=user,
         answer=answer or "",
         error=error,
@@ -132,6 +131,19 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
         span_count=len(spans),
         model_calls=model_calls_of(spans),
     )
+
+
+def conversation_of(spans: Sequence[Span], root: Span | None = None) -> str | None:
+    """The conversation a trace belongs to (`session.id`, `gen_ai.conversation.id`, LangGraph's
+    `thread_id`), read from its spans alone: what `receive --workers` routes a conversation's
+    traces by, so one worker holds them all. `root`: the trace's question or root span."""
+    if root is None:
+        roots = [s for s in spans if s.name == sc.SPAN_QUESTION] or [
+            s for s in spans if not s.parent_id
+        ]
+        root = min(roots or spans, key=lambda s: s.start_ns)
+    keys = (sc.GEN_AI_CONVERSATION_ID, _OI_SESSION_ID)
+    return _first_attribute(spans, root, keys) or _thread_id(root)
 
 
 def _thread_id(root: Span) -> str | None:

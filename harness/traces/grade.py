@@ -50,6 +50,7 @@ __all__ = [
     "grade_paired",
     "grade_traces",
     "record_line",
+    "renumbered_line",
 ]
 
 
@@ -237,17 +238,69 @@ async def grade_paired(
     return GradedTrace(line, stored, score)
 
 
+def _trial_texts(
+    *, run_id: str, target: str, question_id: str, trial: int, policy: RedactionPolicy
+) -> list[str]:
+    """The question span's attributes that name its trial, as `record_line` writes them."""
+    attributes = {
+        sc.GEN_AI_CONVERSATION_ID: sc.conversation_id(
+            run_id=run_id, target=target, question_id=question_id, trial=trial
+        ),
+        sc.TG_TRIAL: trial,
+    }
+    return [
+        json.dumps(kv, ensure_ascii=False)
+        for kv in _kv(redacted_attributes(attributes, policy=policy))
+    ]
+
+
+def renumbered_line(line: str, *, run_id: str, run: QuestionRun, policy: RedactionPolicy) -> str:
+    """A record line written as trial 0 (`record_line`) made trial `run.trial`'s: its first
+    occurrence of each trial attribute is the question span's (the first span, whose earlier
+    attributes are tracegrade's own)."""
+    if run.trial == 0:
+        return line
+    ids = {"run_id": run_id, "target": run.target, "question_id": run.question_id}
+    was = _trial_texts(**ids, trial=0, policy=policy)
+    now = _trial_texts(**ids, trial=run.trial, policy=policy)
+    for old, new in zip(was, now, strict=True):
+        line = line.replace(old, new, 1)
+    return line
+
+
 def commit_graded(
-    store: ResultStore, grading_id: int, lines: TextIO, graded: Sequence[GradedTrace]
+    store: ResultStore,
+    grading_id: int,
+    lines: TextIO,
+    graded: Sequence[GradedTrace],
+    *,
+    numbered: tuple[str, RedactionPolicy] | None = None,
 ) -> None:
     """Write graded traces: their records to the run's trace file (`lines`, flushed first, so
     a record is on disk before its row), then their rows to `store` under `grading_id` in one
-    transaction (all of them or none)."""
+    transaction (all of them or none). With `numbered` (the run id and redaction policy), the
+    traces were graded as trial 0 and each gets the next free trial of its question, decided
+    in the store's transaction: several processes commit into one monitor run."""
     if not graded:
         return
-    lines.write("".join(g.line + "\n" for g in graded))
-    lines.flush()
-    store.commit_questions([(g.run, g.score) for g in graded], grading_id=grading_id)
+
+    def write() -> None:
+        lines.write("".join(g.line + "\n" for g in graded))
+        lines.flush()
+
+    items = [(g.run, g.score) for g in graded]
+    if numbered is None:
+        write()
+        store.commit_questions(items, grading_id=grading_id)
+        return
+    run_id, policy = numbered
+
+    def number() -> None:
+        for g in graded:
+            g.line = renumbered_line(g.line, run_id=run_id, run=g.run, policy=policy)
+        write()
+
+    store.commit_questions(items, grading_id=grading_id, numbered=number)
 
 
 async def agrade_traces(

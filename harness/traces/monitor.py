@@ -88,6 +88,9 @@ class Monitor:
         self.graded_ids: list[str] = []
         """The traces graded before this start (a restarted monitor's), read from the store."""
         self.resumed = run is not None
+        self.use_cache = use_cache
+        self.worker = False
+        """One of a receiver's grading workers (`start_worker`)."""
         self._store: ResultStore | None = None
         self._held = contextlib.ExitStack()
         self._lines: TextIO | None = None
@@ -201,10 +204,49 @@ class Monitor:
             self.listed[kind] = list(ids)[:_LISTED]
         self._runs = len(self.graded_ids)
         record_scope(store, self._grading_id, {self.target: {"runs": self._runs}})
+        self.directory.fold_traces(self.target)  # grading workers' files a kill left
         trace_file = self.directory.trace_file(self.target)
         trace_file.parent.mkdir(parents=True, exist_ok=True)
         self._lines = self._held.enter_context(trace_file.open("a", encoding="utf-8"))
         return self._read_pending()
+
+    def start_worker(self, part: str) -> None:
+        """Open the run as one of its grading workers (`receive --workers`): the store without
+        the run's lock (the receiver holds it), the run's grading, and this worker's own trace
+        file `part`. Trials are numbered by the store when a batch commits (`commit`)."""
+        self._held = contextlib.ExitStack()
+        self._store = self._held.enter_context(
+            self.directory.store(redaction=self.config.redaction)
+        )
+        gradings = self._store.gradings()
+        if not gradings:
+            raise RuntimeError(f"monitor run {self.run_id} has no grading to commit into")
+        self._grading_id = min(g["grading_id"] for g in gradings)
+        self.plan.run_id = self.run_id
+        self.pairer = Pairer(self.plan.questions)
+        self.worker = True
+        trace_file = self.directory.trace_part(self.target, part)
+        trace_file.parent.mkdir(parents=True, exist_ok=True)
+        self._lines = self._held.enter_context(trace_file.open("a", encoding="utf-8"))
+
+    def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+        """A worker's rollups and listed ids since the last call (for the receiver's run)."""
+        rollups = {hour: dict(counts) for hour, counts in self.rollups.items()}
+        listed = {kind: list(ids) for kind, ids in self.listed.items() if ids}
+        self.rollups.clear()
+        self.listed = {kind: [] for kind in self.listed}
+        return rollups, listed
+
+    def absorb(
+        self, rollups: Mapping[str, Mapping[str, int]], listed: Mapping[str, list[str]], runs: int
+    ) -> None:
+        """What a grading worker graded and committed: its rollups, listed ids and runs."""
+        for hour, counts in rollups.items():
+            self.rollups.setdefault(hour, Counter()).update(counts)
+        for kind, ids in listed.items():
+            for tid in ids:
+                self._list(kind, tid)
+        self._runs += runs
 
     def _read_pending(self) -> list[list[Span]]:
         path = self.run_dir / PENDING_FILE
@@ -277,7 +319,7 @@ class Monitor:
             self._list("unmatched", trace_id)
             return None
         qid = str(pair.question.id)
-        trial = self.trials.get(qid, 0)
+        trial = 0 if self.worker else self.trials.get(qid, 0)  # a worker's: at its commit
         self.trials[qid] = trial + 1
         self._runs += 1
         graded = await grade_paired(
@@ -298,7 +340,14 @@ class Monitor:
         nothing of them is stored, and it is raised."""
         assert self._store is not None and self._lines is not None, "start() first"
         graded, self._graded = self._graded, []
-        commit_graded(self._store, self._grading_id or 0, self._lines, [g for g, _ in graded])
+        numbered = (self.run_id, self.config.redaction) if self.worker else None
+        commit_graded(
+            self._store,
+            self._grading_id or 0,
+            self._lines,
+            [g for g, _ in graded],
+            numbered=numbered,
+        )
         for trace, by_policy in graded:
             score = trace.score
             passed = question_passed(score)

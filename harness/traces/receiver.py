@@ -32,6 +32,7 @@ from .alerts import Alerts, alerts_config
 from .assembly import Assembler, Limits, sampled
 from .forwarding import Forwarder
 from .grade import COMMIT_BATCH
+from .grading_workers import GradingPool, WorkerSpec
 from .ingest import (
     MAX_BODY_BYTES,
     BadRequest,
@@ -73,6 +74,8 @@ class ReceiverOptions:
     """The most graded traces committed in one transaction: a kill -9 loses at most these."""
     batch_s: float = 1.0
     """A batch is committed once its first trace has waited this long (slow graders)."""
+    workers: int = 0
+    """Grading processes (`grading_workers`); 0 grades in the receiver's own process."""
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -144,6 +147,7 @@ class Receiver:
         self._roots: dict[str, str] = {}
         """trace id -> root span id of the traces held for their conversation (annotated
         when it is graded)."""
+        self.pool: GradingPool | None = None
         settings = alerts_config((getattr(monitor.config, "data", None) or {}).get("alerts"))
         self.alerts = (
             Alerts(settings, self.counts, run_id=monitor.run_id) if settings is not None else None
@@ -174,6 +178,7 @@ class Receiver:
             "spans_held": assembler.spans_held,
             "bytes_held": assembler.bytes_held,
             "traces_graded": graded,
+            "workers": [w.process.pid for w in self.pool.workers] if self.pool else [],
         }
 
     async def _status(self, request: Any) -> Any:
@@ -270,6 +275,15 @@ class Receiver:
         for trace in pending:
             self.assembler.add(trace)
         self.counts["spans_received"] -= sum(len(t) for t in pending)  # counted when received
+        if self.options.workers > 0:
+            self.pool = self._pool(self.options.workers)
+            self.pool.attach()
+            try:
+                await self.pool.started()
+            except BaseException:
+                self.pool.close()
+                self.monitor.close()
+                raise
         config = uvicorn.Config(
             self.app(),
             log_level="warning",
@@ -312,7 +326,11 @@ class Receiver:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await self._finish()
+            try:
+                await self._finish()
+            finally:
+                if self.pool is not None:
+                    self.pool.close()
 
     def _where(self) -> str:
         host = self.sock.getsockname()[0]
@@ -336,12 +354,67 @@ class Receiver:
                 last = loop.time()
                 self._checkpoint()
 
+    def _pool(self, workers: int) -> GradingPool:
+        monitor, options = self.monitor, self.options
+        book = monitor.conversations
+        specs = [
+            WorkerSpec(
+                config_path=str(monitor.config.path),
+                target=monitor.target,
+                run_dir=str(monitor.run_dir),
+                use_cache=monitor.use_cache,
+                sample=monitor.sample,
+                policy=monitor.policy,
+                conversations=(
+                    None
+                    if book is None
+                    else (book.quiet_s, -(-book.max_open // workers), book.max_turns)
+                ),
+                index=k,
+                part=f"w{k}",
+                batch=options.batch,
+                batch_s=options.batch_s,
+                tick_s=options.tick_s,
+                verdicts=bool(options.forward or options.annotate),
+            )
+            for k in range(workers)
+        ]
+        return GradingPool(
+            specs,
+            on_report=self._reported,
+            on_failed=self._failed,
+            on_room=self._route,
+            by_conversation=book is not None,
+        )
+
+    def _reported(self, rollups: dict, listed: dict, runs: int, seen: list, verdicts: list) -> None:
+        """A grading worker committed a batch: what it graded joins the run's rollups, and
+        each trace's grades go where they are wanted (`verdicts`: trace id, root span id,
+        evaluations or None, held for its conversation)."""
+        self.monitor.absorb(rollups, listed, runs)
+        if self.alerts is not None:
+            for figures in seen:
+                self.alerts.observe_seen(*figures)
+        for trace_id, root, evaluations, held in verdicts:
+            self._resolved(trace_id, evaluations, root, held=held)
+
+    def _route(self) -> bool:
+        """The complete traces sent to the grading workers while they have room; True when
+        none is left waiting."""
+        assert self.pool is not None
+        return self.pool.take(self.assembler.ready, self.assembler.pop_ready)
+
     async def _grade_ready(self, *, force: bool) -> None:
         """Grade the complete traces, committed in batches (`options.batch` traces, or what
         was graded in `options.batch_s`): a batch is committed however this ends, a
-        cancellation included."""
+        cancellation included. With grading workers, they are sent to them (every one of
+        them with `force`, waiting for room)."""
         loop = asyncio.get_running_loop()
         self.assembler.collect(force=force)
+        if self.pool is not None:
+            while not self._route() and force:
+                await asyncio.sleep(0.02)
+            return
         batch: list[tuple[str, int]] = []  # (trace id, spans) graded, not committed yet
         started = loop.time()
         try:
@@ -380,9 +453,27 @@ class Receiver:
     def _graded(self, trace_id: str, score: Any, root: str | None) -> None:
         """A trace's grades to the forwarder (none when it will get none: not an agent trace,
         no question; a trace held for its conversation is not done yet) and to Phoenix."""
-        forwarder = self.forwarder_of(trace_id)
         if score is None:
-            if self.monitor.holds(trace_id):
+            self._resolved(trace_id, None, root, held=self.monitor.holds(trace_id))
+        elif self.wants_verdicts(trace_id, root):
+            from ..rundir.evaluations import evaluations_of
+
+            self._resolved(trace_id, evaluations_of([score]), root)
+
+    def wants_verdicts(self, trace_id: str, root: str | None) -> bool:
+        """Whether a trace's grades go anywhere (the forwarder holds it, Phoenix is written)."""
+        return self.forwarder_of(trace_id) is not None or (
+            self._annotator is not None and bool(root)
+        )
+
+    def _resolved(
+        self, trace_id: str, evaluations: list | None, root: str | None, *, held: bool = False
+    ) -> None:
+        """A trace's grades (`evaluations`; None: it gets none, or not yet when `held` for its
+        conversation) to the forwarder and to Phoenix."""
+        forwarder = self.forwarder_of(trace_id)
+        if evaluations is None:
+            if held:
                 if root and self._annotator is not None:
                     self._roots[trace_id] = root
             elif forwarder is not None:
@@ -390,9 +481,8 @@ class Receiver:
             return
         if forwarder is None and (self._annotator is None or not root):
             return
-        from ..rundir.evaluations import evaluations_of, otlp_events, phoenix_annotation
+        from ..rundir.evaluations import otlp_events, phoenix_annotation
 
-        evaluations = evaluations_of([score])
         text = self.monitor.config.redaction.text
         if forwarder is not None:
             events = otlp_events(evaluations, text=text)
@@ -427,6 +517,9 @@ class Receiver:
 
     async def _finish(self) -> None:
         await self._grade_ready(force=True)
+        if self.pool is not None:
+            await self.pool.stop()
+            self.monitor.directory.fold_traces(self.monitor.target)
         unfinished = self.assembler.take_unfinished()
         persisted = self.monitor.persist_pending(unfinished)
         self.counts["spans_pending"] = persisted
@@ -446,6 +539,9 @@ class Receiver:
                 f"span were kept in {self.monitor.run_dir / 'pending.jsonl'}: receive --run "
                 f"{self.monitor.run_id} reads them back"
             )
+        if self.pool is not None and self.pool.failures:  # never a pass, lost spans or not
+            self.outcome.notes.extend(self.pool.failures)
+            self.outcome.extra_exit_codes.append(3)
         if self.grading_failed:
             self.outcome.notes.append(
                 f"grading failed for {self.counts['grading_failed']} trace(s): "

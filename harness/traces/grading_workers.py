@@ -1,0 +1,440 @@
+"""`tracegrade receive --workers N`: complete traces graded in N processes, past the one core a
+Python process can use.
+
+The receiver's process keeps what must be one: the HTTP endpoint, each request decoded once,
+the assembler and its bounds, sampling, the run's lock, rollups, alerts and the verdict. Each
+complete trace goes to the worker its trace id routes to (its conversation id with
+`--conversations`, so one worker holds a conversation's traces), as plain tuples in one message
+per tick. A worker reads the trace (`agent_trace`), pairs and grades it as the one-process
+receiver does (`Monitor.grade`) and commits its batches into the run's one store itself, each
+trace's trial numbered by the store inside the batch's transaction, its records in its own trace
+file (`traces/<target>.w<k>.jsonl`, folded into the target's at the stop). After each commit it
+tells the receiver what it graded (rollups, listed ids, alert figures, traces whose grading
+failed), which is what frees room for more: each worker holds at most `WINDOW` traces not yet
+committed, so memory stays bounded however slow grading is.
+
+A worker that dies (a crash, the OOM killer, kill -9) is an error, never a pass: every trace it
+held and had not committed is counted as failed grading (its spans lost: the run is
+incomplete, exit 3) and a fresh worker takes its place. When the receiver dies, its workers see
+their pipe close, commit what they graded and exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import pickle
+import queue
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .dialects import conversation_of
+from .spans import Span
+
+__all__ = ["GradingPool", "WorkerSpec", "route"]
+
+log = logging.getLogger(__name__)
+
+WINDOW = 512
+"""Traces a worker holds at most (sent, not yet committed)."""
+
+_STOP = b"stop"
+
+
+def route(key: str, workers: int) -> int:
+    """The worker (0-based) the trace or conversation `key` goes to: a hash, the same in every
+    process and on every start."""
+    digest = hashlib.blake2b(key.lower().encode("utf-8", "replace"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % workers
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """What a grading worker rebuilds the monitor run from (picklable)."""
+
+    config_path: str
+    target: str
+    run_dir: str
+    use_cache: bool
+    sample: float
+    policy: Any
+    conversations: tuple[float, int, int] | None
+    """The conversation book's quiet period, open conversations and turns (None: off)."""
+    index: int
+    part: str
+    """Its trace file's part name (`w<k>`)."""
+    batch: int
+    batch_s: float
+    tick_s: float
+    verdicts: bool = False
+    """Send each trace's grades back (`--forward` carries them, `--annotate` writes them)."""
+
+
+def _rows(spans: Sequence[Span]) -> list[tuple]:
+    return [
+        (
+            s.trace_id,
+            s.span_id,
+            s.parent_id,
+            s.name,
+            s.start_ns,
+            s.end_ns,
+            s.attributes,
+            s.status_code,
+            s.status_message,
+            s.resource,
+            s.kind,
+        )
+        for s in spans
+    ]
+
+
+# -- the worker process ---------------------------------------------------------------------
+def _worker_main(spec: WorkerSpec, conn: Any) -> None:
+    from ..execution.workers import _watch_parent
+
+    starting = _watch_parent(conn)
+    # The receiver decides when its workers stop (a stop message, or its pipe closing): a
+    # signal to the whole process group must not kill the traces they hold.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    code = 0
+    try:
+        from ..execution.loops import run_without_loop
+        from ..inputs.config import load_config
+        from .conversations import ConversationBook
+        from .monitor import Monitor
+
+        book = None
+        if spec.conversations is not None:
+            quiet_s, max_open, max_turns = spec.conversations
+            book = ConversationBook(quiet_s=quiet_s, max_open=max_open, max_turns=max_turns)
+        monitor = Monitor(
+            load_config(spec.config_path),
+            spec.target,
+            run=spec.run_dir,
+            use_cache=spec.use_cache,
+            sample=spec.sample,
+            policy=spec.policy,
+            conversations=book,
+        )
+        monitor.start_worker(spec.part)
+        starting.set()
+        run_without_loop("receive-worker", lambda: _serve(spec, monitor, conn))
+    except BaseException as exc:  # isolation point: say why; the receiver counts what we held
+        log.debug("grading worker %d failed", spec.index, exc_info=True)
+        with contextlib.suppress(Exception):
+            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+    os._exit(code)
+
+
+async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
+    from .alerts import seen_of
+
+    inbox: queue.Queue[bytes | None] = queue.Queue()
+
+    def read() -> None:  # the pipe drained at once, so the receiver never waits on a send
+        try:
+            while True:
+                inbox.put(conn.recv_bytes())
+        except (EOFError, OSError):
+            inbox.put(None)
+
+    threading.Thread(target=read, name="tracegrade-receive-inbox", daemon=True).start()
+    conn.send(("ready", os.getpid()))
+    taken = 0  # traces taken since the last report
+    graded: list[tuple[str, int]] = []  # graded, not committed: lost if the commit fails
+    failed: list[tuple[str, int]] = []
+    seen: list[tuple] = []
+    verdicts: list[tuple] = []  # (trace id, root span id, evaluations or None, held)
+    roots: dict[str, str | None] = {}  # the roots of traces held for their conversation
+    first: float | None = None
+
+    def observe(score: Any) -> None:
+        seen.append(seen_of(score))
+
+    def verdict(trace_id: str, root: str | None, score: Any) -> None:
+        if not spec.verdicts:
+            return
+        from ..rundir.evaluations import evaluations_of
+
+        held = score is None and monitor.holds(trace_id)
+        if held:
+            roots[trace_id] = root
+        verdicts.append((trace_id, root, evaluations_of([score]) if score else None, held))
+
+    def report(*, final: bool = False) -> None:
+        nonlocal taken, first
+        runs = monitor.uncommitted
+        try:
+            monitor.commit()
+        except Exception:  # isolation point: the batch is lost, counted by the receiver
+            log.exception("storing %d graded trace(s) failed", len(graded))
+            failed.extend(graded)
+            runs = 0
+        rollups, listed = monitor.take_rollups()
+        done = ("done", taken, rollups, listed, runs, list(seen), list(verdicts), list(failed))
+        conn.send((*done, final))
+        taken, first = 0, None
+        verdicts.clear()
+        graded.clear()
+        failed.clear()
+        seen.clear()
+
+    while True:
+        try:
+            message = inbox.get(timeout=spec.tick_s)
+        except queue.Empty:
+            message = b""
+        if message is None:  # the receiver is gone: keep what was graded, then go
+            with contextlib.suppress(Exception):
+                monitor.commit()
+            return
+        stopping = message == _STOP
+        if message and not stopping:
+            for trace_id, rows in pickle.loads(message):
+                spans = [Span(*row) for row in rows]
+                taken += 1
+                try:
+                    score = await monitor.grade(trace_id, spans)
+                except Exception:  # isolation point: a trace's failure is counted
+                    log.exception("grading trace %s failed", trace_id)
+                    failed.append((trace_id, len(spans)))
+                    continue
+                if score is not None:
+                    graded.append((trace_id, len(spans)))
+                    observe(score)
+                verdict(trace_id, next((s.span_id for s in spans if not s.parent_id), None), score)
+                if first is None:
+                    first = time.monotonic()
+        for score in await monitor.grade_conversations(force=stopping):
+            graded.append((score.trace_id or "", 0))
+            observe(score)
+            verdict(score.trace_id or "", roots.pop(score.trace_id or "", None), score)
+        if first is None and monitor.uncommitted:
+            first = time.monotonic()
+        due = first is not None and time.monotonic() - first >= spec.batch_s
+        full = monitor.uncommitted >= spec.batch
+        # one commit per batch (or per `batch_s`): the store's writers take turns, so fewer
+        # and larger transactions keep the workers from waiting on each other
+        if stopping or ((taken or monitor.uncommitted) and (full or due)):
+            report(final=stopping)
+        if stopping:
+            return
+
+
+# -- the receiver's side --------------------------------------------------------------------
+def _how(process: Any) -> str:
+    from ..execution.workers import how_it_ended
+
+    return how_it_ended(process)
+
+
+@dataclass(slots=True)
+class _Worker:
+    spec: WorkerSpec
+    process: Any
+    conn: Any
+    outbox: queue.Queue[bytes | None]
+    held: deque[tuple[str, int]] = field(default_factory=deque)
+    """(trace id, spans) sent and not yet reported, in the order sent."""
+    batch: list[tuple[str, list[tuple]]] = field(default_factory=list)
+    failure: str | None = None
+    ready: bool = False
+    ended: bool = False
+    final: bool = False
+
+
+class GradingPool:
+    """N grading workers for one monitor run; `on_report(rollups, listed, runs, seen,
+    verdicts)` and
+    `on_failed(trace_id, spans)` are called in the receiver's loop."""
+
+    def __init__(
+        self,
+        specs: list[WorkerSpec],
+        *,
+        on_report: Callable[[dict, dict, int, list, list], None],
+        on_failed: Callable[[str, int], None],
+        on_room: Callable[[], object] = lambda: None,
+        by_conversation: bool = False,
+    ) -> None:
+        from ..execution.workers import _context
+
+        self.specs = specs
+        self.on_report = on_report
+        self.on_failed = on_failed
+        self.on_room = on_room
+        self.by_conversation = by_conversation
+        self.failures: list[str] = []
+        self.stopping = False
+        self._ctx = _context()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._parts = len(specs)
+        self.workers = [self._start(spec) for spec in specs]
+
+    def _start(self, spec: WorkerSpec) -> _Worker:
+        parent_end, child_end = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_worker_main,
+            args=(spec, child_end),
+            name=f"tracegrade-receive-{spec.index}",
+            daemon=True,
+        )
+        process.start()
+        child_end.close()
+        worker = _Worker(spec, process, parent_end, queue.Queue())
+        threading.Thread(
+            target=self._send, args=(worker,), name="tracegrade-receive-send", daemon=True
+        ).start()
+        if self._loop is not None:
+            self._loop.add_reader(parent_end.fileno(), self._readable, worker)
+        return worker
+
+    @staticmethod
+    def _send(worker: _Worker) -> None:
+        """The worker's messages, sent from this thread: a busy worker never holds the loop."""
+        while (data := worker.outbox.get()) is not None:
+            try:
+                worker.conn.send_bytes(data)
+            except OSError:  # its end is gone: the reader sees it and counts what it held
+                return
+
+    def attach(self) -> None:
+        """Start reading the workers' reports (in the receiver's loop)."""
+        self._loop = asyncio.get_running_loop()
+        for worker in self.workers:
+            self._loop.add_reader(worker.conn.fileno(), self._readable, worker)
+
+    # -- routing ----------------------------------------------------------------------------
+    def worker_of(self, trace_id: str, spans: Sequence[Span]) -> _Worker:
+        key = (conversation_of(spans) if self.by_conversation else None) or trace_id
+        return self.workers[route(key, len(self.workers))]
+
+    def take(self, ready: deque[tuple[str, list[Span]]], pop: Callable[[], Any]) -> bool:
+        """Send the complete traces at the head of `ready` (taken with `pop`) to their workers
+        while each has room; True when `ready` is empty."""
+        while ready:
+            trace_id, spans = ready[0]
+            worker = self.worker_of(trace_id, spans)
+            if worker.ended:  # it never started: nobody will grade what goes there
+                pop()
+                self.on_failed(trace_id, len(spans))
+                continue
+            if len(worker.held) >= WINDOW:
+                break
+            pop()
+            worker.held.append((trace_id, len(spans)))
+            worker.batch.append((trace_id, _rows(spans)))
+        for worker in self.workers:
+            if worker.batch:
+                data = pickle.dumps(worker.batch, protocol=pickle.HIGHEST_PROTOCOL)
+                worker.batch = []
+                worker.outbox.put(data)
+        return not ready
+
+    # -- reports ----------------------------------------------------------------------------
+    def _readable(self, worker: _Worker) -> None:
+        try:
+            while worker.conn.poll():
+                message = worker.conn.recv()
+                if message[0] == "done":
+                    _, taken, rollups, listed, runs, seen, verdicts, failed, final = message
+                    for _ in range(min(taken, len(worker.held))):
+                        worker.held.popleft()
+                    for trace_id, spans in failed:
+                        self.on_failed(trace_id, spans)
+                    self.on_report(rollups, listed, runs, seen, verdicts)
+                    worker.final = worker.final or final
+                    self.on_room()
+                elif message[0] == "ready":
+                    worker.ready = True
+                elif message[0] == "failed":
+                    worker.failure = message[1]
+        except (EOFError, OSError):
+            self._ended(worker)
+
+    def _ended(self, worker: _Worker) -> None:
+        if worker.ended:
+            return
+        worker.ended = True
+        with contextlib.suppress(Exception):
+            if self._loop is not None:
+                self._loop.remove_reader(worker.conn.fileno())
+        worker.outbox.put(None)
+        worker.process.join(timeout=5)
+        if worker.final:
+            return
+        why = worker.failure or f"it {_how(worker.process)}"
+        lost = list(worker.held) + [(t, len(r)) for t, r in worker.batch]
+        worker.held.clear()
+        worker.batch = []
+        self.failures.append(
+            f"grading worker {worker.spec.index} died ({why}): {len(lost)} trace(s) it held "
+            "were not graded"
+        )
+        log.warning("tracegrade receive: %s", self.failures[-1])
+        for trace_id, spans in lost:
+            self.on_failed(trace_id, spans)
+        if not self.stopping and worker.ready:  # a fresh one takes its place and trace ids
+            spec = replace(worker.spec, part=f"w{self._parts}")
+            self._parts += 1
+            self.workers[self.workers.index(worker)] = self._start(spec)
+
+    async def started(self) -> None:
+        """Wait until every worker has built its plan and serves; a worker that cannot start
+        is an error (exit 3) before anything is received."""
+        from ..errors import EvaluationError
+
+        while not all(w.ready for w in self.workers):
+            for worker in self.workers:
+                if not worker.ready and (worker.ended or not worker.process.is_alive()):
+                    self._readable(worker)
+                    self._ended(worker)
+                    why = worker.failure or f"it {_how(worker.process)}"
+                    raise EvaluationError(
+                        f"grading worker {worker.spec.index} could not start: {why}"
+                    )
+            await asyncio.sleep(0.02)
+
+    # -- stopping ---------------------------------------------------------------------------
+    async def stop(self) -> None:
+        """Every worker grades what it holds, commits and reports, then exits (or died)."""
+        self.stopping = True
+        for worker in self.workers:
+            if not worker.ended:
+                worker.outbox.put(_STOP)
+        while not all(w.ended or w.final for w in self.workers):
+            for worker in self.workers:
+                if not worker.ended and not worker.process.is_alive():
+                    self._readable(worker)  # its last reports, then its end
+                    self._ended(worker)
+            await asyncio.sleep(0.02)
+        self.close()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.outbox.put(None)
+            with contextlib.suppress(Exception):
+                if self._loop is not None and not worker.ended:
+                    self._loop.remove_reader(worker.conn.fileno())
+            with contextlib.suppress(Exception):
+                worker.conn.close()
+        deadline = time.monotonic() + 10
+        for worker in self.workers:
+            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join(timeout=5)
