@@ -6,6 +6,7 @@ monitor run), never receiving."""
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests import openai_server as loopback
 from tests.phoenix_server import phoenix  # noqa: F401  (the fixture)
@@ -41,16 +42,22 @@ def _root_id(request: dict) -> str:
     return next(s["spanId"] for s in spans if "parentSpanId" not in s)
 
 
+@pytest.mark.parametrize("workers", [0, 2])  # graded in the receiver, or by grading workers
 def test_each_grade_is_annotated_in_phoenix_as_traces_are_graded(
     tmp_path,
     phoenix,  # noqa: F811
     openai_server,
+    workers,
 ):
     openai_server.default = loopback.score(4, "on topic")
     config = _project(tmp_path, openai_server.base_url)
     requests = {"paris": _trace("a" * 32, "paris"), "rome": _trace("b" * 32, "rome")}
     with receiving(
-        config, forward=f"{phoenix}/v1/traces", forward_wait_s=30.0, annotate=phoenix
+        config,
+        forward=f"{phoenix}/v1/traces",
+        forward_wait_s=30.0,
+        annotate=phoenix,
+        workers=workers,
     ) as (receiver, url):
         for request in requests.values():
             assert httpx.post(url, content=json_to_protobuf(request), headers=PROTO).is_success

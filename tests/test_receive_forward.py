@@ -9,6 +9,7 @@ import gzip
 import json
 
 import httpx
+import pytest
 
 from tests.otlp_receiver import otlp_receiver  # noqa: F401 (a fixture)
 from tests.test_grade_traces import _project
@@ -32,11 +33,17 @@ def _evaluations(span) -> dict[str, dict]:
     }
 
 
-def test_forwarded_root_spans_carry_the_grades_in_both_encodings(tmp_path, otlp_receiver):  # noqa: F811
+@pytest.mark.parametrize("workers", [0, 2])  # graded in the receiver, or by grading workers
+def test_forwarded_root_spans_carry_the_grades_in_both_encodings(
+    tmp_path,
+    otlp_receiver,  # noqa: F811
+    workers,
+):
     config = _project(tmp_path / "proj")
     sink = otlp_receiver
     proto_id, json_id, failing_id = "1" * 32, "2" * 32, "3" * 32
-    with receiving(config, forward=f"{sink.endpoint}/v1/traces", forward_wait_s=30.0) as (
+    forward = f"{sink.endpoint}/v1/traces"
+    with receiving(config, forward=forward, forward_wait_s=30.0, workers=workers) as (
         receiver,
         url,
     ):
