@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_grade_traces import _genai_request, _genai_trace, _project
 from tests.test_receive import _graded, _trace, _wait_for, _without_root, receiving
@@ -253,3 +255,84 @@ def test_a_merge_refuses_a_monitor_run_beside_another_kind(tmp_path):
     out = tmp_path / "m"
     code = main(["merge", str(receiver.monitor.run_dir), str(run_dir), "--out", str(out)])
     assert code == 4 and not out.exists()
+
+
+KILLING_GRADER = """
+import os
+import signal
+from pathlib import Path
+
+from tracegrade.graders.code import grader
+
+ONCE = Path(ONCE_PATH)  # the run grades with its own copy of this file: an absolute path
+
+
+@grader(name="dies_once")
+def dies_once(output):
+    try:
+        ONCE.unlink()  # the first trace graded after the file is made kills its worker
+    except FileNotFoundError:
+        return True
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_worker_killed_while_grading_loses_its_traces_and_the_run_is_incomplete(tmp_path):
+    config = _project(tmp_path / "proj")
+    once = tmp_path / "kill-once"
+    module = KILLING_GRADER.replace("ONCE_PATH", repr(str(once)))
+    (tmp_path / "proj" / "data" / "graders.py").write_text(module, encoding="utf-8")
+    process, url, run_dir = _start(config, "--workers", "2", "--gate")
+    try:
+        status = url.replace("/v1/traces", "/status")
+        once.touch()
+        with httpx.Client() as client:
+            for request in _requests(9):
+                assert client.post(url, json=request).status_code == 200
+
+        def settled() -> bool:
+            state = httpx.get(status).json()
+            return state["traces_graded"] + state["counts"].get("grading_failed", 0) == 9
+
+        _wait_for(settled, 120)
+        state = httpx.get(status).json()
+        assert state["counts"]["grading_failed"] >= 1  # the trace being graded, at least
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=120)
+    assert process.returncode == 3, err
+    assert "was killed by SIGKILL" in err
+    # the stored run says the same: its lost spans make it incomplete, never a pass
+    code, shown = _show(run_dir, tmp_path / "shown.json")
+    assert code == shown["gate"]["exit_code"] == 3
+    assert len(shown["questions"]) == state["traces_graded"] < 9
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    question_id=st.text(min_size=1, max_size=30),
+    trial=st.integers(0, 10**6),
+    secret=st.booleans(),
+)
+def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
+    question_id, trial, secret
+):
+    """Workers grade as trial 0 and the store numbers the trace at commit: the line then
+    says exactly what a line written with that trial says, whatever the question id holds
+    (quotes, non-ASCII, text a redaction pattern takes)."""
+    from types import SimpleNamespace
+
+    from tracegrade.redaction import RedactionPolicy
+    from tracegrade.traces.dialects import agent_trace
+    from tracegrade.traces.grade import record_line, renumbered_line
+    from tracegrade.traces.ingest import JSON, decode_request
+
+    trace = agent_trace(decode_request(json.dumps(_trace("a" * 32)).encode(), JSON))
+    policy = RedactionPolicy.from_config({"patterns": [r"[0-9]{3,}"]} if secret else None)
+    ids = {"run_id": "20261202-040000-abcdef", "target": "t", "question_id": question_id}
+
+    def line(n: int) -> str:
+        return record_line(trace, trace.record, **ids, trial=n, policy=policy)
+
+    run = SimpleNamespace(target="t", question_id=question_id, trial=trial)
+    assert renumbered_line(line(0), run_id=ids["run_id"], run=run, policy=policy) == line(trial)
