@@ -62,7 +62,8 @@ def _with_alerts(config: Path, block: dict) -> Path:
     return config
 
 
-def test_a_falling_pass_rate_posts_one_alert_and_the_cooldown_holds(tmp_path, webhook):
+@pytest.mark.parametrize("workers", [0, 2])  # graded in the receiver, or by grading workers
+def test_a_falling_pass_rate_posts_one_alert_and_the_cooldown_holds(tmp_path, webhook, workers):
     config = _with_alerts(
         _project(tmp_path / "proj"),
         {
@@ -73,7 +74,7 @@ def test_a_falling_pass_rate_posts_one_alert_and_the_cooldown_holds(tmp_path, we
             "rules": [{"metric": "pass_rate", "below": 0.75}],
         },
     )
-    with receiving(config) as (receiver, url):
+    with receiving(config, workers=workers) as (receiver, url):
         for i in range(4):  # paris looked up as it should: the window passes
             assert httpx.post(url, json=_trace(f"{i + 1:032x}")).status_code == 200
         _wait_for(lambda: _graded(receiver) == 4)

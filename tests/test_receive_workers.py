@@ -336,3 +336,13 @@ def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
 
     run = SimpleNamespace(target="t", question_id=question_id, trial=trial)
     assert renumbered_line(line(0), run_id=ids["run_id"], run=run, policy=policy) == line(trial)
+
+
+def test_a_canary_window_with_workers_exits_with_the_gate(tmp_path):
+    config = _project(tmp_path / "proj")
+    process, url, _run_dir = _start(config, "--workers", "2", "--window", "3", "--gate")
+    # rome never calls lookup: its must-pass trajectory fails, so the gate fails (exit 2)
+    rome = _genai_request(_genai_trace("1" * 32, "rome", calls=[], ran=[]))
+    assert httpx.post(url, json=rome).status_code == 200
+    _out, err = process.communicate(timeout=120)
+    assert process.returncode == 2, err
