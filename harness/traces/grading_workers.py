@@ -193,6 +193,15 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
         failed.clear()
         seen.clear()
 
+    def due() -> bool:
+        """A batch is stored once it is `batch` traces or its first waited `batch_s`: checked
+        after every trace, so the receiver hears (and refills) while the rest of a message
+        waits, and a kill loses at most a batch."""
+        if not (taken or monitor.uncommitted):
+            return False
+        waited = first is not None and time.monotonic() - first >= spec.batch_s
+        return monitor.uncommitted >= spec.batch or waited
+
     while True:
         try:
             message = inbox.get(timeout=spec.tick_s)
@@ -219,17 +228,15 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
                 verdict(trace_id, next((s.span_id for s in spans if not s.parent_id), None), score)
                 if first is None:
                     first = time.monotonic()
+                if due():
+                    report()
         for score in await monitor.grade_conversations(force=stopping):
             graded.append((score.trace_id or "", 0))
             observe(score)
             verdict(score.trace_id or "", roots.pop(score.trace_id or "", None), score)
         if first is None and monitor.uncommitted:
             first = time.monotonic()
-        due = first is not None and time.monotonic() - first >= spec.batch_s
-        full = monitor.uncommitted >= spec.batch
-        # one commit per batch (or per `batch_s`): the store's writers take turns, so fewer
-        # and larger transactions keep the workers from waiting on each other
-        if stopping or ((taken or monitor.uncommitted) and (full or due)):
+        if stopping or due():
             report(final=stopping)
         if stopping:
             return
