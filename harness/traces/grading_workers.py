@@ -236,7 +236,8 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
             verdict(score.trace_id or "", roots.pop(score.trace_id or "", None), score)
         if first is None and monitor.uncommitted:
             first = time.monotonic()
-        if stopping or due():
+        idle = inbox.empty() and bool(taken or monitor.uncommitted)  # nothing more coming now
+        if stopping or due() or idle:
             report(final=stopping)
         if stopping:
             return
