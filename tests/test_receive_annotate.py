@@ -104,3 +104,22 @@ def test_annotate_needs_an_endpoint(tmp_path, capsys):
     assert "--annotate-endpoint" in capsys.readouterr().err
     assert main([*base, "--annotate", "phoenix", "--annotate-endpoint", "localhost:6006"]) == 4
     assert main([*base, "--annotate-endpoint", "http://localhost:6006"]) == 4
+
+
+def test_the_roots_kept_for_open_conversations_are_bounded(monkeypatch):
+    from types import SimpleNamespace
+
+    from tracegrade.traces import receiver as module
+    from tracegrade.traces.receiver import Receiver
+
+    monkeypatch.setattr(module, "_HELD_ROOTS", 3)
+    monitor = SimpleNamespace(config=SimpleNamespace(data={}), run_id="r", holds=lambda _t: True)
+    sock = bind("127.0.0.1", 0)
+    try:
+        receiver = Receiver(monitor, sock, announce=lambda _t: None)
+        receiver._annotator = object()  # annotating: held roots are kept
+        for n in range(10):
+            receiver._graded(f"{n:032x}", None, f"{n:016x}")
+        assert list(receiver._roots) == [f"{n:032x}" for n in (7, 8, 9)]
+    finally:
+        sock.close()

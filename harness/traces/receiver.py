@@ -50,6 +50,9 @@ __all__ = ["Receiver", "ReceiverOptions", "bind"]
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "TRACEGRADE_RECEIVE_TOKEN"
+_HELD_ROOTS = 100_000
+"""Root span ids kept for the conversations still open (to annotate when graded); past it the
+oldest is forgotten (a conversation that paired with no question is never graded)."""
 
 
 @dataclass(slots=True)
@@ -475,6 +478,8 @@ class Receiver:
         if evaluations is None:
             if held:
                 if root and self._annotator is not None:
+                    if len(self._roots) >= _HELD_ROOTS:  # a conversation no question took
+                        self._roots.pop(next(iter(self._roots)))
                     self._roots[trace_id] = root
             elif forwarder is not None:
                 forwarder.resolve(trace_id, [])
