@@ -26,9 +26,11 @@ from tracegrade.rundir.manifest import (
     RubricFile,
     RunManifest,
     RunSource,
+    SelectionRecord,
     TargetManifest,
     VariantRef,
 )
+from tracegrade.rundir.outcome import Selection
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OLD_RUNS = sorted(p.name for p in FIXTURES.iterdir() if (p / "identity.json").is_file())
@@ -42,6 +44,7 @@ MODELS = [
     RubricFile,
     RunSource,
     MergedShard,
+    SelectionRecord,
 ]
 
 
@@ -86,7 +89,17 @@ def _every_field() -> RunManifest:
         created="2026-01-01T00:00:00+00:00",
         config_path="/p/tracegrade.yaml",
         config_sha256="d" * 64,
-        selection={"targets": ["t"], "shard": [1, 2]},
+        selection=SelectionRecord(
+            ids=["q*"],
+            goal="book it",
+            targets=["t"],
+            split="test",
+            bundles=["b"],
+            tags=["x"],
+            limit=3,
+            repeats=2,
+            shard=[1, 2],
+        ),
         judge={"provider": "openai", "model": "m"},
         pricing={"version": "2026-01", "currency": "USD", "models": {}},
         packages={"python": "3.11.7", "tracegrade": "0.1.0"},
@@ -124,6 +137,7 @@ def test_the_example_sets_every_field():
         (RubricFile, target.rubrics["billing@1"]),
         (RunSource, manifest.source),
         (MergedShard, manifest.merged_from[0]),
+        (SelectionRecord, manifest.selection),
     ]:
         assert isinstance(instance, BaseModel)
         missing = set(model.model_fields) - instance.model_fields_set
@@ -141,6 +155,7 @@ def test_a_manifest_with_every_field_round_trips_through_the_file(tmp_path):
     assert again == manifest
     assert again.to_json() == data
     assert again.shard == (1, 2)
+    assert Selection.from_record(again.selection).record() == again.selection
     assert [s["target"] for s in again.grader_specs()] == ["t"]
 
 

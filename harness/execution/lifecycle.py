@@ -167,7 +167,7 @@ async def aresume_run(
     refuse_other_config(manifest, config)
     refuse_changed_rubrics(manifest)
     connect_executor(config, executor, workers)
-    selection = Selection.from_dict(manifest.selection)
+    selection = Selection.from_record(manifest.selection)
     targets = [config.select_targets([name])[0] for name in manifest.targets]
     services = run_services(config, run_dir, use_cache)
     attached = stored_attachments(manifest, run_dir, services)

@@ -247,7 +247,7 @@ def prepare_run(
         config_path=str(config.path.resolve()),
         # what a resume pins: the config's content (it may be restored or moved elsewhere)
         config_sha256=config.content_sha256,
-        selection=selection.as_dict(),
+        selection=selection.record(),
         judge=judge_identity(services),
         pricing=config.pricing.describe(),
         packages=package_versions(),

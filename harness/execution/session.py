@@ -94,7 +94,7 @@ class RunSession:
         """Open a run another process created, to add this process's questions to it."""
         directory = RunDirectory.open(run_dir, runs_dir=config.runs_dir)
         run_dir, manifest = directory.path, directory.manifest()
-        selection = Selection.from_dict(manifest.selection)
+        selection = Selection.from_record(manifest.selection)
         services = run_services(config, run_dir, use_cache)
         attached = stored_attachments(manifest, run_dir, services)
         targets = {}

@@ -95,7 +95,8 @@ _TARGET_KEYS: tuple[tuple[Callable[[TargetManifest], Any], str], ...] = (
 
 def _differences(ref: RunManifest, other: RunManifest) -> list[str]:
     out = []
-    if {**ref.selection, "shard": None} != {**other.selection, "shard": None}:
+    unsharded = {"shard": None}
+    if ref.selection.model_copy(update=unsharded) != other.selection.model_copy(update=unsharded):
         out.append("the selection (filters)")
     if (ref.judge or {}) != (other.judge or {}):
         out.append("the judge")
@@ -210,7 +211,7 @@ def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunMan
     manifest.created = min(s[1].created or "" for s in shards) or datetime.now(UTC).isoformat(
         timespec="seconds"
     )
-    manifest.selection = {**ref.selection, "shard": None}
+    manifest.selection = ref.selection.model_copy(update={"shard": None})
     manifest.merged_from = [
         MergedShard(run_id=m.run_id, shard=f"{i}/{n}", run_dir=str(d))
         for d, m, i, n in sorted(shards, key=lambda s: s[2])

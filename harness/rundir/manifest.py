@@ -24,6 +24,7 @@ __all__ = [
     "RubricFile",
     "RunManifest",
     "RunSource",
+    "SelectionRecord",
     "TargetManifest",
     "VariantRef",
     "migrate",
@@ -121,6 +122,30 @@ class GraderRecord(_Model):
     source could not be read."""
 
 
+class SelectionRecord(_Model):
+    """The CLI's filters as the run recorded them (`tracegrade.rundir.outcome.Selection`), so a
+    resume asks the same questions."""
+
+    ids: list[str] = Field(default_factory=list)
+    """Question ids or glob patterns (`--id`); empty: every question."""
+    goal: str | None = None
+    """`--goal TEXT`; None: each target's graders."""
+    targets: list[str] = Field(default_factory=list)
+    """The targets named (`--target`); empty: every target."""
+    split: str | None = None
+    """`--split`."""
+    bundles: list[str] = Field(default_factory=list)
+    """`--bundle`s."""
+    tags: list[str] = Field(default_factory=list)
+    """`--tag`s."""
+    limit: int | None = None
+    """`--limit`: at most this many questions per target."""
+    repeats: int | None = None
+    """`--repeats`: trials per question for every target; None: each target's `repeats:`."""
+    shard: list[int] | None = None
+    """`[I, N]` for `--shard I/N`; None: the whole selection."""
+
+
 class TargetManifest(_Model):
     mode: str
     """`agent` (a LangGraph graph) or `chat` (a bare chat model)."""
@@ -190,9 +215,8 @@ class RunManifest(_Model):
     config_sha256: str | None = None
     """sha256 of the config's content when the run started: what a resume pins (the file may
     be restored or moved). None for a run from before the pin (held to its path)."""
-    selection: dict[str, Any] = Field(default_factory=dict)
-    """The CLI's filters (`tracegrade.rundir.outcome.Selection.as_dict`: targets, split,
-    bundles, tags, limit, repeats, ids, shard, goal), so a resume asks the same."""
+    selection: SelectionRecord = Field(default_factory=SelectionRecord)
+    """The CLI's filters, so a resume asks the same."""
     judge: dict[str, Any] | None = None
     """Judge provider identity and pinned knobs; None without a judge."""
     pricing: dict[str, Any] | None = None
@@ -215,8 +239,8 @@ class RunManifest(_Model):
     @property
     def shard(self) -> tuple[int, int] | None:
         """(I, N) for a shard run (`run --shard I/N`); None otherwise."""
-        shard = self.selection.get("shard")
-        return (int(shard[0]), int(shard[1])) if shard else None
+        shard = self.selection.shard
+        return (shard[0], shard[1]) if shard else None
 
     def target(self, name: str) -> TargetManifest | None:
         """The manifest of target `name`; None when the run did not ask it."""

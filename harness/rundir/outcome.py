@@ -14,7 +14,7 @@ from ..errors import ExitCode
 from ..verdicts.gate import GateVerdict, combine_exit_codes
 from ..verdicts.result import QuestionResult
 from ..verdicts.scoring import GraderSummary
-from .manifest import RunManifest
+from .manifest import RunManifest, SelectionRecord
 
 __all__ = ["RunOutcome", "Selection", "TargetResult", "new_run_id"]
 
@@ -39,31 +39,33 @@ class Selection:
     """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
     question's own `goal` wins); None: each target's graders."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ids": list(self.ids),
-            "goal": self.goal,
-            "targets": list(self.targets),
-            "split": self.split,
-            "bundles": list(self.bundles),
-            "tags": list(self.tags),
-            "limit": self.limit,
-            "repeats": self.repeats,
-            "shard": list(self.shard) if self.shard else None,
-        }
+    def record(self) -> SelectionRecord:
+        """As the run's manifest records it (every filter written, unset ones empty)."""
+        return SelectionRecord(
+            ids=list(self.ids),
+            goal=self.goal,
+            targets=list(self.targets),
+            split=self.split,
+            bundles=list(self.bundles),
+            tags=list(self.tags),
+            limit=self.limit,
+            repeats=self.repeats,
+            shard=list(self.shard) if self.shard else None,
+        )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Selection:
+    def from_record(cls, record: SelectionRecord) -> Selection:
+        """The selection a run's manifest recorded (a filter it did not record: unset)."""
         return cls(
-            targets=tuple(data.get("targets") or ()),
-            split=data.get("split"),
-            bundles=tuple(data.get("bundles") or ()),
-            tags=tuple(data.get("tags") or ()),
-            limit=data.get("limit"),
-            repeats=data.get("repeats"),
-            ids=tuple(data.get("ids") or ()),
-            shard=tuple(data["shard"]) if data.get("shard") else None,  # type: ignore[arg-type]
-            goal=data.get("goal"),
+            targets=tuple(record.targets),
+            split=record.split,
+            bundles=tuple(record.bundles),
+            tags=tuple(record.tags),
+            limit=record.limit,
+            repeats=record.repeats,
+            ids=tuple(record.ids),
+            shard=(record.shard[0], record.shard[1]) if record.shard else None,
+            goal=record.goal,
         )
 
 

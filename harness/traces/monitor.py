@@ -142,7 +142,7 @@ class Monitor:
         target = self.config.select_targets([self.target])[0]
         services = run_services(self.config, directory.path, use_cache)
         attached = stored_attachments(manifest, directory.path, services)
-        selection = Selection.from_dict(manifest.selection)
+        selection = Selection.from_record(manifest.selection)
         dataset, questions, ordinals = select_share(target, selection)
         stored_sha = manifest.targets[self.target].dataset.sha256
         if dataset.sha256 != stored_sha:
