@@ -120,6 +120,40 @@ def test_each_call_shows_the_expected_tools_entry_it_met_or_broke():
     assert q["verdict"] == "failed"
 
 
+def test_the_expectations_shown_are_the_graders_stored_verdict_when_it_checked_the_record():
+    from tracegrade.graders.tool_usage import ToolUsageGrader
+
+    record = ToolRecord(
+        [call(0, "lookup", {"email": "a@example.com"}), call(1, "book", {"date": "2026-12-03"})]
+    )
+    graded = ToolUsageGrader().grade("", "", {"expected_tools": EXPECTED, "tool_calls": record})
+    as_run = grader("tool_usage_grader", 2.5).model_copy(update={"details": graded.details})
+    row = stored("q", {"expected_tools": EXPECTED})
+    shown = build_question(question("q", as_run), stored=row, record=record)
+    again = build_question(question("q"), stored=row, record=record)  # not attached: graded here
+    assert shown["expected"] == again["expected"] and shown["calls"] == again["calls"]
+    assert [e["met"] for e in shown["expected"]] == [True, True, True, False]
+    # what the run stored is what the page says (a re-grade here could differ from the run's)
+    stored_details = {
+        "source": "record",
+        "expectations": [
+            {**e, "why": "as the run graded it"} if i == 3 else e
+            for i, e in enumerate(graded.details["expectations"])
+        ],
+    }
+    as_stored = as_run.model_copy(update={"details": stored_details})
+    shown = build_question(question("q", as_stored), stored=row, record=record)
+    assert shown["expected"][3]["why"] == "as the run graded it"
+    # a verdict on other expectations (the text fallback, another list) is not used
+    for details in (
+        {**stored_details, "source": "response_text"},
+        {"source": "record", "expectations": stored_details["expectations"][:2]},
+    ):
+        other = as_run.model_copy(update={"details": details})
+        shown = build_question(question("q", other), stored=row, record=record)
+        assert shown["expected"] == again["expected"]
+
+
 def test_sub_agent_calls_nest_under_the_call_that_ran_the_sub_agent():
     record = ToolRecord(
         [
