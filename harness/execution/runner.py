@@ -20,7 +20,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,28 +232,31 @@ async def _invoke(
     return text, final, state, ending
 
 
-_folders: list[Any] = [None, None]
-"""[pid, pool]: where the question work folders are made and removed. A mkdir/rmdir waits on
-the file system's journal, and on a busy disk that wait held the event loop (half the samples
-of a concurrency-50 run sat in `os.rmdir`, every other question stalled behind it). One pool
-per process: a pool's threads do not survive a fork."""
+_folders: list[Any] = [None, None, set()]
+"""[pid, pool, removals pending]: where the empty question work folders are removed. An rmdir
+waits on the file system's journal, and on a busy disk that wait held the event loop (half the
+samples of a concurrency-50 run sat in `os.rmdir`, every other question stalled behind it).
+Handed over without awaiting it (no wake-up of the loop per question); `_removals_done` waits
+for them before `work/<target>` is removed. One pool per process: threads do not survive a
+fork."""
 
 
-async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+def _remove_workdir(workdir: Path) -> None:
     if _folders[0] != os.getpid():
         _folders[:] = [
             os.getpid(),
-            ThreadPoolExecutor(max_workers=2, thread_name_prefix="tracegrade-workdir"),
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracegrade-workdir"),
+            set(),
         ]
-    return await asyncio.get_running_loop().run_in_executor(_folders[1], fn, *args)
+    pending = _folders[2]
+    future = _folders[1].submit(RunDirectory.remove_empty_workdir, workdir)
+    pending.add(future)
+    future.add_done_callback(pending.discard)
 
 
-async def _remove_workdir(workdir: Path) -> None:
-    try:
-        await _off_loop(RunDirectory.remove_empty_workdir, workdir)
-    except asyncio.CancelledError:  # the run is ending: remove it here (a repeat is harmless)
-        RunDirectory.remove_empty_workdir(workdir)
-        raise
+def _removals_done() -> None:
+    if _folders[0] == os.getpid():
+        wait(list(_folders[2]))
 
 
 def _label(question: Any, trial: int) -> str:
@@ -335,11 +338,8 @@ async def _run_one(
         # that never yields, and does not count time another question held the loop.
         deadline = QuestionDeadline(target.timeout_s, label=repr(_label(question, trial)))
         workdir = (
-            await _off_loop(
-                RunDirectory(plan.services.workdir).question_workdir,
-                target.name,
-                str(question.id),
-                trial,
+            RunDirectory(plan.services.workdir).question_workdir(
+                target.name, str(question.id), trial
             )
             if plan.services.workdir is not None
             else None
@@ -406,7 +406,7 @@ async def _run_one(
         if recorder is not None and hasattr(recorder, "release_question"):
             _release_question(recorder, graded)
         if workdir is not None:  # kept only when the agent wrote something
-            await _remove_workdir(workdir)
+            _remove_workdir(workdir)
         if environment is not None:
             try:
                 environment.close()
@@ -592,5 +592,6 @@ async def arun_target(
         raise
     finally:
         if plan.services.workdir is not None:
+            _removals_done()
             RunDirectory(plan.services.workdir).remove_empty_work(plan.target.name)
     return committed
