@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agents.support_desk import build_graph
-from tracegrade.execution.conversation import with_checkpointer
+from tracegrade.execution.question.conversation import with_checkpointer
 
 INPUTS = {"messages": [{"role": "user", "content": "Is 2026-12-03 at 10:00 still free?"}]}
 

@@ -8,7 +8,7 @@ interleaved round by round so drift and the neighbours' load hit them alike:
 - recorder: tracegrade's `Recorder` (question span, `seal()`, the local trace file), which
   since the accounting also keeps each model call's usage and latency;
 - recorder + accounting: the same, plus what the runner adds per question: the calls folded
-  per model and priced (`tracegrade.execution.runner.account`: tool latencies from the record,
+  per model and priced (`tracegrade.execution.question.runner.account`: tool latencies from the record,
   the price table lookup, the JSON the store keeps) and read back as the record's typed
   `QuestionUsage` (what `show`, the reports and `compare` do).
 
@@ -32,7 +32,7 @@ from agents.scripted import ScriptedChatModel, call, say
 from agents.testing_graphs import lookup, react_agent
 from tracegrade.capture.recorder import Recorder
 from tracegrade.capture.telemetry import RunTelemetry
-from tracegrade.execution.runner import account
+from tracegrade.execution.question.runner import account
 from tracegrade.pricing import PriceTable
 from tracegrade.usage import QuestionUsage
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.openai_server import HangingServer  # noqa: E402
 from tests.runs_support import write_project  # noqa: E402
-from tracegrade.execution.lifecycle import start_run  # noqa: E402
+from tracegrade.execution.run.lifecycle import start_run  # noqa: E402
 from tracegrade.inputs.config import load_config  # noqa: E402
 
 JUDGES = ["relevance_grader", "completeness_grader", "actionability_grader"]

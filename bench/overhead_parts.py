@@ -121,8 +121,9 @@ def instrumented(stack: ExitStack, timers: Timers) -> type:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from tracegrade.capture.recorder import Recorder
-    from tracegrade.execution import runner, watchdog
-    from tracegrade.execution.watchdog import LoopWatch, QuestionDeadline
+    from tracegrade.execution.executors import watchdog
+    from tracegrade.execution.executors.watchdog import LoopWatch, QuestionDeadline
+    from tracegrade.execution.question import runner
     from tracegrade.rundir.directory import RunDirectory
     from tracegrade.rundir.store import ResultStore
 

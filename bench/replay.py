@@ -79,7 +79,7 @@ def per_call(args: argparse.Namespace, root: Path) -> None:
 
 def whole_run(args: argparse.Namespace, root: Path) -> None:
     from bench.run import write_project  # the support desk project bench/run.py measures
-    from tracegrade.execution.lifecycle import start_run
+    from tracegrade.execution.run.lifecycle import start_run
     from tracegrade.inputs.config import load_config, with_cassettes
     from tracegrade.rundir.outcome import Selection
 

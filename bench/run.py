@@ -3,7 +3,7 @@
 The scripted model sleeps `--latency` seconds per model call (default 50 ms), standing in for a
 real model. For each concurrency (1, 10, 50) it prints, side by side:
 
-- the harness: `tracegrade.execution.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
+- the harness: `tracegrade.execution.run.lifecycle.start_run` (capture, grading, one SQLite commit per question, the
   local trace file), wall time, throughput as a share of the ideal
   (model calls x latency / concurrency), and its ratio to
 - the raw agent: the same graphs invoked without tracegrade (plain asyncio.gather bounded by a
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.overhead_parts import Timers, instrumented  # noqa: E402
-from tracegrade.execution.lifecycle import start_run  # noqa: E402
+from tracegrade.execution.run.lifecycle import start_run  # noqa: E402
 from tracegrade.inputs.config import load_config  # noqa: E402
 from tracegrade.inputs.dataset import load_dataset  # noqa: E402
 from tracegrade.rundir.outcome import Selection  # noqa: E402
@@ -111,7 +111,7 @@ def harness_run(
 async def raw_question(target, factory, make_env, question) -> int:
     """One question through the agent as a plain loop would: a fresh environment, the graph
     built on it, `ainvoke` with no callbacks. Returns the model calls it made."""
-    from tracegrade.execution.runner import messages_for_agent
+    from tracegrade.execution.question.runner import messages_for_agent
 
     env = make_env()
     try:
@@ -218,7 +218,7 @@ def executor_runs(args: argparse.Namespace) -> dict:
     for name in args.executors:
         if name == "ray":
             try:
-                from tracegrade.execution.ray_executor import connect_ray
+                from tracegrade.execution.executors.ray_executor import connect_ray
 
                 connect_ray(None, 2)  # started once, before any timed run
             except Exception as exc:  # reported; the other columns still run
@@ -290,11 +290,11 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     """
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
-    from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.prepare import plan_of as _plan
-    from tracegrade.execution.prepare import select as _select
-    from tracegrade.execution.runner import _run_one
-    from tracegrade.execution.services import run_services
+    from tracegrade.execution.question.grading import attach_graders
+    from tracegrade.execution.question.runner import _run_one
+    from tracegrade.execution.run.prepare import plan_of as _plan
+    from tracegrade.execution.run.prepare import select as _select
+    from tracegrade.execution.run.services import run_services
     from tracegrade.inputs import sourcefile
     from tracegrade.rundir.store import ResultStore
 
@@ -436,11 +436,11 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
     from tracegrade.capture.tracefile import encode_line
-    from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.prepare import plan_of as _plan
-    from tracegrade.execution.prepare import select as _select
-    from tracegrade.execution.runner import _run_one
-    from tracegrade.execution.services import run_services
+    from tracegrade.execution.question.grading import attach_graders
+    from tracegrade.execution.question.runner import _run_one
+    from tracegrade.execution.run.prepare import plan_of as _plan
+    from tracegrade.execution.run.prepare import select as _select
+    from tracegrade.execution.run.services import run_services
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.rundir.store import ResultStore
 

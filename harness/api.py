@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
-from .execution.lifecycle import astart_run
+from .execution.run.lifecycle import astart_run
 from .inputs.config import Config, GateConfig, config_from_document, load_config
 from .inputs.sourceparse import Document
 from .records import ToolRecord

@@ -110,7 +110,7 @@ class _Session:
         except TracegradeError as exc:
             raise pytest.UsageError(f"tracegrade: {exc}") from exc
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.run: Any = None  # tracegrade.execution.session.RunSession, once the session starts
+        self.run: Any = None  # tracegrade.execution.run.session.RunSession, once the session starts
         self.outcome: Any = None
         self.failed_questions = 0
         """Question items that failed (the rest of session.testsfailed: the suite's own)."""
@@ -138,7 +138,7 @@ class _Session:
         if self.pytest_config.option.collectonly:
             return
         from .errors import TracegradeError
-        from .execution.session import RunSession
+        from .execution.run.session import RunSession
         from .rundir.outcome import Selection
 
         use_cache = not self.pytest_config.getoption("tracegrade_no_cache")

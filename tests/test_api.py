@@ -170,7 +170,7 @@ def test_evaluate_runs_the_objects_it_is_handed_without_a_config_file_or_a_fake_
 def test_from_harness_import_run_after_importing_the_runs_package():
     # `tracegrade.execution` is a package and `tracegrade.capture` one too: the facade's functions win.
     code = (
-        "import tracegrade.execution.lifecycle, tracegrade.capture.recorder\n"
+        "import tracegrade.execution.run.lifecycle, tracegrade.capture.recorder\n"
         "from tracegrade import run, capture\n"
         "import tracegrade.api\n"
         "assert run is tracegrade.api.run and capture is tracegrade.api.capture, (run, capture)\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from tracegrade.execution.conversation import with_checkpointer
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.question.conversation import with_checkpointer
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 
 AGENT = """

@@ -15,8 +15,8 @@ from pathlib import Path
 import yaml
 
 from tracegrade.capture.tracefile import read_records
-from tracegrade.execution.lifecycle import start_run
-from tracegrade.execution.regrade import regrade_run
+from tracegrade.execution.run.lifecycle import start_run
+from tracegrade.execution.run.regrade import regrade_run
 from tracegrade.inputs.config import load_config
 from tracegrade.rundir.directory import RunDirectory
 from tracegrade.rundir.store import ResultStore

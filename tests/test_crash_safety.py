@@ -157,8 +157,8 @@ def test_a_stuck_sync_call_never_blocks_the_exit(tmp_path):
 
 
 def test_one_damaged_trace_file_line_degrades_only_its_question(tmp_path):
-    from tracegrade.execution.lifecycle import start_run
-    from tracegrade.execution.regrade import regrade_run
+    from tracegrade.execution.run.lifecycle import start_run
+    from tracegrade.execution.run.regrade import regrade_run
     from tracegrade.inputs.config import load_config
 
     config = load_config(

@@ -990,7 +990,7 @@ def test_an_interrupt_inside_a_task_is_reported_once(caplog: pytest.LogCaptureFi
     import asyncio
     import gc
 
-    from tracegrade.execution.loops import run_without_loop
+    from tracegrade.execution.executors.loops import run_without_loop
 
     async def grader() -> None:
         raise KeyboardInterrupt

@@ -16,7 +16,7 @@ from agents.testing_graphs import lookup, react_agent
 from tests.test_interrupts_run import APPROVED, project
 from tracegrade.capture.recorder import Recorder
 from tracegrade.capture.tracefile import read_records
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.records import Outcome
 from tracegrade.reports.html import write_html

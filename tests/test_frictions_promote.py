@@ -16,7 +16,7 @@ from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
 from tracegrade.curation.promote_file import promote_into_file
 from tracegrade.errors import InputError
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.inputs.dataset import load_dataset
 

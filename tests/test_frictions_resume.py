@@ -11,7 +11,7 @@ import pytest
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
 from tracegrade.errors import InputError
-from tracegrade.execution.lifecycle import resume_run, start_run
+from tracegrade.execution.run.lifecycle import resume_run, start_run
 from tracegrade.inputs.config import load_config
 
 

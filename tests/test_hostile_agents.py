@@ -10,7 +10,7 @@ import pytest
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 
 RETURNS = """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.reports.common import question_reasons
 from tracegrade.rundir.store import ResultStore

@@ -14,8 +14,8 @@ from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
 from tracegrade.errors import PluginError, ProviderError
-from tracegrade.execution.lifecycle import start_run
-from tracegrade.execution.regrade import regrade_run
+from tracegrade.execution.run.lifecycle import start_run
+from tracegrade.execution.run.regrade import regrade_run
 from tracegrade.inputs.config import load_config
 from tracegrade.judging import JudgeRequest, ManagedProvider, build_provider, provider_backends
 

@@ -14,8 +14,8 @@ from tests import openai_server as loopback
 from tests.openai_server import reply, score
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.execution.lifecycle import start_run
-from tracegrade.execution.regrade import regrade_run
+from tracegrade.execution.run.lifecycle import start_run
+from tracegrade.execution.run.regrade import regrade_run
 from tracegrade.graders.base import GraderServices
 from tracegrade.graders.code import grader
 from tracegrade.graders.judges import GRADERS

@@ -144,7 +144,7 @@ def test_no_module_imports_from_a_higher_floor(module, path):
 def test_the_layer_check_sees_an_upward_import(tmp_path):
     # The check itself can fail: a floor-2 module importing the runner is caught.
     bad = tmp_path / "bad.py"
-    bad.write_text("from ..execution.runner import arun_target\n")
+    bad.write_text("from ..execution.question.runner import arun_target\n")
     targets = [t for t, _ in imports_of(bad, "tracegrade.inputs.bad")]
     assert any(FLOORS[room_of(t)] > FLOORS["tracegrade.inputs"] for t in targets if room_of(t))
 
@@ -211,9 +211,9 @@ def test_no_two_modules_import_each_other():
 
 def test_the_circle_check_sees_a_planted_circle():
     graph = import_graph()
-    graph["tracegrade.execution.services"].add("tracegrade.execution.lifecycle")
+    graph["tracegrade.execution.run.services"].add("tracegrade.execution.run.lifecycle")
     assert any(
-        {"tracegrade.execution.lifecycle", "tracegrade.execution.services"} <= set(c)
+        {"tracegrade.execution.run.lifecycle", "tracegrade.execution.run.services"} <= set(c)
         for c in circles(graph)
     )
     assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []

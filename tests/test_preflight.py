@@ -11,7 +11,7 @@ import yaml
 
 from tests.runs_support import QUESTIONS, write_project
 from tracegrade.cli import main
-from tracegrade.execution.preflight import preflight
+from tracegrade.execution.run.preflight import preflight
 from tracegrade.inputs.config import load_config, load_object
 
 

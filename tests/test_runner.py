@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.runs_support import write_project
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.records import ToolRecord
 from tracegrade.rundir.outcome import Selection
@@ -134,10 +134,10 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
-    from tracegrade.execution.grading import attach_graders
-    from tracegrade.execution.prepare import plan_of as _plan
-    from tracegrade.execution.runner import arun_target
-    from tracegrade.execution.services import run_services
+    from tracegrade.execution.question.grading import attach_graders
+    from tracegrade.execution.question.runner import arun_target
+    from tracegrade.execution.run.prepare import plan_of as _plan
+    from tracegrade.execution.run.services import run_services
     from tracegrade.inputs.dataset import load_dataset
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
@@ -190,7 +190,7 @@ def test_nothing_selected_is_exit_5(tmp_path):
 async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
     # A notebook or an async service already has a loop: astart_run must be awaitable there
     # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
-    from tracegrade.execution.lifecycle import astart_run
+    from tracegrade.execution.run.lifecycle import astart_run
 
     config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
     outcome = await astart_run(config)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
-from tracegrade.execution.lifecycle import resume_run, start_run
+from tracegrade.execution.run.lifecycle import resume_run, start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 

@@ -16,7 +16,7 @@ from tests.runs_support import write_project
 from tracegrade.capture.tracefile import read_records
 from tracegrade.cli import main
 from tracegrade.errors import InputError
-from tracegrade.execution.shards import parse_shard, shard_of
+from tracegrade.execution.run.shards import parse_shard, shard_of
 from tracegrade.rundir.store import ResultStore
 
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tracegrade.errors import JudgeError
-from tracegrade.execution.lifecycle import start_run
-from tracegrade.execution.simulated_user import build_user_prompt, parse_user_answer
+from tracegrade.execution.question.simulated_user import build_user_prompt, parse_user_answer
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.inputs.conversation import SimulatedUser
 from tracegrade.rundir.store import ResultStore
@@ -107,7 +107,7 @@ def test_an_unusable_user_answer_is_an_error_never_a_default(text):
 
 
 def test_a_regrade_of_a_simulated_conversation_sees_the_same_transcript(tmp_path):
-    from tracegrade.execution.regrade import regrade_run
+    from tracegrade.execution.run.regrade import regrade_run
 
     question = {**simulated("Get order A-17 refunded."), "criteria": "Refunds A-17."}
     question["expected_tools"] = [{"tool": "lookup_order", "should_run": True}]

@@ -62,8 +62,8 @@ def test_a_failed_write_is_counted_in_the_report(tmp_path):
 
 def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
     from tests.runs_support import write_project
-    from tracegrade.execution.lifecycle import start_run
-    from tracegrade.execution.regrade import regrade_run
+    from tracegrade.execution.run.lifecycle import start_run
+    from tracegrade.execution.run.regrade import regrade_run
     from tracegrade.inputs.config import load_config
 
     path = write_project(tmp_path, questions=["paris"])
@@ -83,7 +83,7 @@ def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
 def test_failed_trace_file_writes_make_the_run_incomplete(tmp_path, monkeypatch):
     from tests.runs_support import write_project
     from tracegrade.capture import tracefile
-    from tracegrade.execution.lifecycle import start_run
+    from tracegrade.execution.run.lifecycle import start_run
     from tracegrade.inputs.config import load_config
 
     def broken(*args, **kwargs):

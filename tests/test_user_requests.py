@@ -122,7 +122,7 @@ def test_verbose_traceback_has_no_unrelated_chained_error(tmp_path: Path) -> Non
 def test_a_huge_agent_error_is_cut_in_the_store_and_reports(capsys, tmp_path: Path) -> None:
     import sqlite3
 
-    from tracegrade.execution.errortext import MAX_ERROR_CHARS
+    from tracegrade.execution.question.errortext import MAX_ERROR_CHARS
 
     config = write_project(
         tmp_path, questions=["paris"], extra_questions=[{"id": "huge", "input": "huge please"}]

@@ -19,7 +19,7 @@ from tests.runs_support import write_project
 from tests.test_crash_safety import _questions, _rows
 from tests.test_shards import _records
 from tracegrade.cli import main
-from tracegrade.execution.lifecycle import resume_run, start_run
+from tracegrade.execution.run.lifecycle import resume_run, start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 

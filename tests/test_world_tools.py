@@ -14,7 +14,7 @@ import yaml
 from tests import world_agent
 from tracegrade.capture.tracefile import read_records
 from tracegrade.cli import main
-from tracegrade.execution.lifecycle import start_run
+from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.config import load_config
 from tracegrade.rundir.directory import RunDirectory
 

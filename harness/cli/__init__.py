@@ -295,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `tracegrade` command. Called with no `argv` (as the installed command), it ends the
     process itself once done (see `_exit`); with `argv` (tests, library callers) it returns."""
     if argv is None:  # the process is ours: a question that holds the loop for good ends it
-        from ..execution.watchdog import set_stuck_handler
+        from ..execution.executors.watchdog import set_stuck_handler
 
         set_stuck_handler(_stuck)
     code = _main(argv)

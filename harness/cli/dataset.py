@@ -137,7 +137,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     from ..curation.generate import agenerate_drafts
     from ..errors import InputError
-    from ..execution.grading import build_services
+    from ..execution.question.grading import build_services
     from ..inputs.config import load_config
     from ..inputs.dataset import load_dataset
 

@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
-    from ..execution.regrade import regrade_run
+    from ..execution.run.regrade import regrade_run
     from ..inputs.config import load_config
     from ..verdicts.gate import combine_exit_codes
     from . import handle_stop_signals

@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..execution.monitor_merge import merge_any
-    from ..execution.shards import merged_outcome
+    from ..execution.run.shards import merged_outcome
 
     result = merge_any(args.run_dirs, args.out)
     merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)

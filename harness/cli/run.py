@@ -141,7 +141,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.services import ANSWERS_VERBATIM_NOTE
+    from ..execution.run.services import ANSWERS_VERBATIM_NOTE
     from ..inputs.config import load_config, with_cassettes
     from ..reports.console import Progress
     from . import handle_stop_signals
@@ -219,7 +219,7 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
     """A baseline sharing no question with the selection (another dataset) can decide
     nothing: refused (exit 4) before the agents run, not found out after them."""
     from ..errors import InputError
-    from ..execution.prepare import selected_ids
+    from ..execution.run.prepare import selected_ids
 
     asked = selected_ids(config, _selection(args))
     if asked and not any(q.id in asked for q in baseline.questions):
@@ -232,7 +232,7 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
 
 def _print_changed_defaults(config: Any, outcome: Any) -> None:
     """A one-line notice per target whose verdict the safe defaults decided (stderr, last)."""
-    from ..execution.defaults_notice import changed_defaults_notice
+    from ..execution.run.defaults_notice import changed_defaults_notice
 
     def earlier() -> list[Any]:  # read only when a notice could be due
         from ..rundir.history import earlier_manifests
@@ -274,7 +274,7 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
-    from ..execution.lifecycle import resume_run, start_run
+    from ..execution.run.lifecycle import resume_run, start_run
 
     if args.resume:
         return resume_run(
@@ -298,7 +298,7 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
 
 
 def _selection(args: argparse.Namespace) -> Any:
-    from ..execution.shards import parse_shard
+    from ..execution.run.shards import parse_shard
     from ..rundir.outcome import Selection
 
     return Selection(

@@ -37,8 +37,8 @@ def register(subparsers: Any) -> None:
 def describe_plans(config: Any, *, source: str = "run") -> str:
     """Each target's check plan over its whole dataset, as `run` (or, with source "traces",
     `grade-traces` and `receive`) would build it before any agent runs."""
-    from ..execution.planning import attach_planned
-    from ..execution.services import run_services
+    from ..execution.run.planning import attach_planned
+    from ..execution.run.services import run_services
     from ..inputs.dataset import load_dataset
     from ..verdicts.plan import plan_lines
 
@@ -52,7 +52,7 @@ def describe_plans(config: Any, *, source: str = "run") -> str:
 
 
 def describe_targets(config: Any) -> str:
-    from ..execution.grading import attach_graders, build_services
+    from ..execution.question.grading import attach_graders, build_services
     from ..graders.advisories import TEXT_ONLY, advisories
     from ..records import scale_label
     from ..verdicts.gate import describe_gate

@@ -1,5 +1,5 @@
 """`tracegrade validate [PATH...]`: check dataset, config and rubric files against their
-schemas; a config also gets the run's whole pre-flight (`tracegrade.execution.preflight`).
+schemas; a config also gets the run's whole pre-flight (`tracegrade.execution.run.preflight`).
 
 Each file's kind is read from its content: a mapping with `targets` is a config, one with
 `checks` (or a single check's `id` and `kind`) is a rubric, anything else a dataset. With no
@@ -159,11 +159,11 @@ def validate_config(
     plan: list[str] | None = None,
 ) -> list[Problem]:
     """A config file's problems: its own (schema, files, references), then the run's whole
-    pre-flight over each target (`tracegrade.execution.preflight`): graders attached as `run` would
+    pre-flight over each target (`tracegrade.execution.run.preflight`): graders attached as `run` would
     (ids, options, a gate that can never fail), factories, datasets, rubric refs and, with
     `build`, each agent graph's tool names. What it could not check is appended to `notes`,
     each target's check plan (`tracegrade targets --plan`) to `plan`."""
-    from ..execution.preflight import preflight
+    from ..execution.run.preflight import preflight
     from ..inputs.config import load_config, validate_config_file
     from ..verdicts.plan import plan_lines
 

@@ -1,2 +1,4 @@
-"""Execution (floor 6): starting, resuming and re-grading runs, the concurrent runner, grading,
-pre-flight, and the executors (workers, Ray, shards). Empty on purpose: import from the modules."""
+"""Execution (floor 6), in three folders by what they do: `run/` (a run's lifecycle: prepared,
+started, resumed, sharded, re-graded), `executors/` (where its questions run: this process,
+worker processes, Ray) and `question/` (one question run: invoked, graded, accounted). Empty on
+purpose: import from the modules."""

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..rundir.directory import RunDirectory
 from ..rundir.manifest import MergedShard, RunManifest
 from ..rundir.monitoring import MONITOR_META
-from .shards import MergeResult, _differences, _Verbatim, copy_annotation, merge_runs, staged
+from .run.shards import MergeResult, _differences, _Verbatim, copy_annotation, merge_runs, staged
 
 __all__ = ["is_monitor_run", "merge_any", "merge_monitor_runs"]
 

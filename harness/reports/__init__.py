@@ -1,2 +1,2 @@
 """Reports of a run: console summary, JSON (a versioned, documented format), JUnit XML and a
-Markdown CI job summary. Each module renders a `tracegrade.execution.lifecycle.RunOutcome` and nothing else."""
+Markdown CI job summary. Each module renders a `tracegrade.execution.run.lifecycle.RunOutcome` and nothing else."""

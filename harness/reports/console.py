@@ -93,7 +93,7 @@ def _costliest(questions, limit: int = 3) -> list[str]:
 
 
 def render_console(outcome, *, worst: int = 5, verbose: bool = False) -> str:
-    """The text printed after a run or re-grade (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
+    """The text printed after a run or re-grade (`outcome` is a `tracegrade.execution.run.lifecycle.RunOutcome`)."""
     lines = [f"run {outcome.run_id} (grading {outcome.grading_id}): {outcome.run_dir}"]
     for note in outcome.notes:
         lines.append(f"note: {note}")

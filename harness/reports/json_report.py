@@ -58,7 +58,7 @@ def _trials(questions) -> list[dict[str, Any]] | None:
 
 
 def build_json_report(outcome) -> dict[str, Any]:
-    """The report as a plain mapping (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
+    """The report as a plain mapping (`outcome` is a `tracegrade.execution.run.lifecycle.RunOutcome`)."""
     names = [t.target for t in outcome.targets]
     plans = {t.target: t.plan for t in outcome.targets if t.plan is not None}
     return {

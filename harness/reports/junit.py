@@ -160,7 +160,7 @@ def _comparison_suite(root: ET.Element, comparison) -> int:
 
 
 def render_junit(outcome) -> str:
-    """The XML document (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
+    """The XML document (`outcome` is a `tracegrade.execution.run.lifecycle.RunOutcome`)."""
     root = ET.Element("testsuites", name=f"tracegrade {outcome.run_id}")
     total_f = total_e = total_t = 0
     for t in outcome.targets:

@@ -29,7 +29,7 @@ _EXIT_WORDS = {
 
 
 def render_markdown(outcome, *, worst: int = 5) -> str:
-    """The summary (`outcome` is a `tracegrade.execution.lifecycle.RunOutcome`)."""
+    """The summary (`outcome` is a `tracegrade.execution.run.lifecycle.RunOutcome`)."""
     code = outcome.exit_code
     lines = [
         f"## tracegrade run {md_code(outcome.run_id)}: {_EXIT_WORDS.get(code, f'exit {code}')}",

@@ -34,7 +34,7 @@ class Selection:
     """Question ids or glob patterns (`--id`); empty: every question."""
     shard: tuple[int, int] | None = None
     """(I, N): only the I-th of N deterministic shares of the selection (`--shard I/N`,
-    `tracegrade.execution.shards`); None: all of it."""
+    `tracegrade.execution.run.shards`); None: all of it."""
     goal: str | None = None
     """`--goal TEXT`: every target is scored by the goal judge against this text alone (a
     question's own `goal` wins); None: each target's graders."""

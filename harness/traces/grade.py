@@ -19,13 +19,13 @@ from typing import Any, TextIO
 from .. import semconv as sc
 from ..capture.tracefile import graph_attributes, redacted_attributes
 from ..errors import EvaluationError, NothingToRunError
-from ..execution.accounting import account
-from ..execution.conversation import Ending, TurnResult
-from ..execution.lifecycle import decided
-from ..execution.loops import run_without_loop
-from ..execution.prepare import new_grading, prepare_run
-from ..execution.runner import agrade_recorded
-from ..execution.services import redaction_notes
+from ..execution.executors.loops import run_without_loop
+from ..execution.question.accounting import account
+from ..execution.question.conversation import Ending, TurnResult
+from ..execution.question.runner import agrade_recorded
+from ..execution.run.lifecycle import decided
+from ..execution.run.prepare import new_grading, prepare_run
+from ..execution.run.services import redaction_notes
 from ..inputs.config import Config
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy

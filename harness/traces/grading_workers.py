@@ -99,7 +99,7 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
-    from ..execution.workers import _watch_parent
+    from ..execution.executors.workers import _watch_parent
 
     starting = _watch_parent(conn)
     # The receiver decides when its workers stop (a stop message, or its pipe closing): a
@@ -108,7 +108,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     code = 0
     try:
-        from ..execution.loops import run_without_loop
+        from ..execution.executors.loops import run_without_loop
         from ..inputs.config import load_config
         from .conversations import ConversationBook
         from .monitor import Monitor
@@ -245,7 +245,7 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
 
 # -- the receiver's side --------------------------------------------------------------------
 def _how(process: Any) -> str:
-    from ..execution.workers import how_it_ended
+    from ..execution.executors.workers import how_it_ended
 
     return how_it_ended(process)
 
@@ -279,7 +279,7 @@ class GradingPool:
         on_room: Callable[[], object] = lambda: None,
         by_conversation: bool = False,
     ) -> None:
-        from ..execution.workers import _context
+        from ..execution.executors.workers import _context
 
         self.specs = specs
         self.on_report = on_report

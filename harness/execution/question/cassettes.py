@@ -17,11 +17,11 @@ def open_session(plan: Any, question: Any, trial: int) -> Any:
     settings = plan.target.cassettes
     if settings is None:
         return None
-    from ..capture.cassette import cassette_path
-    from ..capture.replay import ReplaySession
+    from ...capture.cassette import cassette_path
+    from ...capture.replay import ReplaySession
 
     if settings.record_tools:
-        from ..capture.replay_tools import install_tools
+        from ...capture.replay_tools import install_tools
 
         install_tools()
     return ReplaySession(

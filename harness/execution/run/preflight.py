@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, TracegradeError, suggest
-from ..inputs.config import Config, TargetConfig
-from ..inputs.sourcefile import Problem
-from ..records import GraderSpec
+from ...errors import InputError, TracegradeError, suggest
+from ...inputs.config import Config, TargetConfig
+from ...inputs.sourcefile import Problem
+from ...records import GraderSpec
 from .graph_checks import (
     _DatasetLines,
     built_graph,
@@ -170,10 +170,10 @@ def _accepted_options(cls: type) -> list[str] | None:
 def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) -> list[Problem]:
     """Problems of the target's `graders:` list (unknown ids and options, with did-you-mean;
     options a grader rejects) and of its grading module, located in the config."""
-    from .grading import attach_graders
+    from ..question.grading import attach_graders
 
     if registry is None:
-        from ..graders.registry import load_registry
+        from ...graders.registry import load_registry
 
         registry = load_registry()
     problems: list[Problem] = []
@@ -257,7 +257,7 @@ def _judges_without_a_judge(target: TargetConfig, attached: Sequence[Any]) -> li
 
 def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any) -> list[Problem]:
     """A problem for every `rubric_ref` that names no rubric, at its line in the dataset."""
-    from .grading import criteria_with_rubric
+    from ..question.grading import criteria_with_rubric
 
     lines = _DatasetLines(dataset_path)
     problems = []
@@ -302,7 +302,7 @@ def check_state_environment(
 def _check_target(
     target: TargetConfig, *, services: Any, registry: Any, build: bool, result: Preflight
 ) -> None:
-    from ..inputs.dataset import load_dataset
+    from ...inputs.dataset import load_dataset
 
     result.problems += check_graders(target, services=services, registry=registry)
     factories = [("agent" if target.mode == "agent" else "chat_model", target.load_factory)]
@@ -364,7 +364,7 @@ def preflight(
 ) -> Preflight:
     """Every problem `run` would find in the selected targets (all by default), before it
     runs anything. `build=False` skips building graphs (and so the tool-name check)."""
-    from .grading import build_services
+    from ..question.grading import build_services
 
     result = Preflight()
     try:
@@ -381,7 +381,7 @@ def preflight(
         result.problems += _from_error(exc, fallback)
         return result
     if registry is None:
-        from ..graders.registry import load_registry
+        from ...graders.registry import load_registry
 
         registry = load_registry()
     for target in config.select_targets(list(targets)):

@@ -1,6 +1,6 @@
 """Where a run's questions run: in this process, in worker processes (`--workers N`,
-`tracegrade.execution.workers`) or on Ray actors (`executor: ray`,
-`tracegrade.execution.ray_executor`). Start and resume hand their plans to `arun_plans`; every
+`tracegrade.execution.executors.workers`) or on Ray actors (`executor: ray`,
+`tracegrade.execution.executors.ray_executor`). Start and resume hand their plans to `arun_plans`; every
 executor commits to the run's one store and writes the run's trace files."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..inputs.config import Config
-from ..rundir.directory import RunDirectory
-from ..rundir.store import ResultStore
-from ..verdicts.result import QuestionResult
-from .runner import TargetPlan, arun_target
-from .services import open_telemetry, telemetry_notes
+from ...inputs.config import Config
+from ...rundir.directory import RunDirectory
+from ...rundir.store import ResultStore
+from ...verdicts.result import QuestionResult
+from ..question.runner import TargetPlan, arun_target
+from ..run.services import open_telemetry, telemetry_notes
 
 __all__ = ["arun_plans", "connect_executor"]
 

@@ -2,7 +2,7 @@
 run as tasks of N Ray actors, on an existing cluster or a local Ray, and stream back to the one
 store writer, the run's own process.
 
-Each actor is a worker as `tracegrade.execution.workers` describes (it rebuilds the plan from the
+Each actor is a worker as `tracegrade.execution.executors.workers` describes (it rebuilds the plan from the
 config file, the dataset, the run's stored graders and the agent factory, and runs each
 question through the one-process runner's `_run_one`, per-question timeout included), holding
 at most its share of the target's concurrency. A cluster's nodes have their own disks, so an
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, EvaluationError
-from ..records import RunRecord
+from ...errors import ConfigError, EvaluationError
+from ...records import RunRecord
 from .workers import (
     WorkerSpec,
     build_plan,
@@ -58,7 +58,7 @@ def import_ray() -> Any:
 
 class RayWorker:
     """The actor (wrapped by `ray.remote` when the run starts; importable as
-    `tracegrade.execution.ray_executor.RayWorker`, which is how Ray's workers find it)."""
+    `tracegrade.execution.executors.ray_executor.RayWorker`, which is how Ray's workers find it)."""
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.config, self.plan, self.questions = build_plan(spec)
@@ -158,7 +158,7 @@ async def arun_target_on_ray(
 ) -> tuple[int, list[dict[str, Any]]]:
     """Run `plan`'s questions on `workers` Ray actors, committing each result here; returns
     (questions committed, each actor's span export report as a dict)."""
-    from .runner import _finish
+    from ..question.runner import _finish
 
     ray = import_ray()
     connect_ray(address, workers)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import RunRecord
+from ...records import RunRecord
 from .watchdog import GRACE_S, STUCK_S
 
 BEAT_S = 1.0
@@ -71,11 +71,11 @@ class WorkerSpec:
 
 # -- the worker process ---------------------------------------------------------------------
 def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
-    from ..inputs.config import load_config
-    from ..inputs.dataset import load_dataset
-    from ..rundir.directory import RunDirectory
-    from .runner import TargetPlan, build_shared
-    from .services import run_services, stored_attachments
+    from ...inputs.config import load_config
+    from ...inputs.dataset import load_dataset
+    from ...rundir.directory import RunDirectory
+    from ..question.runner import TargetPlan, build_shared
+    from ..run.services import run_services, stored_attachments
 
     config = load_config(spec.config_path)
     target = dataclasses.replace(
@@ -166,7 +166,7 @@ def _watch_parent(conn: Any) -> threading.Event:
 
 def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
     """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
-    from .services import open_telemetry
+    from ..run.services import open_telemetry
 
     return open_telemetry(config, trace_file)
 
@@ -176,8 +176,8 @@ async def run_item(
 ) -> tuple[Any, Any]:
     """One (question, trial) in a worker, as the one-process runner runs it; its spans are in
     the worker's trace file when this returns."""
-    from ..capture.recorder import Recorder
-    from .runner import _run_one
+    from ...capture.recorder import Recorder
+    from ..question.runner import _run_one
 
     question = questions.get(qid)
     if question is None:  # the dataset changed under the run: the worker fails, loudly
@@ -197,7 +197,7 @@ async def run_item(
 
 def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
     """The errored result standing for one whose values could not be sent back."""
-    from .runner import _finish
+    from ..question.runner import _finish
 
     question = questions[qid]
     run = RunRecord(question_id=qid, trial=trial)
@@ -286,8 +286,8 @@ class _Worker:
 # What every worker imports before its first question: loaded once in the fork server, so a
 # worker forked from it starts in milliseconds instead of re-importing them (~1 s of CPU each).
 _PRELOAD = [
-    "tracegrade.execution.workers",
-    "tracegrade.execution.services",
+    "tracegrade.execution.executors.workers",
+    "tracegrade.execution.run.services",
     "tracegrade.capture.recorder",
 ]
 
@@ -367,7 +367,7 @@ async def arun_target_in_workers(
     (questions committed, each worker's span export report as a dict). `run` is the run's
     `RunDirectory`; each worker writes its own trace part, folded in at the end."""
 
-    from .runner import _finish
+    from ..question.runner import _finish
 
     ctx = _context()
     specs = worker_specs(
@@ -531,7 +531,7 @@ async def arun_target_in_workers(
 
 def combined_report(reports: list[dict[str, Any]], trace_file: Path | None, endpoint: Any) -> Any:
     """The worker processes' span export reports as one `ExportReport`."""
-    from ..capture.telemetry import ExportReport
+    from ...capture.telemetry import ExportReport
 
     def first(key: str) -> Any:
         return next((r[key] for r in reports if r.get(key)), None)

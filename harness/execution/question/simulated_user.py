@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import JudgeError
-from ..judging.rendering import escape_fences
+from ...errors import JudgeError
+from ...judging.rendering import escape_fences
 
 __all__ = ["UserTurn", "ask_simulated_user", "build_user_prompt", "parse_user_answer"]
 
@@ -88,7 +88,7 @@ async def ask_simulated_user(
     client: Any, spec: Any, conversation: Sequence[Mapping[str, Any]], *, sample_index: int = 0
 ) -> UserTurn:
     """One turn of the simulated user on the judge client (redaction, cache, retries)."""
-    from ..judging.provider import JudgeRequest
+    from ...judging.provider import JudgeRequest
 
     if client is None:
         raise JudgeError("a simulated user plays on the judge model: add a `judge:` block")

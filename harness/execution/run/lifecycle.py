@@ -1,9 +1,9 @@
-"""Runs: starting and resuming them (re-grading one is `tracegrade.execution.regrade`).
+"""Runs: starting and resuming them (re-grading one is `tracegrade.execution.run.regrade`).
 
 A run lives in a run directory (`tracegrade.rundir.directory.RunDirectory`: its manifest, its
-results store, its trace files). A new run is prepared first (`tracegrade.execution.prepare`:
+results store, its trace files). A new run is prepared first (`tracegrade.execution.run.prepare`:
 every input checked, then the directory created); its questions run where the config says
-(`tracegrade.execution.dispatch`); the run's verdict is the one `tracegrade.rundir.verdict`
+(`tracegrade.execution.executors.dispatch`); the run's verdict is the one `tracegrade.rundir.verdict`
 decides for every command. The CLI subcommands are thin fronts over `start_run`, `resume_run`
 and `regrade_run`; each returns a `RunOutcome` the reports render and whose `exit_code` the CLI
 returns.
@@ -16,18 +16,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..inputs.config import Config, TargetConfig
-from ..records import GradeResult
-from ..rundir.directory import RunDirectory
-from ..rundir.outcome import RunOutcome, Selection
-from ..rundir.store import ResultStore
-from ..rundir.verdict import decide_run, record_lost_spans
-from ..verdicts.result import QuestionResult
+from ...errors import InputError
+from ...inputs.config import Config, TargetConfig
+from ...records import GradeResult
+from ...rundir.directory import RunDirectory
+from ...rundir.outcome import RunOutcome, Selection
+from ...rundir.store import ResultStore
+from ...rundir.verdict import decide_run, record_lost_spans
+from ...verdicts.result import QuestionResult
+from ..executors.dispatch import arun_plans, connect_executor
+from ..executors.loops import run_without_loop
+from ..question.grading import AttachedGrader
 from .changed import HINT, refuse_changed_rubrics, refuse_other_config
-from .dispatch import arun_plans, connect_executor
-from .grading import AttachedGrader
-from .loops import run_without_loop
 from .prepare import new_grading, plan_of, prepare_run, select_share
 from .services import redaction_notes, run_services, stored_attachments
 
@@ -53,7 +53,7 @@ def _as_results(question: QuestionResult) -> list[GradeResult]:
 def _advisories(
     mode: str, attached: Sequence[AttachedGrader], questions: Sequence[QuestionResult]
 ) -> list[str]:
-    from ..graders.advisories import advisories
+    from ...graders.advisories import advisories
 
     results = [_as_results(q) for q in questions]
     return [a.message for a in advisories(mode, [a.attachment for a in attached], results)]
@@ -118,8 +118,8 @@ async def astart_run(
     checked before the run directory is created (`prepare_run`). `on_start(run_dir, total)` is
     called once the run directory exists; `on_done(question)` after each question is committed.
     `workers` (default: the config's `workers:`) runs each target in that many processes
-    (`tracegrade.execution.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
-    on Ray actors (`tracegrade.execution.ray_executor`).
+    (`tracegrade.execution.executors.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
+    on Ray actors (`tracegrade.execution.executors.ray_executor`).
     """
     connect_executor(config, executor, workers)  # before any run directory exists
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..inputs.config import Config
-from ..rundir.manifest import RunManifest
-from .grading import AttachedGrader, attach_from_specs, build_services
+from ...inputs.config import Config
+from ...rundir.manifest import RunManifest
+from ..question.grading import AttachedGrader, attach_from_specs, build_services
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
@@ -61,7 +61,7 @@ def judge_identity(services: Any) -> dict[str, Any] | None:
 
 def open_telemetry(config: Config, trace_file: Path | None) -> Any:
     """The `RunTelemetry` one target's questions are recorded with, as the config says."""
-    from ..capture.telemetry import RunTelemetry
+    from ...capture.telemetry import RunTelemetry
 
     return RunTelemetry(
         trace_file=trace_file,

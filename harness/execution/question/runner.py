@@ -26,17 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..graders.base import GraderServices
-from ..inputs.config import TargetConfig
-from ..records import RunRecord, ToolRecord
-from ..rundir.directory import RunDirectory
-from ..rundir.evaluations import span_events
-from ..rundir.store import QuestionRun, ResultStore
-from ..usage import ModelCall, judge_meter
-from ..verdicts.budgets import question_budget_failures
-from ..verdicts.result import QuestionResult
-from ..verdicts.scoring import score_question
+from ...errors import ConfigError
+from ...graders.base import GraderServices
+from ...inputs.config import TargetConfig
+from ...records import RunRecord, ToolRecord
+from ...rundir.directory import RunDirectory
+from ...rundir.evaluations import span_events
+from ...rundir.store import QuestionRun, ResultStore
+from ...usage import ModelCall, judge_meter
+from ...verdicts.budgets import question_budget_failures
+from ...verdicts.result import QuestionResult
+from ...verdicts.scoring import score_question
+from ..executors.watchdog import Overran, QuestionDeadline
 from .accounting import account, with_judges
 from .cassettes import close_session, open_session
 from .conversation import (
@@ -59,7 +60,6 @@ from .messages import (
     messages_for_agent,
     to_role_dicts,
 )
-from .watchdog import Overran, QuestionDeadline
 from .world import WORLD_KEY, question_world
 
 __all__ = [
@@ -555,7 +555,7 @@ async def arun_target(
     on disk before its record). Scores are not kept in memory (the store has them; `on_done` sees each one), so
     memory stays flat in the number of questions."""
     if record_class is None:
-        from ..capture.recorder import Recorder as record_class
+        from ...capture.recorder import Recorder as record_class
     shared = plan.shared if plan.shared is not None else build_shared(plan)
     committed = 0
     pending = plan.work()

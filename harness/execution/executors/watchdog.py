@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..abandon import Abandoned, interrupt_thread
+from ...abandon import Abandoned, interrupt_thread
 
 __all__ = ["LoopWatch", "Overran", "QuestionDeadline", "set_stuck_handler"]
 

@@ -1,7 +1,7 @@
 """A new run prepared: its questions selected (with the shard's share), every input checked
 (targets, datasets, graders, rubric refs, agent factories), then its directory created and its
-manifest written. Nothing is asked yet: `tracegrade.execution.lifecycle` runs the questions,
-`tracegrade.execution.session` (the pytest plugin) one at a time."""
+manifest written. Nothing is asked yet: `tracegrade.execution.run.lifecycle` runs the questions,
+`tracegrade.execution.run.session` (the pytest plugin) one at a time."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, NothingToRunError, RubricError
-from ..inputs.config import Config, TargetConfig
-from ..inputs.sourcefile import raise_problems
-from ..rundir.directory import RunDirectory
-from ..rundir.identity import git_commit, package_versions, sha256_file, validate_manifest
-from ..rundir.manifest import (
+from ...errors import ConfigError, NothingToRunError, RubricError
+from ...inputs.config import Config, TargetConfig
+from ...inputs.sourcefile import raise_problems
+from ...rundir.directory import RunDirectory
+from ...rundir.identity import git_commit, package_versions, sha256_file, validate_manifest
+from ...rundir.manifest import (
     MANIFEST_VERSION,
     DatasetRef,
     GradingModuleRef,
@@ -27,11 +27,12 @@ from ..rundir.manifest import (
     TargetManifest,
     VariantRef,
 )
-from ..rundir.outcome import Selection, new_run_id
-from ..rundir.store import ResultStore
-from ..verdicts.plan import CheckPlan
+from ...rundir.outcome import Selection, new_run_id
+from ...rundir.store import ResultStore
+from ...verdicts.plan import CheckPlan
+from ..question.grading import AttachedGrader
+from ..question.runner import TargetPlan, build_shared
 from .changed import rubric_files
-from .grading import AttachedGrader
 from .planning import PLAN_HINT, attach_planned
 from .preflight import (
     check_goals,
@@ -41,7 +42,6 @@ from .preflight import (
     check_simulated_users,
     check_state_environment,
 )
-from .runner import TargetPlan, build_shared
 from .services import judge_identity, redaction_notes, run_services
 from .shards import shard_questions
 
@@ -75,7 +75,7 @@ def selected_ids(config: Config, selection: Selection) -> set[str]:
 
 
 def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
-    from ..inputs.dataset import load_dataset, select_questions
+    from ...inputs.dataset import load_dataset, select_questions
 
     dataset = load_dataset(target.dataset)
     questions = select_questions(
@@ -219,7 +219,7 @@ def prepare_run(
         )
         prepared.append((target, dataset, questions, attached))
     if selection.ids:  # a plain id naming no question of any target is a typo (exit 4)
-        from ..inputs.dataset import check_id_patterns
+        from ...inputs.dataset import check_id_patterns
 
         check_id_patterns(selection.ids, (q.id for p in prepared for q in p[1].questions))
     total = sum(len(p[2]) * p[0].repeats for p in prepared)
@@ -309,7 +309,7 @@ def new_grading(store: ResultStore, run: PreparedRun) -> int:
 def _label_typos(selection: Selection, questions: Sequence[Any]) -> list[str]:
     """A `--tag` or `--bundle` no question of the targets' datasets carries, with a
     did-you-mean."""
-    from ..inputs.dataset import unknown_label_hints
+    from ...inputs.dataset import unknown_label_hints
 
     tags = (t for q in questions for t in q.tags or ())
     bundles = (q.bundle for q in questions if q.bundle)

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from ..world import WORLD_KEY, ToolWorld, merged_overrides
+from ...world import WORLD_KEY, ToolWorld, merged_overrides
 
 __all__ = ["WORLD_KEY", "opening_inputs", "question_world"]
 
@@ -27,7 +27,7 @@ def question_world(runnable: Any, target: Any, question: Any) -> ToolWorld | Non
     if not (own or target.tools):
         return None
     if runnable not in _proxied:
-        from ..capture.world_tools import install_world
+        from ...capture.world_tools import install_world
 
         install_world(runnable, agent_name=getattr(runnable, "name", None) or target.name)
         _proxied.add(runnable)

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..abandon import in_daemon_thread
-from ..errors import ConfigError, RubricError
-from ..graders.base import Attachment, Grader, GraderServices, with_safe_defaults
-from ..inputs.config import GraderEntry
-from ..judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
-from ..records import GradeResult, GraderSpec
-from ..redaction import DEFAULT_POLICY, RedactionPolicy
-from ..rundir.identity import grader_code_hash
-from ..rundir.manifest import GraderRecord
-from ..verdicts.scoring import GraderVerdict, aggregate_samples
+from ...abandon import in_daemon_thread
+from ...errors import ConfigError, RubricError
+from ...graders.base import Attachment, Grader, GraderServices, with_safe_defaults
+from ...inputs.config import GraderEntry
+from ...judging.breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
+from ...records import GradeResult, GraderSpec
+from ...redaction import DEFAULT_POLICY, RedactionPolicy
+from ...rundir.identity import grader_code_hash
+from ...rundir.manifest import GraderRecord
+from ...verdicts.scoring import GraderVerdict, aggregate_samples
 from .errortext import (
     MAX_ERROR_CHARS,
     bounded,
@@ -92,8 +92,8 @@ def build_services(
     cache = None
     settings: dict[str, Any] = {"use_cache": use_cache}
     if judge:
-        from ..judging import JudgeCache, build_provider
-        from ..judging.redacting import RedactingProvider
+        from ...judging import JudgeCache, build_provider
+        from ...judging.redacting import RedactingProvider
 
         # Wrapped once here, so every judge path sends and keeps only redacted text.
         provider = RedactingProvider(build_provider(judge, base_dir=base_dir), redaction)
@@ -108,11 +108,11 @@ def build_services(
             cache = JudgeCache(JudgeCache.default_path(runs_dir))
     store = None
     if rubrics is not None:
-        from ..graders.rubrics import RubricStore
+        from ...graders.rubrics import RubricStore
 
         store = RubricStore(rubrics)
     # Every grader of a question, code graders too, is cut at the grading deadline.
-    from ..judging import DEFAULT_GRADING_DEADLINE_S
+    from ...judging import DEFAULT_GRADING_DEADLINE_S
 
     settings.setdefault("grading_deadline_s", DEFAULT_GRADING_DEADLINE_S)
     return GraderServices(
@@ -167,7 +167,7 @@ def _registry_attachment(
 def _module_attachments(
     path: Path, services: GraderServices, *, module_label: str
 ) -> list[AttachedGrader]:
-    from ..graders.modules import load_grading_module
+    from ...graders.modules import load_grading_module
 
     out = []
     for att in load_grading_module(path, services=services):
@@ -217,7 +217,7 @@ def attach_graders(
     on a scalar grader without a threshold) is invalid input (exit 4); `config_file` names
     the file in those errors."""
     if registry is None:
-        from ..graders.registry import load_registry
+        from ...graders.registry import load_registry
 
         registry = load_registry()
     attached = []
@@ -295,7 +295,7 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
             question_id=str(row.get("id")),
             key="rubric_ref",
         )
-    from ..graders.rubrics import criteria_text
+    from ...graders.rubrics import criteria_text
 
     rubric = rubrics.resolve(ref)
     text = criteria_text(rubric)

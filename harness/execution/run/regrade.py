@@ -14,27 +14,27 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, InputError
-from ..inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
-from ..records import RunRecord, ToolRecord
-from ..rundir.directory import RunDirectory
-from ..rundir.manifest import RunManifest
-from ..rundir.outcome import RunOutcome
-from ..rundir.store import QuestionRun, ResultStore
-from ..rundir.verdict import record_scope
-from ..usage import ModelCall, judge_meter
-from ..verdicts.result import QuestionResult
-from ..verdicts.scoring import GraderVerdict, score_question
-from .accounting import with_judges
-from .changed import refuse_changed_rubrics
-from .conversation import agrade_conversation
-from .grading import (
+from ...errors import ConfigError, InputError
+from ...inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
+from ...records import RunRecord, ToolRecord
+from ...rundir.directory import RunDirectory
+from ...rundir.manifest import RunManifest
+from ...rundir.outcome import RunOutcome
+from ...rundir.store import QuestionRun, ResultStore
+from ...rundir.verdict import record_scope
+from ...usage import ModelCall, judge_meter
+from ...verdicts.result import QuestionResult
+from ...verdicts.scoring import GraderVerdict, score_question
+from ..executors.loops import run_without_loop
+from ..question.accounting import with_judges
+from ..question.conversation import agrade_conversation
+from ..question.grading import (
     AttachedGrader,
     attach_graders,
 )
+from ..question.messages import messages_for_agent
+from .changed import refuse_changed_rubrics
 from .lifecycle import decided
-from .loops import run_without_loop
-from .messages import messages_for_agent
 from .planning import effective_graders, planned
 from .services import redaction_notes, run_services, stored_attachments
 
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 def reads_environment(grader: Any) -> bool:
     """Graders whose verdict needs the question's live environment (gone after the run): they
     declare it in their `evidence` (`tracegrade.graders.declarations`)."""
-    from ..graders.declarations import evidence_of
+    from ...graders.declarations import evidence_of
 
     return "environment" in evidence_of(grader)
 
@@ -68,7 +68,7 @@ def _input_messages(
 
 
 def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
-    from ..inputs.dataset import load_dataset
+    from ...inputs.dataset import load_dataset
 
     dataset = load_dataset(target.dataset)
     return {str(q.id): q.row() for q in dataset.questions}
@@ -76,7 +76,7 @@ def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
 
 def _turns_sent(row: Mapping[str, Any], stored: QuestionRun) -> list[Any]:
     """The turns of a `turns` conversation the run sent (its user messages), as Turn models."""
-    from ..inputs.conversation import Turn
+    from ...inputs.conversation import Turn
 
     raw = row.get("turns") or ()
     sent = sum(1 for m in stored.messages if m.get("role") == "user")
@@ -188,7 +188,7 @@ async def aregrade(
 ) -> list[str]:
     """Re-score every stored question of `targets` (those matching `ids`, ids or globs, when
     given) under `grading_id`; returns notes."""
-    from ..inputs.dataset import id_selected
+    from ...inputs.dataset import id_selected
 
     notes: list[str] = []
     first = min(g["grading_id"] for g in store.gradings())
@@ -298,8 +298,8 @@ async def aregrade_run(
         scope = {t.name: {"gate": (t.raw or {}).get("gate")} for t in targets}
     with directory.store(redaction=config.redaction) as store:
         if ids:
-            from ..errors import NothingToRunError
-            from ..inputs.dataset import check_id_patterns, id_selected
+            from ...errors import NothingToRunError
+            from ...inputs.dataset import check_id_patterns, id_selected
 
             stored = {t.name: {r.question_id for r in store.load_runs(t.name)} for t in targets}
             check_id_patterns(ids, (i for found in stored.values() for i in found))

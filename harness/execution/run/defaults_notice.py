@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import InputError
-from ..graders.base import gates_by_default
-from ..records import GraderSpec
-from ..rundir.manifest import RunManifest
+from ...errors import InputError
+from ...graders.base import gates_by_default
+from ...records import GraderSpec
+from ...rundir.manifest import RunManifest
 
 __all__ = ["changed_defaults_notice"]
 
@@ -33,12 +33,12 @@ def changed_defaults_notice(
     `result` is the target's `TargetResult`."""
     from dataclasses import replace
 
-    from ..verdicts.gate import evaluate_gate
+    from ...verdicts.gate import evaluate_gate
 
     if result.verdict.exit_code != 2:
         return None
     if registry is None:
-        from ..graders.registry import load_registry
+        from ...graders.registry import load_registry
 
         registry = load_registry()
     relied = []

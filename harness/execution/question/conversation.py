@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..graders.context import build_context
+from ...graders.context import build_context
 from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
 from .simulated_user import ask_simulated_user
 from .world import opening_inputs
@@ -139,7 +139,7 @@ class ResumeScript:
     def from_row(
         cls, raw: Sequence[Any] | None, *, fallback: ResumeScript | None = None
     ) -> ResumeScript:
-        from ..graders.trajectory_matchers import compile_args
+        from ...graders.trajectory_matchers import compile_args
 
         entries = []
         for item in raw or ():

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..inputs.config import GraderEntry, TargetConfig
-from ..verdicts.plan import CheckPlan, check_plan
-from .grading import AttachedGrader, attach_graders
+from ...inputs.config import GraderEntry, TargetConfig
+from ...verdicts.plan import CheckPlan, check_plan
+from ..question.grading import AttachedGrader, attach_graders
 
 __all__ = ["GOAL_JUDGE", "PLAN_HINT", "attach_planned", "effective_graders", "planned"]
 

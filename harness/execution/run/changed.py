@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..inputs.files import not_a_file
-from ..rundir.identity import sha256_file
-from ..rundir.manifest import RunManifest
+from ...errors import InputError
+from ...inputs.files import not_a_file
+from ...rundir.identity import sha256_file
+from ...rundir.manifest import RunManifest
 
 __all__ = ["changed_file_error", "refuse_changed_rubrics", "refuse_other_config", "rubric_files"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..pricing import priced, question_usage
-from ..records import Outcome, ToolRecord
-from ..usage import ModelCall, QuestionUsage
+from ...pricing import priced, question_usage
+from ...records import Outcome, ToolRecord
+from ...usage import ModelCall, QuestionUsage
 
 __all__ = ["account", "with_judges"]
 

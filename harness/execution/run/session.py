@@ -1,6 +1,6 @@
 """A run driven question by question from outside: the pytest plugin's run.
 
-`tracegrade run` asks a whole selection at once (`tracegrade.execution.lifecycle`). A test runner asks
+`tracegrade run` asks a whole selection at once (`tracegrade.execution.run.lifecycle`). A test runner asks
 one question per test item, in its own order, possibly from several processes (pytest-xdist
 workers): `RunSession.create` opens the run directory (every input checked first, identity
 written, one grading), each process `join`s it, `arun_question` runs one question through the
@@ -17,17 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..inputs.config import Config
-from ..rundir.directory import RunDirectory
-from ..rundir.manifest import RunManifest
-from ..rundir.outcome import RunOutcome, Selection
-from ..rundir.store import ResultStore
-from ..rundir.verdict import record_lost_spans, record_scope
-from ..verdicts.result import QuestionResult
+from ...errors import InputError
+from ...inputs.config import Config
+from ...rundir.directory import RunDirectory
+from ...rundir.manifest import RunManifest
+from ...rundir.outcome import RunOutcome, Selection
+from ...rundir.store import ResultStore
+from ...rundir.verdict import record_lost_spans, record_scope
+from ...verdicts.result import QuestionResult
+from ..question.runner import TargetPlan, arun_target
 from .lifecycle import decided
 from .prepare import new_grading, plan_of, prepare_run, select
-from .runner import TargetPlan, arun_target
 from .services import open_telemetry, run_services, stored_attachments, telemetry_notes
 
 __all__ = ["RunSession"]

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..rundir.directory import RunDirectory
-from ..rundir.manifest import MergedShard, RunManifest, TargetManifest
+from ...errors import InputError
+from ...rundir.directory import RunDirectory
+from ...rundir.manifest import MergedShard, RunManifest, TargetManifest
 
 __all__ = [
     "MergeResult",
@@ -270,7 +270,7 @@ def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
     """The merged run's `RunOutcome`: the run's one verdict (`decide_run`), one gate per
     target over every shard's questions, with the whole selection's size (a missing shard
     leaves the run incomplete, exit 3) and the must-pass graders the run stored."""
-    from ..rundir.history import load_outcome
+    from ...rundir.history import load_outcome
 
     outcome = load_outcome(run_dir)
     outcome.notes.extend(notes)

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import TracegradeError, suggest
-from ..inputs.config import TargetConfig
-from ..inputs.sourcefile import Document, Problem, load_document, pointer_of
-from ..inputs.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
+from ...errors import TracegradeError, suggest
+from ...inputs.config import TargetConfig
+from ...inputs.sourcefile import Document, Problem, load_document, pointer_of
+from ...inputs.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 
 __all__ = [
     "built_graph",
@@ -165,7 +165,7 @@ def built_graph(target: TargetConfig) -> tuple[Any, Any]:
     """Build the target's graph once, as a run builds it (with a fresh environment from its
     factory): (graph, environment or None); the caller closes the environment (`close_quietly`).
     Errors are `ConfigError`s located at the factory reference."""
-    from ..errors import ConfigError
+    from ...errors import ConfigError
 
     factory = target.load_factory()
     make_environment = target.load_environment_factory()
@@ -195,7 +195,7 @@ def close_quietly(environment: Any) -> None:
 
 def target_catalog(target: TargetConfig) -> Any:
     """The `ToolCatalog` of the target's graph, built once as a run builds it."""
-    from ..capture.toolcatalog import tool_catalog
+    from ...capture.toolcatalog import tool_catalog
 
     graph, environment = built_graph(target)
     try:
@@ -210,7 +210,7 @@ def check_graph(
     """What only the built graph can tell, for `validate` and `run` alike: the factory returned
     a compiled graph, and every tool, `after` and argument name the questions' expectations use
     is one the graph has. (problems, notes on what could not be checked)."""
-    from ..capture.toolcatalog import tool_catalog
+    from ...capture.toolcatalog import tool_catalog
 
     problems = check_built_graph(target, graph)
     if problems:
