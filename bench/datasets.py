@@ -30,7 +30,7 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from tracegrade.cli import validate
+from tracegrade.cli.inputs import validate
 path = Path(sys.argv[1])
 started = time.perf_counter()
 kind, problems = validate.validate_file(path)

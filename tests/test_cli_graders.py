@@ -6,7 +6,7 @@ import argparse
 import io
 import json
 
-from tracegrade.cli import graders as graders_cli
+from tracegrade.cli.inputs import graders as graders_cli
 from tracegrade.graders.registry import CatalogRow
 
 
@@ -92,7 +92,7 @@ def test_the_docs_graders_table_is_the_catalog():
     # or re-declared (rubric_judge was missing, similarity labelled binary) fails here.
     from pathlib import Path
 
-    from tracegrade.cli.graders import markdown_table
+    from tracegrade.cli.inputs.graders import markdown_table
     from tracegrade.graders.registry import load_registry
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "graders.md").read_text()

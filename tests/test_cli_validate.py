@@ -8,7 +8,7 @@ import pytest
 
 from tests.test_schema_corpus import INVALID, VALID, rule_of
 from tracegrade.cli import main
-from tracegrade.cli import validate as validate_cmd
+from tracegrade.cli.inputs import validate as validate_cmd
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

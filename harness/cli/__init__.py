@@ -66,25 +66,26 @@ def handle_stop_signals() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+# each subcommand's module under tracegrade.cli, in the order `--help` lists them
 SUBCOMMANDS: tuple[str, ...] = (
-    "validate",
-    "graders",
-    "targets",
-    "run",
-    "grade",
-    "grade_traces",
-    "receive",
-    "runs",
-    "show",
-    "label",
-    "dataset",
-    "merge",
-    "compare",
-    "export",
-    "judges",
-    "rubrics",
+    "inputs.validate",
+    "inputs.graders",
+    "inputs.targets",
+    "evaluation.run",
+    "evaluation.grade",
+    "traces.grade_traces",
+    "traces.receive",
+    "evaluation.runs",
+    "evaluation.show",
+    "evaluation.label",
+    "inputs.dataset",
+    "evaluation.merge",
+    "evaluation.compare",
+    "traces.export",
+    "inputs.judges",
+    "inputs.rubrics",
     "serve",
-    "cassettes",
+    "inputs.cassettes",
 )
 
 EPILOG = """\

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..reports.flags import add_report_flags
-from . import EPILOG, add_id_flag
+from ...ci.publish import add_ci_flags, report_outcome
+from ...reports.flags import add_report_flags
+from .. import EPILOG, add_id_flag
 
 __all__ = ["register", "run"]
 
@@ -57,11 +57,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..execution.run.regrade import regrade_run
-    from ..inputs.config import load_config
-    from ..verdicts.gate import combine_exit_codes
-    from . import handle_stop_signals
+    from ...errors import InputError
+    from ...execution.run.regrade import regrade_run
+    from ...inputs.config import load_config
+    from ...verdicts.gate import combine_exit_codes
+    from .. import handle_stop_signals
 
     config = load_config(args.config)
     runs = _expand(args.run_dirs, config.runs_dir)
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 def _expand(names: list[str], runs_dir: Path) -> list[str]:
     """Run names as given, a glob expanded (against the working directory, then runs_dir);
     a glob matching nothing is invalid input."""
-    from ..errors import InputError
+    from ...errors import InputError
 
     out: list[str] = []
     for name in names:

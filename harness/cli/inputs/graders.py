@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the registry loads every grader: imported on use, not for `--help`
-    from ..graders.registry import CatalogRow
+    from ...graders.registry import CatalogRow
 
 __all__ = ["format_table", "markdown_table", "register", "run"]
 
@@ -56,7 +56,7 @@ def format_table(rows: Sequence[CatalogRow]) -> str:
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
-    from ..graders.registry import load_registry
+    from ...graders.registry import load_registry
 
     out = out if out is not None else sys.stdout
     rows = load_registry().catalog()

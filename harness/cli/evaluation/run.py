@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..reports.flags import add_report_flags
-from . import EPILOG, add_id_flag
+from ...ci.publish import add_ci_flags, report_outcome
+from ...reports.flags import add_report_flags
+from .. import EPILOG, add_id_flag
 from .compare import add_compare_flags, fail_on_of
 
 __all__ = ["register", "run"]
@@ -141,17 +141,17 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.run.services import ANSWERS_VERBATIM_NOTE
-    from ..inputs.config import load_config, with_cassettes
-    from ..reports.console import Progress
-    from . import handle_stop_signals
+    from ...execution.run.services import ANSWERS_VERBATIM_NOTE
+    from ...inputs.config import load_config, with_cassettes
+    from ...reports.console import Progress
+    from .. import handle_stop_signals
 
     config = with_cassettes(
         load_config(args.config), directory=args.cassettes, mode=args.record_mode
     )
     baseline = None
     if args.baseline:  # read before the run: a bad baseline is exit 4 before anything runs
-        from ..rundir.history import load_comparable
+        from ...rundir.history import load_comparable
 
         baseline = load_comparable(args.baseline, config_path=args.config)
     progress = Progress(quiet=args.quiet)
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         progress.start(run_dir, total)
 
     if args.resume:  # a resume asks what the run selected: a selection flag is never ignored
-        from ..errors import InputError
+        from ...errors import InputError
 
         given = {
             "--id": args.ids,
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
                     key=flag,
                 )
     if args.goal is not None and (args.resume or not args.goal.strip()):
-        from ..errors import InputError
+        from ...errors import InputError
 
         raise InputError(
             "--goal cannot be combined with --resume: a resume grades with what the run chose"
@@ -218,8 +218,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any) -> None:
     """A baseline sharing no question with the selection (another dataset) can decide
     nothing: refused (exit 4) before the agents run, not found out after them."""
-    from ..errors import InputError
-    from ..execution.run.prepare import selected_ids
+    from ...errors import InputError
+    from ...execution.run.prepare import selected_ids
 
     asked = selected_ids(config, _selection(args))
     if asked and not any(q.id in asked for q in baseline.questions):
@@ -232,10 +232,10 @@ def _check_baseline_overlap(args: argparse.Namespace, config: Any, baseline: Any
 
 def _print_changed_defaults(config: Any, outcome: Any) -> None:
     """A one-line notice per target whose verdict the safe defaults decided (stderr, last)."""
-    from ..execution.run.defaults_notice import changed_defaults_notice
+    from ...execution.run.defaults_notice import changed_defaults_notice
 
     def earlier() -> list[Any]:  # read only when a notice could be due
-        from ..rundir.history import earlier_manifests
+        from ...rundir.history import earlier_manifests
 
         return earlier_manifests(config.runs_dir, but=outcome.run_id)
 
@@ -251,9 +251,9 @@ def _print_changed_defaults(config: Any, outcome: Any) -> None:
 def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any) -> None:
     """Attach the comparison to the outcome; a refused one (drift) is a note and exit 4, the
     run's own reports still written."""
-    from ..comparison.compare import compare_runs
-    from ..errors import TracegradeError
-    from ..rundir.history import load_stored_run
+    from ...comparison.compare import compare_runs
+    from ...errors import TracegradeError
+    from ...rundir.history import load_stored_run
 
     candidate = load_stored_run(outcome.run_dir, grading=outcome.grading_id, label=outcome.run_id)
     try:
@@ -274,7 +274,7 @@ def _compare_with_baseline(args: argparse.Namespace, outcome: Any, baseline: Any
 
 
 def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) -> Any:
-    from ..execution.run.lifecycle import resume_run, start_run
+    from ...execution.run.lifecycle import resume_run, start_run
 
     if args.resume:
         return resume_run(
@@ -298,8 +298,8 @@ def _run(args: argparse.Namespace, config: Any, on_start: Any, progress: Any) ->
 
 
 def _selection(args: argparse.Namespace) -> Any:
-    from ..execution.run.shards import parse_shard
-    from ..rundir.outcome import Selection
+    from ...execution.run.shards import parse_shard
+    from ...rundir.outcome import Selection
 
     return Selection(
         targets=tuple(args.target),

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "run_benchmark"]
 
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 
 def _rubric(store: Any, name: str) -> Any:
-    from ..errors import RubricError
+    from ...errors import RubricError
 
     if "@" in name:
         ref = name if name.startswith("rubric/") else f"rubric/{name}"
@@ -130,7 +130,7 @@ def _next_version(version: str, taken: list[str]) -> str:
 def _write_version(store: Any, rubric: Any, tuned: Any) -> Path:
     import yaml
 
-    from ..graders.rubrics import validate_rubric_file
+    from ...graders.rubrics import validate_rubric_file
 
     source = store.file_of(rubric)
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
@@ -148,12 +148,12 @@ def _write_version(store: Any, rubric: Any, tuned: Any) -> Path:
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
-    from ..curation.rubric_benchmark import benchmark, benchmark_items, describe
-    from ..errors import InputError
-    from ..graders.rubrics import RubricStore
-    from ..graders.rubrics.model import DEFAULT_THRESHOLDS
-    from ..inputs.config import load_config
-    from ..inputs.gold import load_gold
+    from ...curation.rubric_benchmark import benchmark, benchmark_items, describe
+    from ...errors import InputError
+    from ...graders.rubrics import RubricStore
+    from ...graders.rubrics.model import DEFAULT_THRESHOLDS
+    from ...inputs.config import load_config
+    from ...inputs.gold import load_gold
 
     config = load_config(args.config)
     if config.rubrics is None:

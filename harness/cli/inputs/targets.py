@@ -37,10 +37,10 @@ def register(subparsers: Any) -> None:
 def describe_plans(config: Any, *, source: str = "run") -> str:
     """Each target's check plan over its whole dataset, as `run` (or, with source "traces",
     `grade-traces` and `receive`) would build it before any agent runs."""
-    from ..execution.run.planning import attach_planned
-    from ..execution.run.services import run_services
-    from ..inputs.dataset import load_dataset
-    from ..verdicts.plan import plan_lines
+    from ...execution.run.planning import attach_planned
+    from ...execution.run.services import run_services
+    from ...inputs.dataset import load_dataset
+    from ...verdicts.plan import plan_lines
 
     services = run_services(config, config.runs_dir, False)
     plans = {}
@@ -52,10 +52,10 @@ def describe_plans(config: Any, *, source: str = "run") -> str:
 
 
 def describe_targets(config: Any) -> str:
-    from ..execution.question.grading import attach_graders, build_services
-    from ..graders.advisories import TEXT_ONLY, advisories
-    from ..records import scale_label
-    from ..verdicts.gate import describe_gate
+    from ...execution.question.grading import attach_graders, build_services
+    from ...graders.advisories import TEXT_ONLY, advisories
+    from ...records import scale_label
+    from ...verdicts.gate import describe_gate
 
     services = build_services(
         judge=None,
@@ -128,7 +128,7 @@ def module_label(target: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inputs.config import load_config
+    from ...inputs.config import load_config
 
     config = load_config(args.config)
     if args.plan:

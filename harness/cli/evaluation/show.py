@@ -7,9 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..reports.flags import add_report_flags
-from . import EPILOG
+from ...ci.publish import add_ci_flags, report_outcome
+from ...reports.flags import add_report_flags
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -40,9 +40,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inputs.config import load_config
-    from ..rundir.directory import RunDirectory
-    from ..rundir.history import load_outcome
+    from ...inputs.config import load_config
+    from ...rundir.directory import RunDirectory
+    from ...rundir.history import load_outcome
 
     run = RunDirectory.resolve(args.run_dir, config_path=args.config)
     outcome = load_outcome(run, grading=args.grading)

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..comparison.rules import DEFAULT_FAIL_ON, fail_on_rule
-from . import EPILOG
+from ...comparison.rules import DEFAULT_FAIL_ON, fail_on_rule
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -130,7 +130,7 @@ def variant_of(stored: Any, target: str) -> Any:
     name `variant`, so two variants of one run align question by question."""
     import dataclasses
 
-    from ..errors import InputError
+    from ...errors import InputError
 
     names = sorted({q.target for q in stored.questions})
     if target not in names:
@@ -156,23 +156,23 @@ def variant_of(stored: Any, target: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison.compare import compare_runs
-    from ..reports.compare_report import (
+    from ...comparison.compare import compare_runs
+    from ...reports.compare_report import (
         render_comparison_console,
         write_comparison_json,
         write_comparison_markdown,
     )
-    from ..rundir.history import load_comparable
+    from ...rundir.history import load_comparable
 
     if args.variants is not None:
         if args.cand is not None:
-            from ..errors import InputError
+            from ...errors import InputError
 
             raise InputError("compare --variants A B takes one run", key="--variants")
         both = load_comparable(args.base, config_path=args.config)
         base, cand = (variant_of(both, name) for name in args.variants)
     elif args.cand is None:
-        from ..errors import InputError
+        from ...errors import InputError
 
         raise InputError("compare needs BASE and CAND, or one run and --variants A B", key="CAND")
     else:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
 
 
 def _config(path: Path | None) -> Any:
-    from ..inputs.config import DEFAULT_CONFIG, load_config
+    from ...inputs.config import DEFAULT_CONFIG, load_config
 
     if path is None and not Path(DEFAULT_CONFIG).is_file():
         return None
@@ -70,15 +70,15 @@ def _config(path: Path | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..curation.labelling import (
+    from ...curation.labelling import (
         checklists_of,
         label_tasks,
         read_answers_file,
         record_answer,
     )
-    from ..errors import InputError
-    from ..redaction import DEFAULT_POLICY
-    from ..rundir.directory import RunDirectory
+    from ...errors import InputError
+    from ...redaction import DEFAULT_POLICY
+    from ...rundir.directory import RunDirectory
 
     config = _config(args.config)
     run = RunDirectory.resolve(args.run_dir, config_path=args.config)
@@ -143,7 +143,7 @@ class LabelSession:
         return self.stored
 
     def _one(self, task: Any, number: int, total: int) -> bool:
-        from ..curation.labelling import open_items, record_answer
+        from ...curation.labelling import open_items, record_answer
 
         done = {a["label"] for a in task.annotations if not a.get("stale")}
         items = [(c.id, c.question, ("y", "n")) for c in task.checklist]

@@ -47,8 +47,8 @@ class CassetteDiff:
 
 def cassette_diff(config: Any, targets: list[str] | tuple[str, ...] = ()) -> list[CassetteDiff]:
     """Each selected target with cassettes, diffed against its whole dataset."""
-    from ..capture.cassette import cassette_path
-    from ..inputs.dataset import load_dataset
+    from ...capture.cassette import cassette_path
+    from ...inputs.dataset import load_dataset
 
     out = []
     for target in config.select_targets(targets):
@@ -69,8 +69,8 @@ def cassette_diff(config: Any, targets: list[str] | tuple[str, ...] = ()) -> lis
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..inputs.config import load_config, with_cassettes
+    from ...errors import ConfigError
+    from ...inputs.config import load_config, with_cassettes
 
     config = with_cassettes(load_config(args.config), directory=args.cassettes)
     diffs = cassette_diff(config, args.target)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -40,7 +40,7 @@ _VERDICT = {0: "passed", 2: "failed", 3: "incomplete", None: "ungraded"}
 
 
 def _row(r: Any) -> list[str]:
-    from ..reports.common import fmt
+    from ...reports.common import fmt
 
     return [
         r.run_id,
@@ -56,7 +56,7 @@ def _row(r: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..rundir.history import list_runs, runs_dir_of
+    from ...rundir.history import list_runs, runs_dir_of
 
     runs_dir = runs_dir_of(args.config, args.runs_dir)
     runs, problems = list_runs(runs_dir, limit=args.limit)

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..errors import InputError
-from ..reports.flags import add_report_flags
-from . import (
+from ...ci.publish import add_ci_flags, report_outcome
+from ...errors import InputError
+from ...reports.flags import add_report_flags
+from .. import (
     EPILOG,
     add_conversation_flags,
     add_trace_policy_flags,
@@ -202,7 +202,7 @@ def register(subparsers: Any) -> None:
 
 def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
     """Phoenix's base URL and the headers for `--annotate` (None: not annotating)."""
-    from ..otlp import endpoint_problem
+    from ...otlp import endpoint_problem
 
     if args.annotate is None:
         if args.annotate_endpoint:
@@ -226,10 +226,10 @@ def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inputs.config import load_config
-    from ..traces.assembly import Limits
-    from ..traces.monitor import Monitor
-    from ..traces.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
+    from ...inputs.config import load_config
+    from ...traces.assembly import Limits
+    from ...traces.monitor import Monitor
+    from ...traces.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before anything

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -112,9 +112,9 @@ def _seconds(text: str) -> float:
 def _run_and_config(args: argparse.Namespace) -> tuple[Any, Any]:
     """The run directory, and the config whose redaction policy applies: --config, else the
     config the run was made with when it is still there, else none (the default policy)."""
-    from ..errors import InputError
-    from ..inputs.config import load_config
-    from ..rundir.directory import RunDirectory
+    from ...errors import InputError
+    from ...inputs.config import load_config
+    from ...rundir.directory import RunDirectory
 
     direct = RunDirectory(args.run_dir)
     if direct.traces_dir.is_dir():
@@ -135,16 +135,16 @@ def _run_and_config(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capture.otlp_http import ExportBudget, replay_trace_file
-    from ..errors import InputError
-    from ..otlp import (
+    from ...capture.otlp_http import ExportBudget, replay_trace_file
+    from ...errors import InputError
+    from ...otlp import (
         endpoint_problem,
         env_endpoint,
         exporting_from_env,
         resolve_protocol,
         traces_url,
     )
-    from ..redaction import DEFAULT_POLICY
+    from ...redaction import DEFAULT_POLICY
 
     protocol = resolve_protocol(args.protocol, key="--protocol")
     if args.to == "phoenix" and not args.endpoint:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         deadline_s=args.deadline, timeout_s=args.timeout, breaker=max(1, args.breaker)
     )
     evaluations = [] if args.no_evaluations else _evaluations(run.path)
-    from ..rundir.evaluations import otlp_events
+    from ...rundir.evaluations import otlp_events
 
     events = otlp_events(evaluations)
     roots: dict[str, str] = {}
@@ -223,8 +223,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _evaluations(run_dir: Path) -> list[Any]:
     """The grades of the run's latest grading, as `show` reads them (one verdict)."""
-    from ..rundir.evaluations import evaluations_of
-    from ..rundir.history import load_outcome
+    from ...rundir.evaluations import evaluations_of
+    from ...rundir.history import load_outcome
 
     outcome = load_outcome(run_dir)
     questions = [q for t in outcome.targets for q in t.questions]
@@ -235,8 +235,8 @@ def _annotate(
     endpoint: str, evaluations: list, roots: dict, headers: dict, budget: Any, redaction: Any
 ) -> int:
     """Each grade as a Phoenix span annotation on its question's root span; the count missed."""
-    from ..rundir.evaluations import phoenix_annotation
-    from ..traces.phoenix import annotate_spans
+    from ...rundir.evaluations import phoenix_annotation
+    from ...traces.phoenix import annotate_spans
 
     base = endpoint.removesuffix("/v1/traces")
     annotations = [

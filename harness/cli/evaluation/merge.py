@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..reports.flags import add_report_flags
-from . import EPILOG
+from ...ci.publish import add_ci_flags, report_outcome
+from ...reports.flags import add_report_flags
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -52,8 +52,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..execution.monitor_merge import merge_any
-    from ..execution.run.shards import merged_outcome
+    from ...execution.monitor_merge import merge_any
+    from ...execution.run.shards import merged_outcome
 
     result = merge_any(args.run_dirs, args.out)
     merged = ", ".join(f"{i}/{result.shards}" for i in result.merged)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = merged_outcome(result.run_dir, result.notes)
     config = None
     if args.config is not None:
-        from ..inputs.config import load_config
+        from ...inputs.config import load_config
 
         config = load_config(args.config)
     report_outcome(args, outcome, config=config)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "run"]
 
@@ -127,7 +127,7 @@ def register(subparsers: Any) -> None:
 
 
 def _store_path(config_path: Path | None) -> Path:
-    from ..inputs.config import load_config
+    from ...inputs.config import load_config
 
     return load_config(config_path).dataset_store
 
@@ -135,11 +135,11 @@ def _store_path(config_path: Path | None) -> Path:
 def _generate(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..curation.generate import agenerate_drafts
-    from ..errors import InputError
-    from ..execution.question.grading import build_services
-    from ..inputs.config import load_config
-    from ..inputs.dataset import load_dataset
+    from ...curation.generate import agenerate_drafts
+    from ...errors import InputError
+    from ...execution.question.grading import build_services
+    from ...inputs.config import load_config
+    from ...inputs.dataset import load_dataset
 
     if args.count < 1:
         raise InputError("--count must be at least 1", key="--count")
@@ -179,9 +179,9 @@ def _generate(args: argparse.Namespace) -> int:
 def _inject(args: argparse.Namespace) -> int:
     import yaml
 
-    from ..curation.inject import INJECTION_KINDS, injected_variants
-    from ..errors import DatasetError, InputError
-    from ..inputs.dataset import load_dataset
+    from ...curation.inject import INJECTION_KINDS, injected_variants
+    from ...errors import DatasetError, InputError
+    from ...inputs.dataset import load_dataset
 
     source = load_dataset(args.dataset)  # valid before anything is derived from it
     kinds = tuple(dict.fromkeys(args.kinds)) or INJECTION_KINDS
@@ -196,7 +196,7 @@ def _inject(args: argparse.Namespace) -> int:
     for s in skipped:
         print(f"  skipped {s.question_id} ({s.kind}): {s.reason}")
     if not variants:
-        from ..errors import NothingToRunError
+        from ...errors import NothingToRunError
 
         raise NothingToRunError(f"no question of {args.dataset} could carry an injection")
     questions = variants if args.only_variants else [*rows, *variants]
@@ -212,8 +212,8 @@ def _inject(args: argparse.Namespace) -> int:
 
 
 def _review(args: argparse.Namespace, store_path: Path) -> int:
-    from ..curation.generate import DRAFT, review_drafts
-    from ..inputs.datastore import DatasetStore
+    from ...curation.generate import DRAFT, review_drafts
+    from ...inputs.datastore import DatasetStore
 
     accept = list(args.accept)
     if args.accept_all:
@@ -236,7 +236,7 @@ def _say_drafted(row: dict[str, Any], review: list[str]) -> None:
 
 
 def _promote_into_file(args: argparse.Namespace, run_dir: Path) -> int:
-    from ..curation.promote_file import promote_into_file
+    from ...curation.promote_file import promote_into_file
 
     path, row, review, line = promote_into_file(
         run_dir, question_id=args.question, as_id=args.as_id, target=args.target, trial=args.trial
@@ -248,7 +248,7 @@ def _promote_into_file(args: argparse.Namespace, run_dir: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inputs.datastore import DatasetStore
+    from ...inputs.datastore import DatasetStore
 
     if args.action == "generate":
         return _generate(args)
@@ -258,13 +258,13 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "review":
         return _review(args, store_path)
     if args.action == "promote":
-        from ..curation.promote import promote_question
-        from ..rundir.directory import RunDirectory
+        from ...curation.promote import promote_question
+        from ...rundir.directory import RunDirectory
 
         run_dir = RunDirectory.resolve(args.run_dir, config_path=args.config).path
         if args.into_file:
             if args.to:
-                from ..errors import InputError
+                from ...errors import InputError
 
                 raise InputError("--into-file and --to name two places: give one", key="--to")
             return _promote_into_file(args, run_dir)
@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         _say_drafted(row, review)
         return 0
     if not store_path.is_file():
-        from ..errors import InputError
+        from ...errors import InputError
 
         raise InputError(
             f"no dataset store at {store_path}",

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExitCode, InputError
-from ..redaction import redact_text
+from ...errors import ExitCode, InputError
+from ...redaction import redact_text
 
 if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
-    from ..inputs.sourcefile import Problem
+    from ...inputs.sourcefile import Problem
 
 __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_config", "validate_file"]
 
@@ -29,7 +29,7 @@ __all__ = ["VALIDATORS", "detect_kind", "register", "run", "validate_config", "v
 _DATASETS = "tracegrade.inputs.dataset:validate_dataset_file"
 VALIDATORS: dict[str, str] = {
     "dataset": _DATASETS,
-    "config": "tracegrade.cli.validate:validate_config",
+    "config": "tracegrade.cli.inputs.validate:validate_config",
     "rubric": "tracegrade.graders.rubrics:validate_rubric_file",
 }
 
@@ -122,7 +122,7 @@ def validate_file(
 ) -> tuple[str, list[Problem]]:
     """The file's kind and its problems ([] when valid). A config gets the run's pre-flight
     (graphs built unless `build=False`); what it could not check is appended to `notes`."""
-    from ..inputs.sourcefile import Problem, load_document
+    from ...inputs.sourcefile import Problem, load_document
 
     try:
         doc = load_document(path, error_cls=InputError)
@@ -138,7 +138,7 @@ def validate_file(
         if kind == "config" and validator is validate_config:
             return kind, validate_config(path, build=build, notes=notes, plan=plan)
         if kind == "dataset" and VALIDATORS["dataset"] == _DATASETS:
-            from ..inputs.dataset import check_dataset
+            from ...inputs.dataset import check_dataset
 
             problems, count = check_dataset(path, document=doc)  # parsed once, not again
             _counts[path] = count
@@ -163,9 +163,9 @@ def validate_config(
     (ids, options, a gate that can never fail), factories, datasets, rubric refs and, with
     `build`, each agent graph's tool names. What it could not check is appended to `notes`,
     each target's check plan (`tracegrade targets --plan`) to `plan`."""
-    from ..execution.run.preflight import preflight
-    from ..inputs.config import load_config, validate_config_file
-    from ..verdicts.plan import plan_lines
+    from ...execution.run.preflight import preflight
+    from ...inputs.config import load_config, validate_config_file
+    from ...verdicts.plan import plan_lines
 
     problems = validate_config_file(path)
     if problems:
@@ -185,7 +185,7 @@ def _summary(kind: str, path: Path) -> str:
         return f"ok: {path} ({kind})"
     count = _counts.pop(path, None)
     if count is None:
-        from ..inputs.dataset import load_dataset  # the dataset floor; only for the count
+        from ...inputs.dataset import load_dataset  # the dataset floor; only for the count
 
         count = len(load_dataset(path).questions)
     return f"ok: {path} ({count} question{'s' if count != 1 else ''})"
@@ -194,7 +194,7 @@ def _summary(kind: str, path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     paths = list(args.paths)
     if not paths:
-        from ..inputs.config import find_config
+        from ...inputs.config import find_config
 
         paths = [find_config(None)]  # ConfigError (exit 4) naming the file when absent
     failed = 0

@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..ci.publish import add_ci_flags, report_outcome
-from ..errors import InputError
-from ..reports.flags import add_report_flags
-from . import (
+from ...ci.publish import add_ci_flags, report_outcome
+from ...errors import InputError
+from ...reports.flags import add_report_flags
+from .. import (
     EPILOG,
     add_conversation_flags,
     add_trace_policy_flags,
@@ -81,17 +81,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..inputs.config import load_config
-    from ..reports.console import ReportDigest
-    from ..traces.archive import parse_time
-    from ..traces.grade import grade_traces
-    from ..traces.spill import TraceSpill, spill_trace_files
+    from ...inputs.config import load_config
+    from ...reports.console import ReportDigest
+    from ...traces.archive import parse_time
+    from ...traces.grade import grade_traces
+    from ...traces.spill import TraceSpill, spill_trace_files
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before any reading
     policy: Any = trace_policy_of(args, config)
     if policy:
-        from ..traces.policy import with_policy
+        from ...traces.policy import with_policy
 
         config = with_policy(config, args.target, policy)
     since = parse_time(args.since, key="--since")
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_backend(args: argparse.Namespace, since: int | None, until: int | None) -> Any:
-    from ..traces.backends import trace_source
+    from ...traces.backends import trace_source
 
     if args.paths:
         raise InputError("--from reads a backend: name no PATH with it", key="--from")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from .. import EPILOG
 
 __all__ = ["register", "render_validation", "run_validate", "validation_dict"]
 
@@ -155,7 +155,7 @@ def validation_dict(result: Any, *, source: str, gold: str) -> dict[str, Any]:
 
 @functools.cache
 def _registry() -> Any:
-    from ..graders.registry import load_registry
+    from ...graders.registry import load_registry
 
     return load_registry()
 
@@ -177,16 +177,16 @@ def _floor(args: argparse.Namespace) -> float | None:
     )
     if config_path is None:
         return None
-    from ..inputs.config import load_config
+    from ...inputs.config import load_config
 
     section = load_config(config_path).data.get("judge_validation") or {}
     return section.get("min_kappa")
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from ..curation.judge_validation import validate_judges, with_panel_members
-    from ..inputs.gold import load_gold
-    from ..rundir.history import load_comparable
+    from ...curation.judge_validation import validate_judges, with_panel_members
+    from ...inputs.gold import load_gold
+    from ...rundir.history import load_comparable
 
     gold = load_gold(args.gold)
     stored = load_comparable(args.run, config_path=args.config)

@@ -1,0 +1,2 @@
+"""The subcommands over traces made outside tracegrade: `grade-traces`, `receive`, `export`. One
+module per subcommand."""
