@@ -32,9 +32,9 @@ from agents.scripted import ScriptedChatModel, call, say
 from agents.testing_graphs import lookup, react_agent
 from tracegrade.capture.recorder import Recorder
 from tracegrade.capture.telemetry import RunTelemetry
+from tracegrade.cost.pricing import PriceTable
+from tracegrade.cost.usage import QuestionUsage
 from tracegrade.execution.question.runner import account
-from tracegrade.pricing import PriceTable
-from tracegrade.usage import QuestionUsage
 
 TOOL_CALLS = 3
 INPUTS = {"messages": [("user", "find three things")]}

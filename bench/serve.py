@@ -32,8 +32,8 @@ sys.path.append(str(Path(__file__).resolve().parent))  # bench/html_report.py's 
 import httpx  # noqa: E402
 from html_report import synthetic  # noqa: E402
 
-from tracegrade import semconv as sc  # noqa: E402
 from tracegrade.app.server import AppState, build_app  # noqa: E402
+from tracegrade.otel import semconv as sc  # noqa: E402
 from tracegrade.reports.html import render_html  # noqa: E402
 from tracegrade.rundir.directory import RunDirectory  # noqa: E402
 from tracegrade.rundir.history import load_outcome  # noqa: E402

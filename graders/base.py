@@ -64,7 +64,7 @@ class GraderServices:
     base_dir: Path | None = None
     """The config file's directory (paths in judge blocks resolve against it)."""
     prices: Any = None
-    """The run's `tracegrade.usage.PriceTable` (the config's `pricing:` over the bundled
+    """The run's `tracegrade.cost.usage.PriceTable` (the config's `pricing:` over the bundled
     table); None: the bundled table."""
     _member_clients: dict[str, Any] = field(default_factory=dict, repr=False)
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from ..abandon import in_daemon_thread
+from ..cost.usage import QuestionUsage
 from ..errors import JudgeError
 from ..records import GradeResult, GraderSpec, RunRecord
-from ..usage import QuestionUsage
+from ..usercode.abandon import in_daemon_thread
 from .base import Attachment, Grader, GraderServices, with_safe_defaults
 from .context import RESERVED_KEYS
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..loading import import_file
+from ..usercode.loading import import_file
 from .base import Attachment, Grader, GraderServices
 from .code import FunctionGrader, _short, attachment_of, grader
 

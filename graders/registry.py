@@ -18,8 +18,8 @@ from importlib import metadata
 from typing import Any
 
 from ..errors import InputError, PluginError, suggest
-from ..plugins import GRADERS_GROUP, installed_entry_points, load_plugins
 from ..records import scale_label
+from ..usercode.plugins import GRADERS_GROUP, installed_entry_points, load_plugins
 from .base import Grader, GraderServices
 from .declarations import declaration_problem, evidence_of
 
@@ -154,7 +154,7 @@ class GraderRegistry:
     @classmethod
     def from_entry_points(cls, entry_points: Iterable[metadata.EntryPoint]) -> GraderRegistry:
         """A registry of the grader classes the entry points name (a class or a list each),
-        built-ins first in catalog order; see `tracegrade.plugins.load_plugins`."""
+        built-ins first in catalog order; see `tracegrade.usercode.plugins.load_plugins`."""
         registry = cls()
         plugins = load_plugins(
             GROUP,

@@ -193,9 +193,9 @@ def test_the_target_grades_its_own_openinference_traces_never_exit_3(tmp_path, c
 def test_usage_from_openinference_and_genai_spans_and_none_without_counts():
     from types import SimpleNamespace
 
+    from tracegrade.cost.usage import QuestionUsage
     from tracegrade.inputs.config import parse_gate
     from tracegrade.traces.usage_spans import NO_TOKEN_COUNTS, model_calls_of
-    from tracegrade.usage import QuestionUsage
     from tracegrade.verdicts.budgets import question_budget_failures
 
     def span(start, **attributes):

@@ -209,9 +209,9 @@ def recorded_lookup(model):
 
 def test_a_model_that_reports_no_usage_is_unknown_never_zero():
     from agents.scripted import ScriptedChatModel, call, say
+    from tracegrade.cost.pricing import question_usage
+    from tracegrade.cost.usage import format_cost
     from tracegrade.inputs.config import GateConfig
-    from tracegrade.pricing import question_usage
-    from tracegrade.usage import format_cost
     from tracegrade.verdicts.budgets import question_budget_failures
 
     script = [call(("lookup", {"q": "x"})), say("done")]

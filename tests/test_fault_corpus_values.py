@@ -38,7 +38,7 @@ class _WildUsage(ScriptedChatModel):
 )
 def test_nan_or_infinite_token_counts_are_unknown_not_a_capture_failure(counts):
     from tests.test_costs_run import recorded_lookup
-    from tracegrade.pricing import question_usage
+    from tracegrade.cost.pricing import question_usage
 
     script = [call(("lookup", {"q": "x"})), say("done")]
     recorder, record = recorded_lookup(

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.usage import Tokens, format_over, percentile
+from tracegrade.cost.usage import Tokens, format_over, percentile
 
 PRICED = {"pricing": {"models": {"scripted": {"input": 1.0, "output": 2.0}}}}
 PER_CALL = (10 * 1.0 + 5 * 2.0) / 1_000_000  # the scripted model: 10 in, 5 out a call

@@ -13,8 +13,8 @@ import yaml
 
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
 from tests.runs_support import write_project
-from tracegrade import semconv as sc
 from tracegrade.cli import main
+from tracegrade.otel import semconv as sc
 
 SECRET_Q = {
     "id": "leaky",

@@ -19,16 +19,12 @@ FLOORS: dict[str, int] = {
     "tracegrade.graph_path": 1,
     "tracegrade.toolspec": 1,
     "tracegrade.redaction": 1,
-    "tracegrade.semconv": 1,
+    "tracegrade.otel": 1,
     "tracegrade.environment": 1,
     "tracegrade.lazy": 1,
-    "tracegrade.abandon": 1,
     "tracegrade._version": 1,
-    "tracegrade.otlp": 1,
-    "tracegrade.loading": 1,
-    "tracegrade.plugins": 1,
-    "tracegrade.usage": 1,
-    "tracegrade.pricing": 1,
+    "tracegrade.usercode": 1,
+    "tracegrade.cost": 1,
     "tracegrade.world": 1,
     "tracegrade.inputs": 2,
     "tracegrade.capture": 2,
@@ -96,7 +92,7 @@ def imports_of(path: Path, module: str) -> list[tuple[str, int]]:
             else:
                 source = node.module or ""
             out.append((source, node.lineno))
-            # `from . import semconv` imports the submodule tracegrade.semconv
+            # `from . import semconv` imports the submodule tracegrade.otel.semconv
             out += [(f"{source}.{a.name}", node.lineno) for a in node.names]
     return out
 

@@ -15,8 +15,8 @@ from tracegrade.errors import ConfigError, InputError, PluginError
 from tracegrade.graders.registry import load_registry
 from tracegrade.inputs.sources import dataset_sources
 from tracegrade.judging import build_provider, load_chat_model, provider_backends
-from tracegrade.loading import import_file, load_object
-from tracegrade.plugins import installed_entry_points, load_plugins
+from tracegrade.usercode.loading import import_file, load_object
+from tracegrade.usercode.plugins import installed_entry_points, load_plugins
 
 PROVIDER = """
 class Backend:

@@ -14,8 +14,8 @@ import pytest
 from tests.otlp_receiver import otlp_receiver  # noqa: F401 (a fixture)
 from tests.test_grade_traces import _project
 from tests.test_receive import _graded, _trace, _wait_for, _without_root, receiving
-from tracegrade import semconv as sc
 from tracegrade.capture.otlp_http import json_to_protobuf
+from tracegrade.otel import semconv as sc
 from tracegrade.traces.assembly import Limits
 from tracegrade.traces.forwarding import with_verdicts
 from tracegrade.traces.ingest import JSON, PROTOBUF

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracegrade.pricing import BUNDLED_VERSION, PriceTable, question_usage
-from tracegrade.usage import (
+from tracegrade.cost.pricing import BUNDLED_VERSION, PriceTable, question_usage
+from tracegrade.cost.usage import (
     UNPRICED,
     ModelCall,
     QuestionUsage,

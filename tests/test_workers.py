@@ -385,7 +385,7 @@ def test_with_workers_every_question_span_reaches_the_otlp_receiver(
     otlp_receiver,  # noqa: F811
     capsys,
 ):
-    from tracegrade import semconv as sc
+    from tracegrade.otel import semconv as sc
 
     config = write_project(
         tmp_path,

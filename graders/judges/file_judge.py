@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 from ...errors import InputError
 from ...judging.rendering import fence, render_tool_calls
-from ...loading import import_file
 from ...records import GradeResult
 from ...redaction import truncate
+from ...usercode.loading import import_file
 from ..base import Grader, GraderServices
 from .base import DATA_ONLY_NOTE, LlmJudge
 from .goal import expected_answer_of, goal_of

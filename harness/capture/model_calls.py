@@ -18,12 +18,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from .. import semconv as sc
+from ..cost.usage import ModelCall, model_call, token_count
 from ..graph_path import NodeRun
+from ..otel import semconv as sc
 from ..records import ToolRecord
 from ..redaction import truncate
 from ..toolspec import ToolSpec, tool_spec
-from ..usage import ModelCall, model_call, token_count
 from .cassette import REPLAYED
 from .reconcile import (
     genai_messages,

@@ -23,7 +23,7 @@ import httpx
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .. import semconv as sc
+from ..otel import semconv as sc
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 
 __all__ = [

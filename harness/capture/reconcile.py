@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt, ParentCommand
 from langgraph.types import Command
 
-from .. import semconv
+from ..otel import semconv
 from ..records import Outcome
 
 __all__ = [

@@ -27,7 +27,7 @@ from langgraph.types import Command
 from opentelemetry.sdk.trace import Event
 from opentelemetry.trace import Status, StatusCode
 
-from .. import semconv as sc
+from ..otel import semconv as sc
 from ..records import Outcome, ToolRecord, finalize_calls, finalize_interruptions
 from .model_calls import ModelCallRecorder
 from .reconcile import (

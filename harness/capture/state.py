@@ -10,8 +10,8 @@ from typing import Any, cast
 
 from opentelemetry.trace import Status, StatusCode
 
-from .. import semconv as sc
 from ..graph_path import NodeRun, namespace_of
+from ..otel import semconv as sc
 from ..records import Interruption, Outcome, ToolCall
 from .reconcile import encode_result
 

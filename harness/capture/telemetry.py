@@ -33,8 +33,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Status, Tracer
 
-from .. import semconv as sc
-from ..otlp import ENDPOINT_VARS, env_endpoint, resolve_protocol, traces_url
+from ..otel import semconv as sc
+from ..otel.otlp import ENDPOINT_VARS, env_endpoint, resolve_protocol, traces_url
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
 from .otlp_http import OtlpJsonExporter, describe_response
 from .tracefile import TraceFileExporter, redacted_attributes

@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from .. import semconv as sc
 from ..errors import InputError
 from ..graph_path import NodeRun, decode_nodes, encode_nodes
+from ..otel import semconv as sc
 from ..records import (
     Interruption,
     Outcome,

@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..cost.usage import UNPRICED, format_cost, format_seconds
 from ..errors import InputError
 from ..rundir.record import QuestionResult
-from ..usage import UNPRICED, format_cost, format_seconds
 from .stats import BootstrapInterval, paired_bootstrap
 
 __all__ = [
@@ -159,7 +159,7 @@ class CostComparison:
 
 
 def _money(value: float, currency: str):  # a Tokens only to format the amount alike
-    from ..usage import Tokens
+    from ..cost.usage import Tokens
 
     return Tokens(cost=value, currency=currency)
 

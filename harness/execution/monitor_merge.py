@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import semconv as sc
 from ..errors import InputError
+from ..otel import semconv as sc
 from ..rundir.directory import RunDirectory
 from ..rundir.manifest import MergedShard, RunManifest
 from ..rundir.monitoring import MONITOR_META

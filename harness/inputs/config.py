@@ -17,18 +17,18 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..cost.pricing import PriceTable
 from ..errors import ConfigError
-from ..loading import is_file_reference, load_object
-from ..otlp import (
+from ..otel.otlp import (
     ENDPOINT_VARS,
     endpoint_problem,
     env_endpoint,
     exporting_from_env,
     resolve_protocol,
 )
-from ..pricing import PriceTable
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy, compile_pattern, use_console_policy
+from ..usercode.loading import is_file_reference, load_object
 from .config_model import (
     DEFAULT_CONFIG,
     DEFAULT_MIN_PASS_RATE,

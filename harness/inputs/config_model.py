@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cost.pricing import PriceTable
 from ..errors import ConfigError
-from ..loading import load_object
-from ..pricing import PriceTable
 from ..records import GraderSpec
 from ..redaction import RedactionPolicy
+from ..usercode.loading import load_object
 from .sourcefile import (
     Problem,
     pointer_of,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from ..errors import DatasetError, PluginError, suggest
-from ..plugins import DATASETS_GROUP, load_plugins
+from ..usercode.plugins import DATASETS_GROUP, load_plugins
 from .files import not_a_file
 
 __all__ = [

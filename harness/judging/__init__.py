@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, PluginError
-from ..plugins import PROVIDERS_GROUP, Plugin, load_plugins
+from ..usercode.plugins import PROVIDERS_GROUP, Plugin, load_plugins
 from .breaker import DEFAULT_BREAKER_FAILURES, CircuitBreaker
 from .cache import DEFAULT_CACHE_FILENAME, JudgeCache, cache_key, complete_cached
 from .client import JudgeClient, redact_request

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..cost.usage import model_call, record_judge_call
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
-from ..usage import model_call, record_judge_call
 from .cache import complete_cached
 from .provider import JudgeProvider, JudgeReply, JudgeRequest
 

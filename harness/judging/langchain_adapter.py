@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..loading import load_object
+from ..usercode.loading import load_object
 from .breaker import DEFAULT_BREAKER_FAILURES
 from .managed import PINNED_VALUES, ManagedProvider
 from .openai_compat import logprobs_from_openai

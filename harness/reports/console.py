@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from ..usage import RunTotals, TotalsFold
+from ..cost.usage import RunTotals, TotalsFold
 from ..verdicts.result import QuestionResult
 from ..verdicts.trials import TrialsFold
 from .common import (

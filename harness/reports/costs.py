@@ -1,7 +1,7 @@
 """Cost, tokens and latency as every report words them: a run's totals and per-tool latency
 (console, Markdown, JUnit properties, `show`), a question's cells, and a comparison's deltas.
 
-One wording everywhere: `tracegrade.usage.format_cost` ("unpriced" for a model no price covers,
+One wording everywhere: `tracegrade.cost.usage.format_cost` ("unpriced" for a model no price covers,
 "unknown" when no call reported usage, never "$0").
 
 The HTML report's block of a target (`cost_block`) shows the same lines and a per-tool latency
@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..usage import (
+from ..cost.usage import (
     QuestionUsage,
     RunTotals,
     format_cost,

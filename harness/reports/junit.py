@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..usage import format_cost
+from ..cost.usage import format_cost
 from ..verdicts.result import QuestionResult
 from ..verdicts.scoring import is_unscored
 from .common import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..usage import format_seconds
+from ..cost.usage import format_seconds
 from .common import (
     annotation_lines,
     fmt,

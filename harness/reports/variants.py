@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..comparison.stats import BootstrapInterval, paired_bootstrap
-from ..usage import Tokens, format_cost, format_seconds
+from ..cost.usage import Tokens, format_cost, format_seconds
 from ..verdicts.scoring import question_passed
 from .common import question_label
 from .costs import totals_of

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .. import semconv as sc
+from ..otel import semconv as sc
 
 __all__ = [
     "Evaluation",

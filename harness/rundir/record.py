@@ -65,7 +65,7 @@ class QuestionRun:
     trace_id: str | None = None
     latency_s: float = 0.0
     usage: dict[str, Any] = field(default_factory=dict)
-    """The agent's side of `tracegrade.usage.QuestionUsage` (model calls per model, priced;
+    """The agent's side of `tracegrade.cost.usage.QuestionUsage` (model calls per model, priced;
     wall, model-call and tool-call seconds) as JSON; {} in a run from an older release."""
     has_record: bool = False
     """A tool-call record existed (agent mode, captured). False in chat mode."""

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..cost.usage import stored_usage
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
-from ..usage import stored_usage
 from ..verdicts.result import QuestionResult
 from ..verdicts.scoring import GraderVerdict, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations

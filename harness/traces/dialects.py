@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import semconv as sc
+from ..cost.usage import ModelCall
+from ..otel import semconv as sc
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
-from ..usage import ModelCall
 from .graph_facts import openinference_facts, question_span_facts
 from .messages import state_messages
 from .spans import Span

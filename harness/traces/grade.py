@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .. import semconv as sc
 from ..capture.tracefile import graph_attributes, redacted_attributes
 from ..errors import EvaluationError, NothingToRunError
 from ..execution.executors.loops import run_without_loop
@@ -27,6 +26,7 @@ from ..execution.run.lifecycle import decided
 from ..execution.run.prepare import new_grading, prepare_run
 from ..execution.run.services import redaction_notes
 from ..inputs.config import Config
+from ..otel import semconv as sc
 from ..records import RunRecord, ToolRecord
 from ..redaction import RedactionPolicy
 from ..rundir.evaluations import span_events

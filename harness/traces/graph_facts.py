@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import semconv as sc
 from ..capture.tracefile import graph_facts
 from ..graph_path import NodeRun, namespace_of
+from ..otel import semconv as sc
 from ..toolspec import ToolSpec, tool_spec
 from .spans import Span
 

@@ -1,7 +1,7 @@
 """What an agent's model calls used, read from a trace's spans: OpenInference LLM spans
 (`llm.token_count.prompt`, `llm.token_count.completion`, `llm.model_name`) and OTel GenAI chat
 spans (`gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, the response or request
-model). Priced by the same table as a run (`tracegrade.pricing`); a trace whose spans carry no
+model). Priced by the same table as a run (`tracegrade.cost.pricing`); a trace whose spans carry no
 token count has no accounting, and the gate's budgets are not applicable to it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import semconv as sc
-from ..usage import ModelCall, token_count
+from ..cost.usage import ModelCall, token_count
+from ..otel import semconv as sc
 
 __all__ = ["NO_TOKEN_COUNTS", "model_calls_of"]
 

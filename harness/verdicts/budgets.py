@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..cost.usage import QuestionUsage, Tokens, TotalsFold, format_cost, format_over
 from ..inputs.config import GateConfig
-from ..usage import QuestionUsage, Tokens, TotalsFold, format_cost, format_over
 
 if TYPE_CHECKING:
     from .result import QuestionResult

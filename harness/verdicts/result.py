@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from ..canonical import content_hash
-from ..usage import QuestionUsage
+from ..cost.usage import QuestionUsage
 from .scoring import GraderVerdict, question_passed
 
 __all__ = [
@@ -94,7 +94,7 @@ class QuestionAnswer(_Model):
     latency_s: float = 0.0
     """Wall seconds of the agent's run."""
     usage: dict[str, Any] = Field(default_factory=dict)
-    """The agent's side of `tracegrade.usage.QuestionUsage` as the run recorded it (JSON);
+    """The agent's side of `tracegrade.cost.usage.QuestionUsage` as the run recorded it (JSON);
     {} in a run from an older release."""
     has_record: bool = False
     """A tool-call record existed (agent mode, captured). False in chat mode."""

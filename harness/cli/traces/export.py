@@ -137,7 +137,7 @@ def _run_and_config(args: argparse.Namespace) -> tuple[Any, Any]:
 def run(args: argparse.Namespace) -> int:
     from ...capture.otlp_http import ExportBudget, replay_trace_file
     from ...errors import InputError
-    from ...otlp import (
+    from ...otel.otlp import (
         endpoint_problem,
         env_endpoint,
         exporting_from_env,

@@ -202,7 +202,7 @@ def register(subparsers: Any) -> None:
 
 def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
     """Phoenix's base URL and the headers for `--annotate` (None: not annotating)."""
-    from ...otlp import endpoint_problem
+    from ...otel.otlp import endpoint_problem
 
     if args.annotate is None:
         if args.annotate_endpoint:

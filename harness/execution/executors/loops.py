@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ...abandon import Abandoned
+from ...usercode.abandon import Abandoned
 
 __all__ = ["run_without_loop"]
 

@@ -10,7 +10,7 @@ own. Here:
   when the beats stop (the loop is held) and which question's task holds it. A held stretch is
   credited to every other question running then: their deadlines move on by that much.
 - A question holding the loop past its own timeout (plus `GRACE_S`) is interrupted: `Overran`
-  is raised inside it at its next Python instruction (`tracegrade.abandon.interrupt_thread`),
+  is raised inside it at its next Python instruction (`tracegrade.usercode.abandon.interrupt_thread`),
   which ends a busy loop; the question errors with the reason. Code that swallows that too, or
   is stuck in native code, cannot be stopped in-process: after `STUCK_S` more the watch calls
   `on_stuck` (the CLI ends the run there with exit 3, naming the question; with `--workers`
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ...abandon import Abandoned, interrupt_thread
+from ...usercode.abandon import Abandoned, interrupt_thread
 
 __all__ = ["LoopWatch", "Overran", "QuestionDeadline", "set_stuck_handler"]
 

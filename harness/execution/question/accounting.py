@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...pricing import priced, question_usage
+from ...cost.pricing import priced, question_usage
+from ...cost.usage import ModelCall, QuestionUsage
 from ...records import Outcome, ToolRecord
-from ...usage import ModelCall, QuestionUsage
 
 __all__ = ["account", "with_judges"]
 
@@ -20,7 +20,7 @@ _NEVER_RAN = (Outcome.NOT_EXECUTED, Outcome.DECLINED)
 def account(
     plan: Any, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
 ) -> dict[str, Any]:
-    """The question's accounting as the store keeps it (`tracegrade.usage.QuestionUsage` as
+    """The question's accounting as the store keeps it (`tracegrade.cost.usage.QuestionUsage` as
     JSON): the agent's model calls priced by the run's table (`plan.services.prices`), and each
     tool call's seconds (calls that never ran left out)."""
     tools: dict[str, list[float]] = {}

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...abandon import in_daemon_thread
 from ...errors import ConfigError, RubricError
 from ...graders.base import Attachment, Grader, GraderServices, with_safe_defaults
 from ...inputs.config import GraderEntry
@@ -27,6 +26,7 @@ from ...records import GradeResult, GraderSpec
 from ...redaction import DEFAULT_POLICY, RedactionPolicy
 from ...rundir.identity import grader_code_hash
 from ...rundir.manifest import GraderRecord
+from ...usercode.abandon import in_daemon_thread
 from ...verdicts.scoring import GraderVerdict, aggregate_samples
 from .errortext import (
     MAX_ERROR_CHARS,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...cost.usage import ModelCall, judge_meter
 from ...errors import ConfigError
 from ...graders.base import GraderServices
 from ...inputs.config import TargetConfig
@@ -33,7 +34,6 @@ from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
 from ...rundir.store import QuestionRun, ResultStore
-from ...usage import ModelCall, judge_meter
 from ...verdicts.budgets import question_budget_failures
 from ...verdicts.result import QuestionResult
 from ...verdicts.scoring import score_question

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...cost.usage import ModelCall, judge_meter
 from ...errors import ConfigError, InputError
 from ...inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
 from ...records import RunRecord, ToolRecord
@@ -22,7 +23,6 @@ from ...rundir.manifest import RunManifest
 from ...rundir.outcome import RunOutcome
 from ...rundir.store import QuestionRun, ResultStore
 from ...rundir.verdict import record_scope
-from ...usage import ModelCall, judge_meter
 from ...verdicts.result import QuestionResult
 from ...verdicts.scoring import GraderVerdict, score_question
 from ..executors.loops import run_without_loop

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from .errors import PluginError
+from ..errors import PluginError
 
 __all__ = [
     "DATASETS_GROUP",

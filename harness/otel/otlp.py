@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "ENDPOINT_VARS",

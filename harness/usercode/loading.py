@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .errors import ConfigError, InputError, suggest
+from ..errors import ConfigError, InputError, suggest
 
 __all__ = ["import_file", "is_file_reference", "load_object", "split_reference"]
 

@@ -3,7 +3,7 @@ output and cached input tokens, in one currency), a small bundled table of commo
 and a config's `pricing:` over it.
 
 A model no entry covers has no price: the calls of it are "unpriced", never free
-(`tracegrade.usage.Tokens.unpriced`). The table a run priced with is recorded in its identity
+(`tracegrade.cost.usage.Tokens.unpriced`). The table a run priced with is recorded in its identity
 (`describe()`: its version, `+config-<hash>` when a config changed it, and its entries).
 """
 
