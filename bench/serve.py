@@ -225,10 +225,13 @@ def main() -> None:
                     else:
                         url = server.base + "/runs/20260102-000000-big000"
                         n = args.questions
+                        # as `serve` warms its index at start: the run's scores read first
+                        indexed, _ = timed_get(client, server.base + "/")
                         first, cold, size = timed_stream(client, url)
                         warm = statistics.median(timed_get(client, url)[0] for _ in range(3))
                         drawn = browser_open(url, "#question-table tbody tr")
                         print(f"run page, {n} questions (tracegrade serve, streamed)")
+                        print(f"  server, the run's scores read (index) {indexed:6.2f} s")
                         print(f"  server, first look: first rows        {first:6.2f} s")
                         print(
                             f"  server, first look: every row         {cold:6.2f} s   "
