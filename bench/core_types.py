@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_FIELDS = {"weight", "must_pass", "threshold", "samples"}
-QUESTION_TYPES = {"RunRecord", "QuestionRun", "QuestionResult"}
+QUESTION_TYPES = {"RunRecord", "QuestionResult", "QuestionAnswer"}
 VERDICT_TYPES = {"GradeResult", "GraderVerdict"}
 
 

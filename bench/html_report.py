@@ -32,9 +32,8 @@ from tracegrade.redaction import DEFAULT_POLICY  # noqa: E402
 from tracegrade.reports.html import build_page_data, render_page  # noqa: E402
 from tracegrade.reports.html_data import RESULT_CHARS  # noqa: E402
 from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
-from tracegrade.rundir.store import QuestionRun  # noqa: E402
 from tracegrade.verdicts.gate import evaluate_gate  # noqa: E402
-from tracegrade.verdicts.result import QuestionResult  # noqa: E402
+from tracegrade.verdicts.result import QuestionAnswer, QuestionResult  # noqa: E402
 from tracegrade.verdicts.scoring import (  # noqa: E402
     GraderVerdict,
     score_question,
@@ -90,8 +89,8 @@ def synthetic(n: int, seed: int = 7):
             )
         )  # fmt: skip
         email = f"customer{i}@example.com"
-        runs[qid] = QuestionRun(
-            target="desk", question_id=qid, row={"id": qid, "expected_tools": EXPECTED},
+        runs[qid] = QuestionAnswer(
+            row={"id": qid, "expected_tools": EXPECTED},
             messages=[{"role": "system", "content": "You are the support desk."},
                       {"role": "user", "content": f"Please book 2026-12-03 10:00 for {email}."}],
             response=f"Booked 2026-12-03 at 10:00 for {email}; your booking id is B{i}.",

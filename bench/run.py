@@ -330,10 +330,10 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         store: ResultStore, grading_id: int, tracer, record_class=Recorder
     ) -> tuple[list, list]:
         async def ours(question) -> None:
-            stored, score = await _run_one(
+            result = await _run_one(
                 plan, question, tracer=tracer, shared=None, record_class=record_class
             )
-            store.commit_question(stored, score, grading_id=grading_id)
+            store.commit_question(result, grading_id=grading_id)
 
         raws, harness = [], []
         for i, question in enumerate(questions):
@@ -507,10 +507,10 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     gradings = {name: store.new_grading(mode="run") for name, store in stores.items()}
 
     async def one(name: str, question) -> None:
-        stored, score = await _run_one(
+        result = await _run_one(
             plans[name], question, tracer=tracers[name], shared=None, record_class=Recorder
         )
-        stores[name].commit_question(stored, score, grading_id=gradings[name])
+        stores[name].commit_question(result, grading_id=gradings[name])
 
     async def interleave() -> dict[str, list[float]]:
         times: dict[str, list[float]] = {"redacted": [], "plain": []}

@@ -110,7 +110,7 @@ def response(outcome) -> str:
 
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    return run.response
+    return run.answer.response
 
 
 def test_state_msgpack_cannot_hold_runs_as_it_does_without_tracegrade(tmp_path):

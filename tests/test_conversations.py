@@ -93,14 +93,14 @@ def test_a_three_turn_conversation_is_graded_turn_by_turn(tmp_path):
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
     # the graders saw (and the store keeps) the whole conversation, in order
-    assert [(m["role"], m["content"]) for m in run.messages] == [
+    assert [(m["role"], m["content"]) for m in run.answer.messages] == [
         ("user", "I'd like a refund for my order."),
         ("assistant", "Sure. Which order is it?"),
         ("user", "Order A-17."),
         ("assistant", "Done: $40.00 is refunded to order A-17."),
         ("user", "Thanks!"),
     ]
-    assert run.response == "You're welcome. Goodbye!"
+    assert run.answer.response == "You're welcome. Goodbye!"
     record = read_records(RunDirectory(outcome.run_dir).trace_file("refunds"))["three_turns"]
     assert len(record.turn_starts) == 3
     assert [c.name for c in record.turn(1)] == ["lookup_order", "issue_refund"]
@@ -133,7 +133,7 @@ def test_a_turn_left_waiting_ends_the_conversation_interrupted(tmp_path):
     assert (q.outcome, outcome.exit_code) == ("interrupted", 2)
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert [m["content"] for m in run.messages if m["role"] == "user"] == [
+    assert [m["content"] for m in run.answer.messages if m["role"] == "user"] == [
         "I'd like a refund for my order.",
         "Order A-17.",
     ]  # the third turn was never sent
@@ -196,6 +196,6 @@ def test_kill_9_mid_conversation_then_resume_reruns_it_from_the_start(tmp_path):
     assert len(record.interruptions) == 1 and len(record.turn_starts) == 3
     with ResultStore.in_run_dir(run_dir) as store:
         (run,) = store.load_runs()
-    assert [m["content"] for m in run.messages if m["role"] == "user"] == [
+    assert [m["content"] for m in run.answer.messages if m["role"] == "user"] == [
         t["content"] for t in THREE_TURNS["turns"]
     ]

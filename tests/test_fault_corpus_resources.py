@@ -474,7 +474,7 @@ def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
     store = ResultStore.open_readonly(run_dir)
     try:
-        answers = [q.response for q in store.load_runs()]
+        answers = [q.answer.response for q in store.load_runs()]
     finally:
         store.close()
     longest = max(len(a) for a in answers)

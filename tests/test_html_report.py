@@ -20,8 +20,8 @@ from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports.html import build_page_data, render_page
 from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
 from tracegrade.rundir.outcome import RunOutcome, TargetResult
-from tracegrade.rundir.store import QuestionRun
 from tracegrade.verdicts.gate import evaluate_gate
+from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
@@ -55,8 +55,9 @@ def call(seq: int, name: str, args: dict, *, outcome=Outcome.OK, agent="desk", d
     )
 
 
-def stored(qid: str, row: dict, **kw) -> QuestionRun:
-    return QuestionRun(target="t", question_id=qid, row=row, has_record=True, **kw)
+def stored(qid: str, row: dict, **kw) -> QuestionAnswer:
+    """What the store kept of question `qid`'s answer (the page reads it beside the result)."""
+    return QuestionAnswer(row=row, has_record=True, **kw)
 
 
 def question(qid: str, *graders: GraderVerdict, error=None) -> QuestionResult:
@@ -209,9 +210,7 @@ def test_the_configs_redaction_policy_applies_to_everything_shown():
 
 
 def test_an_absent_record_is_not_an_empty_one():
-    absent = build_question(
-        question("q"), stored=QuestionRun(target="t", question_id="q"), record=None
-    )
+    absent = build_question(question("q"), stored=QuestionAnswer(), record=None)
     empty = build_question(question("q"), stored=stored("q", {}), record=ToolRecord([]))
     lost = build_question(question("q"), stored=stored("q", {}), record=None)
     assert (absent["record"], empty["record"], lost["record"]) == ("absent", "present", "missing")
@@ -346,7 +345,7 @@ def test_each_trial_of_a_repeated_question_shows_its_own_calls():
         manifest=None,
         grading_id=1,
     )
-    runs = {"t": {("q", k): replace(stored("q", {}), trial=k) for k in (0, 1)}}
+    runs = {"t": {("q", k): stored("q", {}) for k in (0, 1)}}
     records = {
         "t": {("q", 0): ToolRecord([call(0, "a", {})]), ("q", 1): ToolRecord([call(0, "b", {})])}
     }

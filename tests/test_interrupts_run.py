@@ -84,7 +84,7 @@ def test_approval_asked_before_the_refund_passes(tmp_path):
     assert q.outcome is None and [g.score for g in q.graders] == [1.0, 1.0, 5.0]
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert run.response == "Done: $40.00 is refunded to order A-17."
+    assert run.answer.response == "Done: $40.00 is refunded to order A-17."
 
 
 def test_a_refund_issued_without_asking_fails_by_its_trajectory(tmp_path):
@@ -159,7 +159,7 @@ def test_a_declined_refund_is_not_issued(tmp_path):
     assert outcome.exit_code == 0, [g.reason for g in q.graders]
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert run.response == "The refund was not approved, so I did not issue it."
+    assert run.answer.response == "The refund was not approved, so I did not issue it."
 
 
 def test_a_store_from_before_outcomes_migrates_keeping_its_rows(tmp_path):
@@ -181,4 +181,6 @@ def test_a_store_from_before_outcomes_migrates_keeping_its_rows(tmp_path):
     with ResultStore(path) as store:
         assert store.schema_version == SCHEMA_VERSION == 4
         (run,) = store.load_runs()
-        assert run.response == "Done: $40.00 is refunded to order A-17." and run.outcome is None
+        assert (
+            run.answer.response == "Done: $40.00 is refunded to order A-17." and run.outcome is None
+        )

@@ -17,7 +17,8 @@ from tracegrade.cli import main
 from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
 from tracegrade.judging.redacting import RedactingProvider
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
-from tracegrade.rundir.store import QuestionRun, ResultStore
+from tracegrade.rundir.store import ResultStore
+from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 # (as planted, the part that must not survive): one of every kind.
@@ -56,14 +57,11 @@ def _store_channel(text: str, tmp, *, policy: RedactionPolicy = DEFAULT_POLICY) 
     path = tmp / f"s{time.perf_counter_ns()}.sqlite"
     with ResultStore(path, redaction=policy) as store:
         grading = store.new_grading(mode="run")
-        run = QuestionRun(
-            target="t",
-            question_id="q",
+        answer = QuestionAnswer(
             row={"id": "q", "input": text, "metadata": {"context": text}},
             input=text,
             messages=[{"role": "user", "content": text}],
             response=text,
-            error=text,
         )
         grade = GraderVerdict(
             grader_id="g",
@@ -74,8 +72,8 @@ def _store_channel(text: str, tmp, *, policy: RedactionPolicy = DEFAULT_POLICY) 
             error=True,
             checks=[{"id": "c", "reason": text, "evidence": {"policy": text}}],
         )
-        score = score_question(QuestionResult(id="q", target="t", graders=[grade], error=text))
-        store.commit_question(run, score, grading_id=grading)
+        result = QuestionResult(id="q", target="t", graders=[grade], error=text, answer=answer)
+        store.commit_question(score_question(result), grading_id=grading)
     data = path.read_bytes().decode("utf-8", "replace")
     path.unlink()
     return data
@@ -211,7 +209,7 @@ def test_unknown_redaction_key_is_exit_4(tmp_path, capsys):
 def _answer_of(run_dir) -> str:
     with ResultStore.in_run_dir(run_dir) as store:
         (stored,) = store.load_runs()
-    return stored.response
+    return stored.answer.response
 
 
 def test_answers_false_stores_answers_verbatim_and_says_so_every_run(tmp_path, capsys):
@@ -239,7 +237,9 @@ def test_answers_false_stores_answers_verbatim_and_says_so_every_run(tmp_path, c
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert _answer_of(run_dir) == f"system={secret}"  # verbatim, as asked
     with ResultStore.in_run_dir(run_dir) as store:
-        assert secret not in json.dumps(store.load_runs()[0].messages)  # the input still redacted
+        assert secret not in json.dumps(
+            store.load_runs()[0].answer.messages
+        )  # the input still redacted
     assert main(["grade", str(run_dir), "--config", str(path)]) in (0, 2)
     assert "redaction.answers is false" in capsys.readouterr().out
 

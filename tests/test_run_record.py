@@ -17,7 +17,8 @@ from tracegrade.errors import InputError
 from tracegrade.rundir.history import load_outcome, load_stored_run
 from tracegrade.rundir.identity import read_manifest
 from tracegrade.rundir.record import question_fingerprint
-from tracegrade.rundir.store import SCHEMA_VERSION, QuestionRun, ResultStore
+from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
+from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"
@@ -65,7 +66,7 @@ def test_an_old_store_is_migrated_in_place_when_opened_for_writing(old_run):
     assert scores["crash"].error and scores["crash"].errored
     # The fingerprint a v0 row lacked is computed from the stored question.
     paris = runs["paris"]
-    assert paris.content_sha256 == question_fingerprint(paris.row)
+    assert paris.content_sha256 == question_fingerprint(paris.answer.row)
     assert scores["paris"].content_sha256 == paris.content_sha256
     # Grader verdicts come back whole, with the must-pass declaration of the run.
     tool = scores["rome"].graders[0]
@@ -142,8 +143,8 @@ def test_graders_details_and_trials_round_trip(tmp_path):
             score = score_question(
                 QuestionResult(id="q", target="t", trial=trial, graders=[grader])
             )
-            run = QuestionRun(target="t", question_id="q", trial=trial, row={"input": "x"})
-            store.commit_question(run, score, grading_id=gid)
+            score.answer = QuestionAnswer(row={"input": "x"})
+            store.commit_question(score, grading_id=gid)
         loaded = store.load_scores()
     assert [(q.trial, q.graders[0].score, q.graders[0].details) for q in loaded] == [
         (0, 0.0, details),

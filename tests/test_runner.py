@@ -106,9 +106,9 @@ def test_target_system_prompt_wins_over_a_stored_one(tmp_path):
     outcome = start_run(config)
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert run.response == "system=be brief"
+    assert run.answer.response == "system=be brief"
     # Graders (and the stored input a re-grade reads) see what the agent received.
-    assert run.input == "system: be brief\nuser: echo system"
+    assert run.answer.input == "system: be brief\nuser: echo system"
 
 
 def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):
@@ -120,8 +120,8 @@ def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):
     assert "no tool-call record" in tool_usage.reason
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert run.has_record is False and run.tool_call_count is None
-    assert run.response == "It is sunny in Paris."
+    assert run.answer.has_record is False and run.answer.tool_call_count is None
+    assert run.answer.response == "It is sunny in Paris."
 
 
 def test_incomplete_record_errors_the_question_never_evidence(tmp_path):

@@ -71,10 +71,10 @@ def _rows(run_dir: Path) -> dict:
     for qid, r in runs.items():
         s = scores[qid]
         out[qid] = (
-            r.ordinal,
-            r.response,
+            r.answer.ordinal,
+            r.answer.response,
             r.error,
-            r.tool_call_count,
+            r.answer.tool_call_count,
             r.content_sha256,
             s.composite,
             s.objective,

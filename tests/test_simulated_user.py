@@ -64,10 +64,10 @@ def test_a_simulated_user_reaches_its_goal_against_the_refund_desk(tmp_path):
     assert q.outcome is None
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    users = [m for m in run.messages if m["role"] == "user"]
+    users = [m for m in run.answer.messages if m["role"] == "user"]
     assert [m["content"] for m in users] == ["I'd like a refund for my order.", "Order A-17."]
     assert "name" not in users[0] and users[1]["name"] == "simulated_user"  # recorded as such
-    assert run.response == "Done: $40.00 is refunded to order A-17."
+    assert run.answer.response == "Done: $40.00 is refunded to order A-17."
 
 
 def test_a_simulated_user_over_its_budget_ends_user_budget_never_a_pass(tmp_path):
@@ -79,7 +79,7 @@ def test_a_simulated_user_over_its_budget_ends_user_budget_never_a_pass(tmp_path
     assert "not met within max_turns 3" in q.outcome_reason
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert sum(1 for m in run.messages if m["role"] == "user") == 3
+    assert sum(1 for m in run.answer.messages if m["role"] == "user") == 3
 
 
 def test_a_simulated_user_without_a_judge_block_is_refused_before_the_run(tmp_path):
@@ -131,4 +131,4 @@ def test_a_regrade_of_a_simulated_conversation_sees_the_same_transcript(tmp_path
     ]
     with ResultStore.in_run_dir(outcome.run_dir) as store:
         (run,) = store.load_runs()
-    assert "user: Order A-17." in run.input  # graders read the whole conversation
+    assert "user: Order A-17." in run.answer.input  # graders read the whole conversation

@@ -7,7 +7,8 @@ import sqlite3
 import pytest
 
 from tracegrade import QuestionResult
-from tracegrade.rundir.store import QuestionRun, ResultStore
+from tracegrade.rundir.store import ResultStore
+from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
@@ -32,23 +33,32 @@ def _score(qid: str, value: float | None = 4.0, error: str | None = None) -> Que
     return score_question(QuestionResult(id=qid, target="t", graders=graders, error=error))
 
 
-def _run(qid: str, **kw) -> QuestionRun:
-    return QuestionRun(target="t", question_id=qid, response=f"answer {qid}", row={"id": qid}, **kw)
+def _run(qid: str, *, tags: tuple[str, ...] | list[str] = (), **kw) -> dict:
+    """What the agent's run adds to a result: its answer (and the question's tags)."""
+    answer = QuestionAnswer(response=f"answer {qid}", row={"id": qid}, **kw)
+    return {"tags": list(tags), "answer": answer}
+
+
+def _with(run: dict, score: QuestionResult) -> QuestionResult:
+    return score.model_copy(update=run)
 
 
 def test_round_trip_of_runs_and_scores(tmp_path):
     with ResultStore(tmp_path / "r.sqlite") as store:
         gid = store.new_grading(mode="run", graders=[{"id": "g"}])
         store.commit_question(
-            _run("b", ordinal=1, tags=["x"], has_record=True, tool_call_count=2),
-            _score("b"),
+            _with(
+                _run("b", ordinal=1, tags=["x"], has_record=True, tool_call_count=2), _score("b")
+            ),
             grading_id=gid,
         )
-        store.commit_question(_run("a", ordinal=0), _score("a", error="boom"), grading_id=gid)
+        store.commit_question(
+            _with(_run("a", ordinal=0), _score("a", error="boom")), grading_id=gid
+        )
     with ResultStore(tmp_path / "r.sqlite") as store:  # reopened: everything was committed
         runs = store.load_runs()
         assert [r.question_id for r in runs] == ["a", "b"]  # selection order
-        assert runs[1].tags == ["x"] and runs[1].tool_call_count == 2
+        assert runs[1].tags == ["x"] and runs[1].answer.tool_call_count == 2
         scores = {s.question_id: s for s in store.load_scores()}
         assert scores["b"].composite == 4.0 and scores["b"].graders[0].must_pass
         assert scores["b"].graders[0].checks[0]["status"] == "pass"
@@ -59,7 +69,7 @@ def test_round_trip_of_runs_and_scores(tmp_path):
 def test_a_regrade_adds_rows_and_keeps_the_old_grading(tmp_path):
     with ResultStore(tmp_path / "r.sqlite") as store:
         first = store.new_grading(mode="run")
-        store.commit_question(_run("a"), _score("a", 4.0), grading_id=first)
+        store.commit_question(_with(_run("a"), _score("a", 4.0)), grading_id=first)
         second = store.new_grading(mode="stored")
         store.commit_score("t", _score("a", 1.0), grading_id=second)
         assert store.load_scores(grading_id=first)[0].composite == 4.0
@@ -71,13 +81,13 @@ def test_commit_is_append_only(tmp_path):
     path = tmp_path / "r.sqlite"
     with ResultStore(path) as store:
         gid = store.new_grading(mode="run")
-        store.commit_question(_run("a"), _score("a"), grading_id=gid)
+        store.commit_question(_with(_run("a"), _score("a")), grading_id=gid)
         with sqlite3.connect(path) as other:  # a second reader sees the committed row at once
             first_rowid = other.execute(
                 "SELECT rowid FROM questions WHERE question_id='a'"
             ).fetchone()
         for i in range(50):
-            store.commit_question(_run(f"q{i}"), _score(f"q{i}"), grading_id=gid)
+            store.commit_question(_with(_run(f"q{i}"), _score(f"q{i}")), grading_id=gid)
         with sqlite3.connect(path) as other:
             assert (
                 other.execute("SELECT rowid FROM questions WHERE question_id='a'").fetchone()
@@ -97,11 +107,11 @@ def test_a_batch_of_questions_is_one_commit_read_back_whole_or_not_at_all(tmp_pa
     path = tmp_path / "r.sqlite"
     with ResultStore(path) as store:
         gid = store.new_grading(mode="run")
-        batch = [(_run(f"q{i}", ordinal=i), _score(f"q{i}", float(i % 6))) for i in range(40)]
+        batch = [_with(_run(f"q{i}", ordinal=i), _score(f"q{i}", float(i % 6))) for i in range(40)]
         store.commit_questions(batch, grading_id=gid)
         # a batch that fails half way (a value no column can hold) leaves nothing of it
-        bad = [(_run("x", ordinal=40), _score("x")), (_run("y", ordinal=41), _score("y"))]
-        bad[1][1].graders[0].sample_scores = [object()]
+        bad = [_with(_run("x", ordinal=40), _score("x")), _with(_run("y", ordinal=41), _score("y"))]
+        bad[1].graders[0].sample_scores = [object()]
         with pytest.raises(TypeError):
             store.commit_questions(bad, grading_id=gid)
     with ResultStore(path) as store:  # reopened: the first batch, whole

@@ -17,6 +17,9 @@ import pytest
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
+from tracegrade.execution.lifecycle import start_run
+from tracegrade.inputs.config import load_config
+from tracegrade.reports.json_report import write_json_report
 from tracegrade.rundir.history import load_results_file, load_stored_run
 from tracegrade.rundir.record import QuestionResult
 from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
@@ -90,3 +93,30 @@ def test_a_run_goes_to_the_store_to_json_and_back_to_the_same_question_results(t
     assert [q.model_dump() for q in from_json] == [q.model_dump() for q in from_store]
     for q in from_store:  # each record validates back from its own JSON
         assert QuestionResult.model_validate_json(q.model_dump_json()) == q
+
+
+def test_the_result_the_runner_built_is_the_one_the_store_and_the_json_report_give_back(tmp_path):
+    # One record end to end: what `on_done` saw as each question finished is, field for field,
+    # what the store reads back and what the JSON report reads back as; its answer is what the
+    # store keeps of the question row.
+    config = load_config(write_project(tmp_path / "p", grading_module=True))
+    built: list[QuestionResult] = []
+    outcome = start_run(config, on_done=built.append)
+    report = write_json_report(outcome, tmp_path / "results.json")
+    from_store = load_stored_run(outcome.run_dir).questions
+    from_json = load_results_file(report).questions
+    assert sorted(q.id for q in built) == ["paris", "rome"]
+    by_key = {q.key: q for q in built}
+    verdict = {"answer", "tool_calls"}  # the calls come from the trace file, the answer is not
+    for stored, read in zip(from_store, from_json, strict=True):
+        made = by_key[stored.key]
+        assert made.model_dump(exclude=verdict) == stored.model_dump(exclude=verdict)
+        assert read.model_dump(exclude=verdict) == stored.model_dump(exclude=verdict)
+        assert (made.passed, made.degraded, made.checks) == (
+            read.passed,
+            read.degraded,
+            read.checks,
+        )
+    with ResultStore.in_run_dir(outcome.run_dir) as store:
+        answers = {q.key: q.answer for q in store.load_runs()}
+    assert answers == {key: q.answer for key, q in by_key.items()}

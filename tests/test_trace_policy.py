@@ -76,7 +76,7 @@ def test_traces_matching_no_question_are_graded_by_the_command_line_policy(tmp_p
     # same verdict
     run_dir = tmp_path / "proj" / "runs" / data["run_id"]
     with ResultStore.open_readonly(run_dir) as store:
-        inputs = {r.question_id: r.input for r in store.load_runs("t")}
+        inputs = {r.question_id: r.answer.input for r in store.load_runs("t")}
     assert inputs["trace-" + "2" * 32] == "delete my account"
     assert main(["show", str(run_dir), "--quiet"]) == 2
 

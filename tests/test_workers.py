@@ -71,10 +71,10 @@ def _stored(run_dir: Path) -> dict:
         scores = {s.question_id: s for s in store.load_scores()}
     return {
         qid: (
-            r.ordinal,
+            r.answer.ordinal,
             # under load a timeout's reason adds the time other questions held the loop
             r.error.split(" of its own time")[0] if r.error else r.error,
-            r.tool_call_count,
+            r.answer.tool_call_count,
             scores[qid].composite,
             scores[qid].objective,
             [(g.grader_id, g.score, g.reason) for g in scores[qid].graders],
@@ -129,7 +129,7 @@ def test_questions_run_in_the_worker_processes(tmp_path, executor):
     outcome = start_run(config, workers=2, executor=executor)
     assert outcome.exit_code == 0
     with ResultStore.open_readonly(outcome.run_dir) as store:
-        pids = {r.response.split("pid=")[1] for r in store.load_runs()}
+        pids = {r.answer.response.split("pid=")[1] for r in store.load_runs()}
     assert str(os.getpid()) not in pids
     assert len(pids) == 2  # both workers answered
 

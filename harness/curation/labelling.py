@@ -104,10 +104,12 @@ def label_tasks(
                     target=target,
                     question_id=run.question_id,
                     trial=run.trial,
-                    input=run.input,
-                    response=run.response,
+                    input=run.answer.input,
+                    response=run.answer.response,
                     error=run.error,
-                    tool_calls=calls.get((run.question_id, run.trial)) if run.has_record else None,
+                    tool_calls=calls.get((run.question_id, run.trial))
+                    if run.answer.has_record
+                    else None,
                     graders=graders,
                     checklist=list(checklists.get(target, [])),
                     reviews=reviews,

@@ -119,12 +119,12 @@ def promoted_row(
     stored = runs[0]
     # A key left empty is no expectation (a trace policy's question without a goal): a
     # dataset never writes `goal: null`.
-    row = {k: v for k, v in stored.row.items() if v is not None}
+    row = {k: v for k, v in stored.answer.row.items() if v is not None}
     row.pop("disabled", None)
     if as_id is not None:
         row["id"] = as_id
     needs_review: list[str] = []
-    if not row.get("expected_tools") and stored.has_record:
+    if not row.get("expected_tools") and stored.answer.has_record:
         calls = tool_calls_of(run_dir, stored.target).get((stored.question_id, stored.trial))
         if calls:
             row["expected_tools"] = draft_expected_tools(calls)

@@ -25,7 +25,7 @@ from ..graders.tool_usage import (
 )
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
-from ..verdicts.result import QuestionResult
+from ..verdicts.result import QuestionAnswer, QuestionResult
 from ..verdicts.scoring import can_fail, pass_bar
 from .common import outcome_line
 from .costs import question_cells
@@ -98,7 +98,7 @@ def load_sources(
     if run.has_store():
         with run.read_store() as store:  # reading never changes a run
             for target in targets:
-                runs[target] = {(r.question_id, r.trial): r for r in store.load_runs(target)}
+                runs[target] = {(r.id, r.trial): r.answer for r in store.load_runs(target)}
     for target in targets:
         trace_file = run.trace_file(target)
         if trace_file.is_file():
@@ -387,7 +387,7 @@ def _cost_fields(q: QuestionResult) -> dict[str, Any]:
 def build_question(
     q: QuestionResult,
     *,
-    stored: Any,
+    stored: QuestionAnswer | None,
     record: ToolRecord | None,
     trace_url: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,

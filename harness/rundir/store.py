@@ -25,10 +25,9 @@ from typing import Any, TypeVar
 from ..cost.usage import stored_usage
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
-from ..verdicts.result import QuestionResult
+from ..verdicts.result import QuestionAnswer, QuestionResult, question_fingerprint
 from ..verdicts.scoring import GraderVerdict, score_question
 from .annotations import Annotation, apply_annotations, insert_annotation, read_annotations
-from .record import QuestionRun, question_fingerprint
 from .schema import (
     GRADE_COLUMNS,
     QUESTION_COLUMNS,
@@ -38,7 +37,7 @@ from .schema import (
     rollback,
 )
 
-__all__ = ["SCHEMA_VERSION", "STORE_FILE", "QuestionRun", "ResultStore"]
+__all__ = ["SCHEMA_VERSION", "STORE_FILE", "ResultStore"]
 
 STORE_FILE = "results.sqlite"
 SCORE_PAGE = 500
@@ -106,6 +105,21 @@ def _using(keyed: str) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _question_fields(r: sqlite3.Row) -> dict[str, Any]:
+    """What a question row says of its question and how its run ended, by column name (the
+    result's fields of the same names)."""
+    return {
+        "split": r["split"],
+        "bundle": r["bundle"],
+        "tags": json.loads(r["tags"]),
+        "trace_id": r["trace_id"],
+        "content_sha256": r["content_sha256"],
+        "outcome": r["outcome"],
+        "outcome_reason": r["outcome_reason"],
+        "outcome_expected": bool(r["outcome_expected"]),
+    }
 
 
 class ResultStore:
@@ -322,21 +336,24 @@ class ResultStore:
         self._db.execute("DELETE FROM meta WHERE key = ?", (f"unfinished_grading:{grading_id}",))
 
     # -- writing ---------------------------------------------------------------------------
-    def commit_question(self, run: QuestionRun, score: QuestionResult, *, grading_id: int) -> None:
-        """Write one finished question (run row, grade rows, score row) in one transaction."""
-        self.commit_questions([(run, score)], grading_id=grading_id)
+    def commit_question(self, result: QuestionResult, *, grading_id: int) -> None:
+        """Write one finished question (question row, grade rows, score row) in one
+        transaction."""
+        self.commit_questions([result], grading_id=grading_id)
 
     @_writes
     def commit_questions(
         self,
-        items: Sequence[tuple[QuestionRun, QuestionResult]],
+        results: Sequence[QuestionResult],
         *,
         grading_id: int,
         numbered: Callable[[], None] | None = None,
     ) -> None:
-        """Write finished questions (each its run row, grade rows and score row) in one
-        transaction: all of them or none. A caller grading many (a monitor run) commits them
-        together, so a question costs its rows rather than a transaction of its own.
+        """Write finished questions (each its question row from the result and its `answer`,
+        its grade rows and score row) in one transaction: all of them or none. A caller
+        grading many (a monitor run) commits them together, so a question costs its rows
+        rather than a transaction of its own. Each result's `content_sha256` is set when it
+        had none.
 
         With `numbered`, each item's trial is the next free one of its question, decided
         inside the transaction (several processes commit into one store: `receive
@@ -345,71 +362,71 @@ class ResultStore:
         db = self._db
         redact = self.redaction
         values: list[Any] = []
-        for run, score in items:
-            row = redact.value(run.row)
+        for q in results:
+            answer = q.answer
+            row = redact.value(answer.row)
             # From the row as stored, so a run migrated from an older store (fingerprinted
             # from its stored row) and a new run fingerprint the same question alike.
-            fingerprint = run.content_sha256 or question_fingerprint(row)
-            score.content_sha256 = fingerprint
+            q.content_sha256 = q.content_sha256 or question_fingerprint(row)
             values.append(
                 (
-                    run.target,
-                    run.question_id,
-                    run.trial,
-                    run.ordinal,
-                    run.split,
-                    run.bundle,
-                    json.dumps(run.tags),
+                    q.target,
+                    q.id,
+                    q.trial,
+                    answer.ordinal,
+                    q.split,
+                    q.bundle,
+                    json.dumps(q.tags),
                     _dumps(row),
-                    redact.text(run.input),
-                    _dumps(redact.value(run.messages)),
-                    redact.answer(run.response),
-                    _optional(redact, run.error),
-                    run.error_type,
-                    run.trace_id,
-                    run.latency_s,
-                    _dumps(run.usage),
-                    int(run.has_record),
-                    run.tool_call_count,
+                    redact.text(answer.input),
+                    _dumps(redact.value(answer.messages)),
+                    redact.answer(answer.response),
+                    _optional(redact, q.error),
+                    q.error_type,
+                    q.trace_id,
+                    answer.latency_s,
+                    _dumps(answer.usage),
+                    int(answer.has_record),
+                    answer.tool_call_count,
                     _now(),
-                    fingerprint,
-                    run.outcome,
-                    _optional(redact, run.outcome_reason),
-                    int(run.outcome_expected),
+                    q.content_sha256,
+                    q.outcome,
+                    _optional(redact, q.outcome_reason),
+                    int(q.outcome_expected),
                 )
             )
         db.execute("BEGIN IMMEDIATE")
         try:
             if numbered is not None:
-                self._number(items, values)
+                self._number(results, values)
                 numbered()
             db.executemany(
                 f"INSERT OR REPLACE INTO questions ({', '.join(QUESTION_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(QUESTION_COLUMNS))})",
                 values,
             )
-            for run, score in items:
-                self._write_score(run.target, score, grading_id)
+            for q in results:
+                self._write_score(q.target, q, grading_id)
             db.execute("COMMIT")
         except BaseException:
             rollback(db)
             raise
 
-    def _number(self, items: Sequence[tuple[QuestionRun, QuestionResult]], values: list) -> None:
+    def _number(self, results: Sequence[QuestionResult], values: list) -> None:
         """Each item's trial: the next after every stored trial of its question (and the
         batch's earlier items)."""
         at = QUESTION_COLUMNS.index("trial")
         following: dict[tuple[str, str], int] = {}
-        for n, (run, score) in enumerate(items):
-            key = (run.target, run.question_id)
+        for n, q in enumerate(results):
+            key = (q.target, q.id)
             if key not in following:
                 row = self._db.execute(
                     "SELECT MAX(trial) FROM questions WHERE target = ? AND question_id = ?", key
                 ).fetchone()
                 following[key] = 0 if row[0] is None else int(row[0]) + 1
-            run.trial = score.trial = following[key]
+            q.trial = following[key]
             following[key] += 1
-            values[n] = (*values[n][:at], run.trial, *values[n][at + 1 :])
+            values[n] = (*values[n][:at], q.trial, *values[n][at + 1 :])
 
     @_writes
     def commit_score(self, target: str, score: QuestionResult, *, grading_id: int) -> None:
@@ -489,22 +506,38 @@ class ResultStore:
         return [r[0] for r in rows]
 
     @_reads
-    def load_runs(self, target: str | None = None) -> list[QuestionRun]:
-        """The stored question runs (in selection order, trials in order)."""
+    def load_runs(self, target: str | None = None) -> list[QuestionResult]:
+        """The stored question runs (in selection order, trials in order): each result with
+        its `answer` (what the agent received and answered) and no grades."""
         sql = f"SELECT {', '.join(QUESTION_COLUMNS)} FROM questions"
         args: tuple[Any, ...] = ()
         if target is not None:
             sql += " WHERE target = ?"
             args = (target,)
         out = []
-        for row in self._rows(sql + " ORDER BY target, ordinal, trial", args):
-            r = dict(row)
-            del r["finished"]
-            for key in ("tags", "row", "messages", "usage"):
-                r[key] = json.loads(r[key])
-            r["has_record"] = bool(r["has_record"])
-            r["outcome_expected"] = bool(r["outcome_expected"])
-            out.append(QuestionRun(**r))
+        for r in self._rows(sql + " ORDER BY target, ordinal, trial", args):
+            answer = QuestionAnswer(
+                ordinal=r["ordinal"],
+                row=json.loads(r["row"]),
+                input=r["input"],
+                messages=json.loads(r["messages"]),
+                response=r["response"],
+                latency_s=r["latency_s"],
+                usage=json.loads(r["usage"]),
+                has_record=bool(r["has_record"]),
+                tool_call_count=r["tool_call_count"],
+            )
+            out.append(
+                QuestionResult(
+                    target=r["target"],
+                    id=r["question_id"],
+                    trial=r["trial"],
+                    error=r["error"],
+                    error_type=r["error_type"],
+                    answer=answer,
+                    **_question_fields(r),
+                )
+            )
         return out
 
     @_reads
@@ -585,14 +618,7 @@ class ResultStore:
     ) -> Iterator[QuestionResult]:
         runs = {
             (r["target"], r["question_id"], r["trial"]): {
-                "split": r["split"],
-                "bundle": r["bundle"],
-                "tags": json.loads(r["tags"]),
-                "trace_id": r["trace_id"],
-                "content_sha256": r["content_sha256"],
-                "outcome": r["outcome"],
-                "outcome_reason": r["outcome_reason"],
-                "outcome_expected": bool(r["outcome_expected"]),
+                **_question_fields(r),
                 "usage": json.loads(r["usage"]),
             }
             for r in rows

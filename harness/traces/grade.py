@@ -32,7 +32,7 @@ from ..redaction import RedactionPolicy
 from ..rundir.evaluations import span_events
 from ..rundir.manifest import RunSource
 from ..rundir.outcome import RunOutcome, Selection
-from ..rundir.store import QuestionRun, ResultStore
+from ..rundir.store import ResultStore
 from ..rundir.verdict import record_lost_spans, record_scope
 from ..verdicts.result import QuestionResult
 from .archive import Pairer
@@ -185,8 +185,7 @@ class GradedTrace:
 
     line: str
     """Its record in the run's trace file (`record_line`)."""
-    run: QuestionRun
-    score: QuestionResult
+    result: QuestionResult
 
 
 async def grade_paired(
@@ -224,7 +223,7 @@ async def grade_paired(
             for user, answer in trace.turns
             for m in ({"role": "user", "content": user}, {"role": "assistant", "content": answer})
         ]
-    stored, score = await agrade_recorded(plan, question, run, record, ending=ending)
+    result = await agrade_recorded(plan, question, run, record, ending=ending)
     line = record_line(
         trace,
         record,
@@ -233,9 +232,9 @@ async def grade_paired(
         question_id=str(question.id),
         trial=trial,
         policy=policy,
-        events=span_events(score),
+        events=span_events(result),
     )
-    return GradedTrace(line, stored, score)
+    return GradedTrace(line, result)
 
 
 def _trial_texts(
@@ -254,13 +253,15 @@ def _trial_texts(
     ]
 
 
-def renumbered_line(line: str, *, run_id: str, run: QuestionRun, policy: RedactionPolicy) -> str:
+def renumbered_line(
+    line: str, *, run_id: str, run: QuestionResult, policy: RedactionPolicy
+) -> str:
     """A record line written as trial 0 (`record_line`) made trial `run.trial`'s: its first
     occurrence of each trial attribute is the question span's (the first span, whose earlier
     attributes are tracegrade's own)."""
     if run.trial == 0:
         return line
-    ids = {"run_id": run_id, "target": run.target, "question_id": run.question_id}
+    ids = {"run_id": run_id, "target": run.target, "question_id": run.id}
     was = _trial_texts(**ids, trial=0, policy=policy)
     now = _trial_texts(**ids, trial=run.trial, policy=policy)
     for old, new in zip(was, now, strict=True):
@@ -288,7 +289,7 @@ def commit_graded(
         lines.write("".join(g.line + "\n" for g in graded))
         lines.flush()
 
-    items = [(g.run, g.score) for g in graded]
+    items = [g.result for g in graded]
     if numbered is None:
         write()
         store.commit_questions(items, grading_id=grading_id)
@@ -297,7 +298,7 @@ def commit_graded(
 
     def number() -> None:
         for g in graded:
-            g.line = renumbered_line(g.line, run_id=run_id, run=g.run, policy=policy)
+            g.line = renumbered_line(g.line, run_id=run_id, run=g.result, policy=policy)
         write()
 
     store.commit_questions(items, grading_id=grading_id, numbered=number)

@@ -326,7 +326,7 @@ class Monitor:
             self.plan, pair.question, trace, trial, policy=self.config.redaction
         )
         self._graded.append((graded, pair.how == "trace policy"))
-        return graded.score
+        return graded.result
 
     @property
     def uncommitted(self) -> int:
@@ -349,7 +349,7 @@ class Monitor:
             numbered=numbered,
         )
         for trace, by_policy in graded:
-            score = trace.score
+            score = trace.result
             passed = question_passed(score)
             self._count(
                 graded=1,

@@ -156,9 +156,9 @@ class QuestionResult(_Model):
     """What people answered about it with `tracegrade label`: `label` (a checklist id, or
     `review:<check id>`), `answer` (yes/pass true), `note`, `by`, `created`, `answer_sha256`
     and `stale` (the answer changed since: shown, never applied)."""
-    answer: QuestionAnswer | None = None
-    """What the agent received and answered; None where it was not read (a run's scores read
-    back for a report) and in a JSON report."""
+    answer: QuestionAnswer = Field(default_factory=QuestionAnswer)
+    """What the agent received and answered, as the store keeps it; empty where it was not
+    read (`ResultStore.load_scores` leaves it on disk) and in a JSON report (not written)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -175,8 +175,6 @@ class QuestionResult(_Model):
         data["passed"] = self.passed
         data["rubrics"] = self.rubrics
         data["checks"] = self.checks
-        if data.get("answer") is None:
-            data.pop("answer", None)
         ordered = {k: data.pop(k) for k in _ORDER if k in data}
         return {**ordered, **data}
 

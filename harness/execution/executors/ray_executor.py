@@ -79,17 +79,15 @@ class RayWorker:
         self.offset += end
         return data[:end]
 
-    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[Any, Any, bytes]:
-        stored, score = await run_item(
-            self.plan, self.questions, self.telemetry, qid, trial, ordinal
-        )
+    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[Any, bytes]:
+        result = await run_item(self.plan, self.questions, self.telemetry, qid, trial, ordinal)
         try:  # what cannot be pickled cannot go back: its question errors, the run goes on
             from ray import cloudpickle
 
-            cloudpickle.dumps((stored, score))
+            cloudpickle.dumps(result)
         except Exception as exc:
-            stored, score = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
-        return stored, score, self._new_lines()
+            result = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
+        return result, self._new_lines()
 
     def finish(self) -> tuple[dict[str, Any], bytes]:
         report = self.telemetry.shutdown()
@@ -181,20 +179,20 @@ async def arun_target_on_ray(
         trace_file.parent.mkdir(parents=True, exist_ok=True)
     sink = trace_file.open("ab") if trace_file is not None else None
 
-    def commit(stored: Any, score: Any, lines: bytes = b"") -> None:
+    def commit(result: Any, lines: bytes = b"") -> None:
         nonlocal committed
         if sink is not None and lines:
             sink.write(lines)
             sink.flush()  # the record is on disk before its row
-        store.commit_question(stored, score, grading_id=grading_id)
+        store.commit_question(result, grading_id=grading_id)
         committed += 1
         if on_done is not None:
-            on_done(score)
+            on_done(result)
 
     def error_out(question: Any, trial: int, why: str, kind: str = "WorkerDied") -> None:
         run = RunRecord(question_id=str(question.id), trial=trial, error=why)
         run.error_type = kind
-        commit(*_finish(plan, question, question.row(), run, None, []))
+        commit(_finish(plan, question, question.row(), run, None, []))
 
     def feed() -> None:
         for k in sorted(alive):

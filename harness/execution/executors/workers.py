@@ -173,7 +173,7 @@ def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
 
 async def run_item(
     plan: Any, questions: dict, telemetry: Any, qid: str, trial: int, ordinal: int
-) -> tuple[Any, Any]:
+) -> Any:
     """One (question, trial) in a worker, as the one-process runner runs it; its spans are in
     the worker's trace file when this returns."""
     from ...capture.recorder import Recorder
@@ -182,7 +182,7 @@ async def run_item(
     question = questions.get(qid)
     if question is None:  # the dataset changed under the run: the worker fails, loudly
         raise RuntimeError(f"question {qid!r} is no longer in {plan.target.dataset}")
-    stored, score = await _run_one(
+    result = await _run_one(
         plan,
         question,
         tracer=telemetry.tracer,
@@ -190,9 +190,9 @@ async def run_item(
         record_class=Recorder,
         trial=trial,
     )
-    stored.ordinal = ordinal
+    result.answer.ordinal = ordinal
     telemetry.flush_trace_file()  # the record is on disk before its row can be
-    return stored, score
+    return result
 
 
 def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
@@ -203,9 +203,9 @@ def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, e
     run = RunRecord(question_id=qid, trial=trial)
     run.error = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
     run.error_type = type(exc).__name__
-    stored, score = _finish(plan, question, question.row(), run, None, [])
-    stored.ordinal = ordinal
-    return stored, score
+    result = _finish(plan, question, question.row(), run, None, [])
+    result.answer.ordinal = ordinal
+    return result
 
 
 async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, conn: Any) -> None:
@@ -234,13 +234,13 @@ async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, con
             if message is None:
                 return
             _, qid, trial, ordinal = message
-            stored, score = await run_item(plan, questions, telemetry, qid, trial, ordinal)
+            result = await run_item(plan, questions, telemetry, qid, trial, ordinal)
             try:
-                conn.send(("result", stored, score))
+                conn.send(("result", result))
             except (EOFError, BrokenPipeError):
                 raise _ParentGone from None
             except Exception as exc:  # a value the agent returned that cannot be pickled
-                conn.send(("result", *unsendable(plan, questions, qid, trial, ordinal, exc)))
+                conn.send(("result", unsendable(plan, questions, qid, trial, ordinal, exc)))
 
     def beat() -> None:  # the parent's sign of a live loop (a stopped process sends none)
         with contextlib.suppress(Exception):
@@ -406,17 +406,17 @@ async def arun_target_in_workers(
     finished = loop.create_future()
     committed = 0
 
-    def commit(stored: Any, score: Any) -> None:
+    def commit(result: Any) -> None:
         nonlocal committed
-        store.commit_question(stored, score, grading_id=grading_id)
+        store.commit_question(result, grading_id=grading_id)
         committed += 1
         if on_done is not None:
-            on_done(score)
+            on_done(result)
 
     def error_out(question: Any, trial: int, why: str) -> None:
         run = RunRecord(question_id=str(question.id), trial=trial, error=why)
         run.error_type = "WorkerDied"
-        commit(*_finish(plan, question, question.row(), run, None, []))
+        commit(_finish(plan, question, question.row(), run, None, []))
 
     def feed(worker: _Worker) -> None:
         while not worker.stopping and len(worker.held) < worker.capacity:
@@ -494,9 +494,9 @@ async def arun_target_in_workers(
                 worker.heard = time.monotonic()
                 kind = message[0]
                 if kind == "result":
-                    _, stored, score = message
-                    worker.held.pop((stored.question_id, stored.trial), None)
-                    commit(stored, score)
+                    _, result = message
+                    worker.held.pop((result.id, result.trial), None)
+                    commit(result)
                     feed(worker)
                 elif kind == "report":
                     worker.report = message[1]

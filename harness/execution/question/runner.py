@@ -33,9 +33,9 @@ from ...inputs.config import TargetConfig
 from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
-from ...rundir.store import QuestionRun, ResultStore
+from ...rundir.store import ResultStore
 from ...verdicts.budgets import question_budget_failures
-from ...verdicts.result import QuestionResult
+from ...verdicts.result import QuestionAnswer, QuestionResult
 from ...verdicts.scoring import score_question
 from ..executors.watchdog import Overran, QuestionDeadline
 from .accounting import account, with_judges
@@ -285,7 +285,7 @@ async def _run_one(
     shared: Any,
     record_class: Any,
     trial: int = 0,
-) -> tuple[QuestionRun, QuestionResult]:
+) -> QuestionResult:
     target = plan.target
     row = question.row()
     input_messages = question.input_messages()
@@ -296,7 +296,7 @@ async def _run_one(
     environment: Any = None
     workdir: Path | None = None  # made once the agent is built; the cleanup below reads it
     recorder: Any = None
-    graded: tuple[QuestionRun, QuestionResult] | None = None
+    graded: QuestionResult | None = None
     try:
         try:
             # Per question, so a factory failing now and then is that question's error; one
@@ -416,17 +416,17 @@ async def _run_one(
                 )
 
 
-def _release_question(recorder: Any, graded: tuple[QuestionRun, QuestionResult] | None) -> None:
+def _release_question(recorder: Any, graded: QuestionResult | None) -> None:
     """The question span to the exporters, its grades on it as `gen_ai.evaluation.result`
     events (none when grading never finished: the span still goes)."""
     events: list = []
     if graded is not None:
         try:
-            events = span_events(graded[1])
+            events = span_events(graded)
         except Exception:  # isolation point: the span goes without its events, never lost
             log.warning(
                 "the grades of question %s could not become span events",
-                graded[1].question_id,
+                graded.id,
                 exc_info=True,
             )
     recorder.release_question(events)
@@ -441,9 +441,9 @@ async def agrade_recorded(
     environment: Any = None,
     ending: Ending | None = None,
     workdir: Path | None = None,
-) -> tuple[QuestionRun, QuestionResult]:
+) -> QuestionResult:
     """Grade one question run already made (by the runner, or read from a trace made outside
-    tracegrade) with the plan's graders; its stored row and score. A run that errored is not
+    tracegrade) with the plan's graders; its result (the answer included). A run that errored is not
     graded (it scores 0 and fails its must-pass graders). A conversation (`ending.turns`) is
     graded on its whole transcript, and each turn with checks of its own on that turn."""
     target = plan.target
@@ -483,55 +483,42 @@ def _finish(
     graders: list,
     graded: tuple[str, list[dict]] | None = None,
     judge_calls: Sequence[ModelCall] = (),
-) -> tuple[QuestionRun, QuestionResult]:
-    """The question's stored row and its score (`graded`: the input and messages the graders
-    read; by default what the question's input gave the agent)."""
+) -> QuestionResult:
+    """The question's result, its answer included (`graded`: the input and messages the
+    graders read; by default what the question's input gave the agent)."""
     target = plan.target
     trial = run.trial
     graded_input, graded_messages = graded or grader_input(question, target.system_prompt)
-    stored = QuestionRun(
+    result = QuestionResult(
         target=target.name,
-        question_id=str(question.id),
+        id=str(question.id),
         trial=trial,
-        ordinal=plan.ordinals.get(str(question.id), 0),
         split=_attr(question, row, "split"),
         bundle=_attr(question, row, "bundle"),
         tags=list(_attr(question, row, "tags") or []),
-        row=row,
-        input=graded_input,
-        messages=graded_messages,
-        response=run.response,
+        graders=graders,
         error=run.error,
         error_type=run.error_type,
         trace_id=run.trace_id,
-        latency_s=run.latency_s,
-        usage=dict(run.usage),
-        has_record=record is not None,
-        tool_call_count=len(record) if record is not None else None,
         outcome=run.outcome,
         outcome_reason=run.outcome_reason,
         outcome_expected=run.outcome_expected,
+        usage=with_judges(run.usage, judge_calls, plan.services.prices),
+        answer=QuestionAnswer(
+            ordinal=plan.ordinals.get(str(question.id), 0),
+            row=row,
+            input=graded_input,
+            messages=graded_messages,
+            response=run.response,
+            latency_s=run.latency_s,
+            usage=dict(run.usage),
+            has_record=record is not None,
+            tool_call_count=len(record) if record is not None else None,
+        ),
     )
-    score = score_question(
-        QuestionResult(
-            id=stored.question_id,
-            target=target.name,
-            trial=trial,
-            split=stored.split,
-            bundle=stored.bundle,
-            tags=stored.tags,
-            graders=graders,
-            error=run.error,
-            error_type=run.error_type,
-            trace_id=run.trace_id,
-            outcome=run.outcome,
-            outcome_reason=run.outcome_reason,
-            outcome_expected=run.outcome_expected,
-            usage=with_judges(run.usage, judge_calls, plan.services.prices),
-        )
-    )
-    score.over_budget = question_budget_failures(score.usage, target.gate)
-    return stored, score
+    score_question(result)
+    result.over_budget = question_budget_failures(result.usage, target.gate)
+    return result
 
 
 def _attr(question: Any, row: dict, name: str) -> Any:
@@ -566,7 +553,7 @@ async def arun_target(
         # question, so memory stays flat in the number of questions.
         nonlocal committed
         for question, trial in pending:
-            stored, score = await _run_one(
+            result = await _run_one(
                 plan,
                 question,
                 tracer=tracer,
@@ -576,10 +563,10 @@ async def arun_target(
             )
             if before_commit is not None:
                 before_commit()
-            store.commit_question(stored, score, grading_id=grading_id)
+            store.commit_question(result, grading_id=grading_id)
             committed += 1
             if on_done is not None:
-                on_done(score)
+                on_done(result)
 
     size = max(1, min(plan.target.concurrency, total))
     workers = [asyncio.ensure_future(worker()) for _ in range(size)]

@@ -21,7 +21,7 @@ from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.manifest import RunManifest
 from ...rundir.outcome import RunOutcome
-from ...rundir.store import QuestionRun, ResultStore
+from ...rundir.store import ResultStore
 from ...rundir.verdict import record_scope
 from ...verdicts.result import QuestionResult
 from ...verdicts.scoring import GraderVerdict, score_question
@@ -52,19 +52,19 @@ def reads_environment(grader: Any) -> bool:
 
 
 def _input_messages(
-    row: Mapping[str, Any], stored: QuestionRun, system_prompt: str | None
+    row: Mapping[str, Any], stored: QuestionResult, system_prompt: str | None
 ) -> list[dict[str, Any]]:
     """The messages graders get, as at run time: a conversation with the target's system
     prompt in place of a stored one; a conversation of turns or with a simulated user, the
     transcript the run stored."""
     if "turns" in row or "user" in row:
-        return list(stored.messages)
+        return list(stored.answer.messages)
     value = row.get("input")
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     if isinstance(value, list):
         return messages_for_agent([dict(m) for m in value], system_prompt)
-    return list(stored.messages)
+    return list(stored.answer.messages)
 
 
 def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
@@ -74,17 +74,17 @@ def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
     return {str(q.id): q.row() for q in dataset.questions}
 
 
-def _turns_sent(row: Mapping[str, Any], stored: QuestionRun) -> list[Any]:
+def _turns_sent(row: Mapping[str, Any], stored: QuestionResult) -> list[Any]:
     """The turns of a `turns` conversation the run sent (its user messages), as Turn models."""
     from ...inputs.conversation import Turn
 
     raw = row.get("turns") or ()
-    sent = sum(1 for m in stored.messages if m.get("role") == "user")
+    sent = sum(1 for m in stored.answer.messages if m.get("role") == "user")
     return [Turn(content=t) if isinstance(t, str) else Turn(**t) for t in raw][:sent]
 
 
 async def _regrade_question(
-    stored: QuestionRun,
+    stored: QuestionResult,
     *,
     row: Mapping[str, Any],
     record: ToolRecord | None,
@@ -94,7 +94,7 @@ async def _regrade_question(
     previous: Mapping[str, GraderVerdict],
 ) -> QuestionResult:
     error, error_type = stored.error, stored.error_type
-    if error is None and stored.has_record and record is None:
+    if error is None and stored.answer.has_record and record is None:
         error = "no tool-call record for this question in the run's trace file (re-grade needs it)"
         error_type = "CaptureError"
     elif error is None and record is not None and not record.complete:
@@ -107,11 +107,11 @@ async def _regrade_question(
         messages = _input_messages(row, stored, target.system_prompt)
         run = RunRecord(
             question_id=stored.question_id,
-            response=stored.response,
+            response=stored.answer.response,
             messages=list(messages),
             tool_calls=record,
-            usage=dict(stored.usage),
-            latency_s=stored.latency_s,
+            usage=dict(stored.answer.usage),
+            latency_s=stored.answer.latency_s,
             trace_id=stored.trace_id,
             trial=stored.trial,
         )
@@ -121,10 +121,10 @@ async def _regrade_question(
                 services=services,
                 target=target,
                 row=row,
-                input=stored.input,
+                input=stored.answer.input,
                 messages=list(messages),
-                response=stored.response,
-                record=record if stored.has_record else None,
+                response=stored.answer.response,
+                record=record if stored.answer.has_record else None,
                 environment=None,
                 run=run,
                 turns=_turns_sent(row, stored),
@@ -154,22 +154,17 @@ async def _regrade_question(
                         **how,
                     )
                 )
+    # the stored result with this grading's verdicts: one record, nothing copied field by field
     return score_question(
-        QuestionResult(
-            id=stored.question_id,
-            target=stored.target,
-            trial=stored.trial,
-            split=stored.split,
-            bundle=stored.bundle,
-            tags=list(stored.tags),
-            graders=graders,
-            error=error,
-            error_type=error_type,
-            trace_id=stored.trace_id,
-            outcome=stored.outcome,
-            outcome_reason=stored.outcome_reason,
-            outcome_expected=stored.outcome_expected,
-            usage=with_judges(stored.usage, judge_calls, getattr(services, "prices", None)),
+        stored.model_copy(
+            update={
+                "graders": graders,
+                "error": error,
+                "error_type": error_type,
+                "usage": with_judges(
+                    stored.answer.usage, judge_calls, getattr(services, "prices", None)
+                ),
+            }
         )
     )
 
@@ -213,7 +208,7 @@ async def aregrade(
         for stored in runs:
             score = await _regrade_question(
                 stored,
-                row=rows.get(stored.question_id, stored.row),
+                row=rows.get(stored.question_id, stored.answer.row),
                 record=records.get((stored.question_id, stored.trial)),
                 attached=attached.get(target.name, ()),
                 target=target,
@@ -279,7 +274,7 @@ async def aregrade_run(
             target = config.targets[name]
             targets.append(target)
             with directory.read_store() as stored_runs:
-                rows = [r.row for r in stored_runs.load_runs(name)]
+                rows = [r.answer.row for r in stored_runs.load_runs(name)]
             # the config's graders now, as its check plan has them for a stored run
             attached[name], _ = planned(
                 target,

@@ -242,11 +242,12 @@ def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
         if not gradings:
             return
         own = min(g["grading_id"] for g in gradings)  # the grading the shard ran with
-        scores = {(s.target, s.question_id, s.trial): s for s in shard.load_scores(grading_id=own)}
+        scores = {s.key: s for s in shard.load_scores(grading_id=own)}
         for run in shard.load_runs():
-            score = scores.get((run.target, run.question_id, run.trial))
-            if score is not None:
-                store.commit_question(run, score, grading_id=grading_id)
+            score = scores.get(run.key)
+            if score is not None:  # the shard's grades with its stored answer
+                score.answer = run.answer
+                store.commit_question(score, grading_id=grading_id)
         for label in shard.load_annotations():  # what people answered about the shard's rows
             copy_annotation(store, label, trial=label.trial)
 
