@@ -83,9 +83,9 @@ def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
     with ResultStore.in_run_dir(run_dir) as store:
         grading = store.new_grading(mode="run")
         for i, q in enumerate(scores):
-            run = runs[q.question_id]
-            run.ordinal, run.trace_id = i, q.trace_id
-            store.commit_question(run, q, grading_id=grading)
+            q.answer = runs[q.question_id]
+            q.answer.ordinal = i
+            store.commit_question(q, grading_id=grading)
     lines = []
     for q in scores:
         spans = [

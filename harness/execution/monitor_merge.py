@@ -163,8 +163,9 @@ def _copy_rows(
             trial = following[key]
             following[key] += 1
             trials[(row.target, row.question_id, row.trial)] = trial
-            row.trial = score.trial = trial
-            items.append((row, score))
+            score.trial = trial
+            score.answer = row.answer  # the receiver's grades with its stored answer
+            items.append(score)
         for start in range(0, len(items), 500):
             store.commit_questions(items[start : start + 500], grading_id=grading_id)
         for label in source.load_annotations():

@@ -253,9 +253,7 @@ def _trial_texts(
     ]
 
 
-def renumbered_line(
-    line: str, *, run_id: str, run: QuestionResult, policy: RedactionPolicy
-) -> str:
+def renumbered_line(line: str, *, run_id: str, run: QuestionResult, policy: RedactionPolicy) -> str:
     """A record line written as trial 0 (`record_line`) made trial `run.trial`'s: its first
     occurrence of each trial attribute is the question span's (the first span, whose earlier
     attributes are tracegrade's own)."""
