@@ -320,7 +320,7 @@ def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
     """Workers grade as trial 0 and the store numbers the trace at commit: the line then
     says exactly what a line written with that trial says, whatever the question id holds
     (quotes, non-ASCII, text a redaction pattern takes)."""
-    from types import SimpleNamespace
+    from tracegrade import QuestionResult
 
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.traces.dialects import agent_trace
@@ -334,7 +334,7 @@ def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
     def line(n: int) -> str:
         return record_line(trace, trace.record, **ids, trial=n, policy=policy)
 
-    run = SimpleNamespace(target="t", question_id=question_id, trial=trial)
+    run = QuestionResult(target="t", id=question_id, trial=trial)
     assert renumbered_line(line(0), run_id=ids["run_id"], run=run, policy=policy) == line(trial)
 
 
