@@ -321,7 +321,6 @@ def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
     says exactly what a line written with that trial says, whatever the question id holds
     (quotes, non-ASCII, text a redaction pattern takes)."""
     from tracegrade import QuestionResult
-
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.traces.dialects import agent_trace
     from tracegrade.traces.grade import record_line, renumbered_line
