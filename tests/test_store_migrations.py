@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade import load_config, start_run
 from tracegrade.cli import main
-from tracegrade.execution.lifecycle import start_run
-from tracegrade.inputs.config import load_config
 from tracegrade.reports.json_report import write_json_report
 from tracegrade.rundir.history import load_results_file, load_stored_run
 from tracegrade.rundir.record import QuestionResult
