@@ -109,3 +109,35 @@ def test_the_rubric_judge_is_text_only_unless_its_rubric_decides_on_the_record()
     )
     assert [a.kind for a in advisories("agent", [judge], [[prose]])] == ["text_only"]
     assert advisories("agent", [judge], [[record]]) == []
+
+
+def test_a_run_whose_rubric_judge_decided_on_the_record_is_not_called_text_only():
+    """The run's advisories read the stored verdicts: a rubric judge whose tool-claim check was
+    decided on the tool-call record (`details["observes_actions"]`) observed actions, in a held
+    verdict and in a streamed one (the console's digest) alike."""
+    from types import SimpleNamespace
+
+    from tracegrade.execution.run.lifecycle import _advisories
+    from tracegrade.graders.rubrics.rubric_judge import RubricJudgeGrader
+    from tracegrade.reports.console import ReportDigest
+    from tracegrade.verdicts.result import QuestionResult
+    from tracegrade.verdicts.scoring import GraderVerdict
+
+    def question(qid: str, observed: bool) -> QuestionResult:
+        verdict = GraderVerdict(
+            grader_id="rubric_judge",
+            score=1.0,
+            min_score=0,
+            max_score=1,
+            details={"observes_actions": observed},
+        )
+        return QuestionResult(target="desk", id=qid, graders=[verdict])
+
+    attached = [SimpleNamespace(attachment=Attachment(RubricJudgeGrader))]
+    prose, record = question("q1", False), question("q2", True)
+    assert [m.split(":")[0] for m in _advisories("agent", attached, [prose])] == ["Text only"]
+    assert _advisories("agent", attached, [prose, record]) == []
+    digest = ReportDigest()
+    for q in (prose, record):
+        digest.add(q)
+    assert _advisories("agent", attached, digest.witnesses) == []

@@ -296,6 +296,7 @@ class ReportDigest:
                 ("any", True),
                 ("not skipped", g.score is not None or g.error),
                 ("fallback", g.score is not None and _FALLBACK in (g.reason or "")),
+                ("observed actions", g.details.get("observes_actions") is True),
             ):
                 if holds:
                     self._witnesses.setdefault((g.grader_id, kind), q)

@@ -45,6 +45,7 @@ def _as_results(question: QuestionResult) -> list[GradeResult]:
             error=g.error,
             min_score=g.min_score,
             max_score=g.max_score,
+            details=g.details,  # a rubric judge says here that it decided on the record
         )
         for g in question.graders
     ]
