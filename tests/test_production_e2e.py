@@ -168,7 +168,7 @@ def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
     assert main(["label", str(run_dir), "--config", str(config), "--answers", str(answers)]) == 0
     argv = ["export", str(run_dir), "--config", str(config)]
     assert main([*argv, "--to", "phoenix", "--endpoint", phoenix]) == 0
-    question_span = graded[0].trace_id[-16:]  # the monitor run's own span of that conversation
+    question_span = graded[0].span_id  # the app's own root span, where receive annotated
     human = _phoenix_annotations(phoenix, [question_span])[question_span]
     assert human["label:would_you_send_this_answer"]["annotator_kind"] == "HUMAN"
     assert human["label:would_you_send_this_answer"]["result"]["label"] == "no"

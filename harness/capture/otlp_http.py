@@ -140,6 +140,15 @@ def _post(
     return False, describe_response(response, endpoint), False
 
 
+def _source_root(span: Mapping[str, Any]) -> str | None:
+    """The agent's own root span a monitor run's question span judged (`grade-traces`,
+    `receive`): where `receive --annotate` put its grades, so an export updates them there."""
+    for kv in span.get("attributes", ()):
+        if kv.get("key") == sc.TG_SOURCE_ROOT_SPAN_ID:
+            return kv.get("value", {}).get("stringValue") or None
+    return None
+
+
 def _redact_line(
     line: str,
     *,
@@ -170,8 +179,8 @@ def _redact_line(
                 count += 1
                 if not span.get("parentSpanId"):
                     trace = str(span.get("traceId", ""))
-                    if roots is not None:
-                        roots[trace] = str(span.get("spanId", ""))
+                    if roots is not None:  # a monitor run's grades belong on the agent's root
+                        roots[trace] = _source_root(span) or str(span.get("spanId", ""))
                     if events is not None:  # the latest grades replace the ones the run wrote
                         kept = [
                             e

@@ -90,6 +90,7 @@ def merge_conversation(traces: list[AgentTrace]) -> AgentTrace:
         model_calls=None
         if all(t.model_calls is None for t in turns)
         else [c for t in turns for c in t.model_calls or ()],
+        root_span_id=first.root_span_id,
     )
 
 

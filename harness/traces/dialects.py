@@ -65,6 +65,9 @@ class AgentTrace:
     model_calls: list[ModelCall] | None = None
     """The agent's model calls with the tokens its spans report (`usage_spans`); None when no
     span carries a token count."""
+    root_span_id: str | None = None
+    """The trace's root span (the first turn's in a conversation); None when no span of the
+    trace is a root (its root was never received)."""
 
 
 def dialect_of(spans: Sequence[Span]) -> str | None:
@@ -130,6 +133,7 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
         end_ns=max(s.end_ns for s in spans),
         span_count=len(spans),
         model_calls=model_calls_of(spans),
+        root_span_id=None if root.parent_id else root.span_id,
     )
 
 

@@ -103,6 +103,7 @@ def record_line(
         sc.OI_INPUT_VALUE: trace.user_message,
         sc.OI_OUTPUT_VALUE: trace.answer,
         sc.TG_SOURCE_DIALECT: trace.dialect,
+        sc.TG_SOURCE_ROOT_SPAN_ID: trace.root_span_id,
         sc.TG_TURN_STARTS: list(record.turn_starts) or None,
         **graph_attributes(record.nodes, record.offered, record.answer_ns),
     }
