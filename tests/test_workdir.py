@@ -125,3 +125,31 @@ def test_a_run_whose_agent_wrote_nothing_leaves_no_work_folder(tmp_path, monkeyp
     run_dir, scores = run_questions(tmp_path, monkeypatch, questions, repeats=2, concurrency=2)
     assert scores == {"c": [0.0], "d": [0.0]}  # each claims a file it never wrote
     assert not (run_dir / "work").exists()
+
+
+def test_a_question_folder_is_made_while_a_sibling_process_removes_the_empty_work_folder(
+    tmp_path, monkeypatch
+):
+    """Under pytest-xdist the workers share one run directory: a worker finishing its part
+    removes `work/` when empty (`remove_empty_work`), which can land between `os.makedirs`
+    making `work/` and making `work/<target>` in another worker. That question must still get
+    its folder (it errored with FileNotFoundError naming `work/<target>` in a CI run)."""
+    import os
+
+    from tracegrade.rundir import directory
+    from tracegrade.rundir.directory import RunDirectory
+
+    run = RunDirectory(tmp_path)
+    real = os.makedirs
+    raced: list[str] = []
+
+    def makedirs_raced(name, mode=0o777, exist_ok=False):
+        if not raced:  # the sibling's rmdir of work/ lands inside this call, once
+            raced.append(str(name))
+            raise FileNotFoundError(2, "No such file or directory", str(name))
+        return real(name, mode, exist_ok)
+
+    monkeypatch.setattr(directory.os, "makedirs", makedirs_raced)
+    path = run.question_workdir("support_desk", "refund_over_limit", 0)
+    assert raced and path.is_dir()
+    assert path == tmp_path / "work" / "support_desk" / "refund_over_limit" / "trial-0"

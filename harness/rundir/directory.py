@@ -270,13 +270,18 @@ class RunDirectory:
         target_dir = os.path.join(self.path, "work", _safe(target))
         folder = os.path.join(target_dir, _safe(question))
         path = os.path.join(folder, f"trial-{trial}")
-        for _ in range(3):  # a sibling trial may be removing the empty question folder meanwhile
+        # A sibling trial may be removing the empty question folder meanwhile, and under
+        # pytest-xdist another worker process `work/` itself (`remove_empty_work`), even between
+        # `makedirs` making `work/` and `work/<target>`: each of those is tried again.
+        for _ in range(5):
             try:
                 _mkdir(folder)
                 _mkdir(path)
-                break
+                return Path(path)
             except FileNotFoundError:  # no work/<target> yet (or it was just removed)
-                os.makedirs(target_dir, exist_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    os.makedirs(target_dir, exist_ok=True)
+        os.makedirs(path, exist_ok=True)  # still racing after five tries: one last, whole
         return Path(path)
 
     @staticmethod

@@ -68,6 +68,9 @@ class ReceiverOptions:
     annotate: str | None = None
     """Phoenix's base URL: each grade written there as a span annotation (`phoenix`)."""
     annotate_headers: dict[str, str] = field(default_factory=dict)
+    annotate_settle_s: float = 20.0
+    """How long an annotation for a span Phoenix has not stored yet (404) is tried again: a
+    busy Phoenix stores spans late."""
     max_body: int = MAX_BODY_BYTES
     window_s: float | None = None
     tick_s: float = 0.2
@@ -310,7 +313,10 @@ class Receiver:
             tasks.append(asyncio.create_task(self._window(server, self.options.window_s)))
         if self.options.annotate:
             self._annotator = PhoenixAnnotator(
-                self.options.annotate, self.counts, headers=self.options.annotate_headers
+                self.options.annotate,
+                self.counts,
+                headers=self.options.annotate_headers,
+                settle_s=self.options.annotate_settle_s,
             )
             self._annotating = asyncio.create_task(self._annotator.run())
         delivering = asyncio.create_task(self.alerts.deliver()) if self.alerts else None

@@ -188,6 +188,14 @@ def register(subparsers: Any) -> None:
         help="a header on every annotation request (an API key); repeatable",
     )
     parser.add_argument(
+        "--annotate-settle",
+        type=_positive(float),
+        default=20.0,
+        metavar="SECONDS",
+        help="how long an annotation for a span Phoenix has not stored yet is tried again "
+        "(default 20; a busy Phoenix stores spans late)",
+    )
+    parser.add_argument(
         "--window", type=_positive(float), metavar="SECONDS", help="stop after SECONDS"
     )
     parser.add_argument(
@@ -277,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         forward_wait_s=max(0.0, args.forward_wait),
         annotate=annotate,
         annotate_headers=annotate_headers,
+        annotate_settle_s=args.annotate_settle,
         max_body=int(args.max_body_mb * 1024 * 1024),
         window_s=args.window,
         workers=args.workers or 0,
