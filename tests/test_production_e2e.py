@@ -121,12 +121,12 @@ def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
         annotate_settle_s=300.0,  # a loaded CI machine's Phoenix stores spans late
     ) as (receiver, url):
         _converse(root, [url, f"{phoenix}/v1/traces"], "session-1")
-        _wait_for(lambda: _graded(receiver) == 1, seconds=60)
+        _wait_for(lambda: _graded(receiver) == 1, seconds=300)
         _wait_for(lambda: receiver.counts["annotations_written"] >= 3, seconds=300)
-        _wait_for(lambda: len(webhook.bodies) == 1)
+        _wait_for(lambda: len(webhook.bodies) == 1, seconds=300)
         # a second failing conversation within the cooldown: no second alert
         _converse(root, [url, f"{phoenix}/v1/traces"], "session-2")
-        _wait_for(lambda: _graded(receiver) == 2, seconds=60)
+        _wait_for(lambda: _graded(receiver) == 2, seconds=300)
     report = build_json_report(receiver.outcome)
 
     # one conversation, graded per turn (turn 2 answered from memory fails its own check)
