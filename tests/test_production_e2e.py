@@ -118,7 +118,6 @@ def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
         forward=f"{forwarded.endpoint}/v1/traces",
         forward_wait_s=60.0,
         annotate=phoenix,
-        annotate_settle_s=300.0,  # a loaded CI machine's Phoenix stores spans late
     ) as (receiver, url):
         _converse(root, [url, f"{phoenix}/v1/traces"], "session-1")
         _wait_for(lambda: _graded(receiver) == 1, seconds=300)
