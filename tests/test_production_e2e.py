@@ -114,7 +114,7 @@ def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
     forwarded = otlp_receiver
     with receiving(
         config,
-        conversations=ConversationBook(quiet_s=0.5),
+        conversations=ConversationBook(quiet_s=5.0),  # a loaded machine spaces turns apart
         forward=f"{forwarded.endpoint}/v1/traces",
         forward_wait_s=60.0,
         annotate=phoenix,
