@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from .preflight import (
     check_simulated_users,
     check_state_environment,
 )
+from .prepared import PreparedRun, PreparedTarget, RunSettings
 from .services import judge_identity, redaction_notes, run_services
 from .shards import shard_questions
 
@@ -140,34 +140,6 @@ def plan_of(
     return plan
 
 
-@dataclass(slots=True)
-class PreparedRun:
-    """A new run: every input checked, its directory created and its identity written; no
-    question asked yet (`prepare_run`)."""
-
-    run_id: str
-    directory: RunDirectory
-    """The run's directory (created, its manifest written)."""
-    manifest: RunManifest
-    """The manifest written (`identity.json`)."""
-    targets: list[TargetConfig]
-    """The selected targets, in config order."""
-    plans: dict[str, TargetPlan]
-    """Each target's plan over its selected questions (agent factories loaded), by name."""
-    attached: dict[str, list[AttachedGrader]]
-    """Each target's graders, by name."""
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def run_dir(self) -> Path:
-        return self.directory.path
-
-    @property
-    def total(self) -> int:
-        """Question runs over every target: its selected questions times its repeats."""
-        return sum(len(plan.questions) * plan.target.repeats for plan in self.plans.values())
-
-
 def prepare_run(
     config: Config,
     selection: Selection = Selection(),
@@ -185,8 +157,9 @@ def prepare_run(
     targets = config.select_targets(selection.targets)
     if selection.repeats is not None:
         targets = [dataclasses.replace(t, repeats=selection.repeats) for t in targets]
+    settings = RunSettings.of(config)
     run_id = run_id or new_run_id()
-    run_dir = config.runs_dir / run_id
+    run_dir = settings.runs_dir / run_id
     services = run_services(config, run_dir, use_cache)
     prepared = []
     checks: dict[str, CheckPlan] = {}
@@ -281,8 +254,18 @@ def prepare_run(
     run.write_manifest(manifest)
     notes = redaction_notes(config) + typos
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
-    attached_by_target = {t.name: at for t, _, _, at in prepared}
-    return PreparedRun(run_id, run, manifest, targets, plans, attached_by_target, notes)
+    entries = tuple(
+        PreparedTarget(target=t, attached=tuple(at), plan=plans.get(t.name))
+        for t, _, _, at in prepared
+    )
+    return PreparedRun(
+        run_id=run_id,
+        directory=run,
+        manifest=manifest,
+        settings=settings,
+        entries=entries,
+        notes=tuple(notes),
+    )
 
 
 def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest: Path) -> None:

@@ -1,0 +1,138 @@
+"""The typed prepared run: what `prepare` turns the config into, once.
+
+Nothing below the lifecycle's entry points takes the whole `Config`: the executors, the
+services, the telemetry, the pytest session and re-grading read a `RunSettings` (the
+run-wide settings: paths, judge, redaction, pricing, telemetry, the executor) and each
+target's `PreparedTarget` (its target, selected questions, graders and plan). A new run's
+`PreparedRun` holds both with its directory and manifest (`prepare.prepare_run`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...inputs.config import Config, TargetConfig, TelemetryConfig
+from ...redaction import RedactionPolicy
+from ...rundir.directory import RunDirectory
+from ...rundir.manifest import RunManifest
+
+if TYPE_CHECKING:  # the runner imports LangChain's pieces; re-grading never needs them
+    from ...cost.pricing import PriceTable
+    from ..question.grading import AttachedGrader
+    from ..question.runner import TargetPlan
+
+__all__ = ["ExecutorSettings", "PreparedRun", "PreparedTarget", "RunSettings"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutorSettings:
+    """Where a run's questions run: `executor:` ("local" or "ray"), `workers:` (processes per
+    target), `ray_address:`; the command line's `--executor` / `--workers` already applied."""
+
+    kind: str = "local"
+    workers: int = 1
+    ray_address: str | None = None
+
+    def with_options(self, *, executor: str | None, workers: int | None) -> ExecutorSettings:
+        """These settings with the command line's `--executor` / `--workers` (None: as set)."""
+        return ExecutorSettings(
+            kind=executor or self.kind,
+            workers=workers or self.workers,
+            ray_address=self.ray_address,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSettings:
+    """What a run reads of its config besides its targets, typed and frozen
+    (`RunSettings.of(config)`): what the services, the telemetry, the executors, the pytest
+    session and re-grading take instead of the config."""
+
+    config_path: Path
+    """The config file (worker processes and Ray actors load their target from it)."""
+    config_sha256: str
+    """What the config says, whatever its path (`Config.content_sha256`: what a resume pins)."""
+    base_dir: Path
+    runs_dir: Path
+    redaction: RedactionPolicy
+    judge: dict[str, Any] | None
+    judge_panels: dict[str, Any]
+    rubrics: Path | None
+    pricing: PriceTable
+    telemetry: TelemetryConfig
+    executor: ExecutorSettings
+
+    @classmethod
+    def of(cls, config: Config) -> RunSettings:
+        return cls(
+            config_path=config.path,
+            config_sha256=config.content_sha256,
+            base_dir=config.base_dir,
+            runs_dir=config.runs_dir,
+            redaction=config.redaction,
+            judge=config.judge,
+            judge_panels=config.judge_panels,
+            rubrics=config.rubrics,
+            pricing=config.pricing,
+            telemetry=config.telemetry,
+            executor=ExecutorSettings(
+                kind=config.executor, workers=config.workers, ray_address=config.ray_address
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedTarget:
+    """One target of a prepared run: its config entry, its graders and, when the selection
+    held questions of it, its plan (the questions of this run's shard, its agent loaded)."""
+
+    target: TargetConfig
+    attached: tuple[AttachedGrader, ...]
+    plan: TargetPlan | None
+    """None when the selection matched no question of the target."""
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedRun:
+    """A new run: every input checked, its directory created and its identity written; no
+    question asked yet (`prepare.prepare_run`)."""
+
+    run_id: str
+    directory: RunDirectory
+    """The run's directory (created, its manifest written)."""
+    manifest: RunManifest
+    """The manifest written (`identity.json`)."""
+    settings: RunSettings
+    entries: tuple[PreparedTarget, ...]
+    """The selected targets, in config order."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def run_dir(self) -> Path:
+        return self.directory.path
+
+    @property
+    def targets(self) -> list[TargetConfig]:
+        """The selected targets' config entries, in config order."""
+        return [e.target for e in self.entries]
+
+    @property
+    def plans(self) -> dict[str, TargetPlan]:
+        """Each target's plan over its selected questions, by name (targets without any left
+        out)."""
+        return {e.name: e.plan for e in self.entries if e.plan is not None}
+
+    @property
+    def attached(self) -> dict[str, list[AttachedGrader]]:
+        """Each target's graders, by name."""
+        return {e.name: list(e.attached) for e in self.entries}
+
+    @property
+    def total(self) -> int:
+        """Question runs over every target: its selected questions times its repeats."""
+        return sum(plan.work_count() for plan in self.plans.values())
