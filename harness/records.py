@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -220,7 +220,11 @@ class ToolRecord(Sequence[ToolCall]):
         """Interruptions nobody answered: the run ended waiting on them."""
         return [i for i in self.interruptions if not i.resumed]
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> ToolCall: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ToolCall, ...]: ...
+    def __getitem__(self, index: int | slice) -> ToolCall | tuple[ToolCall, ...]:
         return self._calls[index]
 
     def __len__(self) -> int:

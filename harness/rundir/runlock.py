@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,7 +33,12 @@ def holder_text() -> str:
 
 
 @contextlib.contextmanager
-def run_lock(run_dir: Path, *, holder: str | None = None, read_holder=None) -> Iterator[None]:
+def run_lock(
+    run_dir: Path,
+    *,
+    holder: str | None = None,
+    read_holder: Callable[[], str | None] | None = None,
+) -> Iterator[None]:
     """Hold the run directory's lock for the block; `InputError` (exit 4) naming the holder
     when another live process has it. `read_holder()` returns the recorded holder, if any."""
     path = Path(run_dir) / "identity.json"

@@ -361,7 +361,7 @@ class ResultStore:
         (it writes their records, which hold the trial)."""
         db = self._db
         redact = self.redaction
-        values: list[Any] = []
+        values: list[tuple[object, ...]] = []
         for q in results:
             answer = q.answer
             row = redact.value(answer.row)
@@ -412,7 +412,7 @@ class ResultStore:
             rollback(db)
             raise
 
-    def _number(self, results: Sequence[QuestionResult], values: list) -> None:
+    def _number(self, results: Sequence[QuestionResult], values: list[tuple[object, ...]]) -> None:
         """Each item's trial: the next after every stored trial of its question (and the
         batch's earlier items)."""
         at = QUESTION_COLUMNS.index("trial")

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..records import Interruption, NodeRun, ToolCall, ToolRecord
+from ..graph_path import NodeRun
+from ..records import Interruption, ToolCall, ToolRecord
 from .dialects import AgentTrace
 
 __all__ = ["ConversationBook", "merge_conversation"]
