@@ -157,7 +157,7 @@ def _stop(process) -> None:
 def main_bench() -> None:
     import httpx
 
-    from tracegrade.traces.ingest import PROTOBUF, decode_request
+    from tracegrade.traces.live.ingest import PROTOBUF, decode_request
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--spans", type=int, default=100_000)

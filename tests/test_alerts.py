@@ -17,7 +17,7 @@ import yaml
 from tests.test_grade_traces import _project
 from tests.test_receive import _graded, _trace, _wait_for, receiving
 from tracegrade.cli import main
-from tracegrade.traces.alerts import AlertRule, Alerts, AlertsConfig
+from tracegrade.traces.live.alerts import AlertRule, Alerts, AlertsConfig
 
 
 class Webhook:
@@ -130,7 +130,7 @@ class _Score:
 
 
 def test_the_window_slides_and_a_rule_fires_again_after_its_cooldown(monkeypatch):
-    import tracegrade.traces.alerts as alerts_module
+    import tracegrade.traces.live.alerts as alerts_module
 
     monkeypatch.setattr(alerts_module, "question_passed", lambda s: s.passed)
     clock, counts = _Clock(), {}

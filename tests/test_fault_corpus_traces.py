@@ -193,7 +193,7 @@ def test_grade_of_a_run_whose_trace_file_holds_a_deep_line_reports_it(tmp_path, 
 
 @pytest.mark.parametrize("line", [_deep_array_line, _deep_kvlist_line], ids=["array", "kvlist"])
 def test_a_deeply_nested_body_is_400_not_500(line):
-    from tracegrade.traces.ingest import JSON, BadRequest, decode_request
+    from tracegrade.traces.live.ingest import JSON, BadRequest, decode_request
 
     with pytest.raises(BadRequest) as refused:
         decode_request(line().encode(), JSON)
@@ -523,7 +523,7 @@ def _big_rootless(n: int, megabytes: float):
 def test_receive_holds_spans_by_their_size_not_only_their_count():
     """40 rootless spans of 20 MB each took about a gigabyte under a count-only bound: past
     the held size, spans are refused and counted, and what is held stays under it."""
-    from tracegrade.traces.assembly import Assembler, Limits
+    from tracegrade.traces.live.assembly import Assembler, Limits
 
     assembler = Assembler(Limits(max_bytes=100 * 2**20, quiet_s=0.0))
     refused = sum(assembler.add([_big_rootless(n, 20)]) for n in range(1, 41))
@@ -537,7 +537,7 @@ def test_receive_holds_spans_by_their_size_not_only_their_count():
 
 
 def test_the_held_size_is_released_when_a_trace_is_graded():
-    from tracegrade.traces.assembly import Assembler, Limits, span_size
+    from tracegrade.traces.live.assembly import Assembler, Limits, span_size
 
     span = _big_rootless(7, 0.5)
     root = span.__class__(**{**{s: getattr(span, s) for s in span.__slots__}, "parent_id": ""})

@@ -34,9 +34,9 @@ from tracegrade.cli import main
 from tracegrade.inputs.config import load_config
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.rundir.store import ResultStore
-from tracegrade.traces.assembly import Assembler, Limits, sampled
-from tracegrade.traces.monitor import Monitor
-from tracegrade.traces.receiver import Receiver, ReceiverOptions, bind
+from tracegrade.traces.live.assembly import Assembler, Limits, sampled
+from tracegrade.traces.live.monitor import Monitor
+from tracegrade.traces.live.receiver import Receiver, ReceiverOptions, bind
 from tracegrade.traces.spans import Span
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -359,8 +359,8 @@ def _start_cli(config: Path, *extra: str) -> tuple[subprocess.Popen, str]:
 _GRADE_THEN_KILL = """
 import asyncio, json, os, signal, sys
 from tracegrade.inputs.config import load_config
-from tracegrade.traces.ingest import JSON, decode_request
-from tracegrade.traces.monitor import Monitor
+from tracegrade.traces.live.ingest import JSON, decode_request
+from tracegrade.traces.live.monitor import Monitor
 
 config, run, requests = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 monitor = Monitor(load_config(config), "t", run=run)

@@ -14,7 +14,7 @@ from tests.runs_support import write_project
 from tests.test_receive import _graded, _trace, _wait_for, receiving
 from tracegrade.capture.otlp_http import json_to_protobuf
 from tracegrade.cli import main
-from tracegrade.traces.receiver import bind
+from tracegrade.traces.live.receiver import bind
 
 openai_server = loopback.openai_server
 PROTO = {"content-type": "application/x-protobuf"}
@@ -109,8 +109,8 @@ def test_annotate_needs_an_endpoint(tmp_path, capsys):
 def test_the_roots_kept_for_open_conversations_are_bounded(monkeypatch):
     from types import SimpleNamespace
 
-    from tracegrade.traces import receiver as module
-    from tracegrade.traces.receiver import Receiver
+    from tracegrade.traces.live import receiver as module
+    from tracegrade.traces.live.receiver import Receiver
 
     monkeypatch.setattr(module, "_HELD_ROOTS", 3)
     monitor = SimpleNamespace(config=SimpleNamespace(data={}), run_id="r", holds=lambda _t: True)

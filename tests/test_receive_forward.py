@@ -16,9 +16,9 @@ from tests.test_grade_traces import _project
 from tests.test_receive import _graded, _trace, _wait_for, _without_root, receiving
 from tracegrade.capture.otlp_http import json_to_protobuf
 from tracegrade.otel import semconv as sc
-from tracegrade.traces.assembly import Limits
-from tracegrade.traces.forwarding import with_verdicts
-from tracegrade.traces.ingest import JSON, PROTOBUF
+from tracegrade.traces.live.assembly import Limits
+from tracegrade.traces.live.forwarding import with_verdicts
+from tracegrade.traces.live.ingest import JSON, PROTOBUF
 
 
 def _roots(sink, trace_id):

@@ -23,7 +23,7 @@ from tests.trace_router import TraceRouter, backend_of
 from tracegrade.cli import main
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.rundir.store import ResultStore
-from tracegrade.traces.assembly import Limits
+from tracegrade.traces.live.assembly import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -324,7 +324,7 @@ def test_a_record_line_numbered_at_commit_is_the_line_written_with_its_trial(
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.traces.dialects import agent_trace
     from tracegrade.traces.grade import record_line, renumbered_line
-    from tracegrade.traces.ingest import JSON, decode_request
+    from tracegrade.traces.live.ingest import JSON, decode_request
 
     trace = agent_trace(decode_request(json.dumps(_trace("a" * 32)).encode(), JSON))
     policy = RedactionPolicy.from_config({"patterns": [r"[0-9]{3,}"]} if secret else None)

@@ -1,5 +1,5 @@
 """A monitor run's rollups per hour (`tracegrade receive`): the key its store keeps them under
-and how reports word them. The receiver writes them (`tracegrade.traces.monitor`); `show` and
+and how reports word them. The receiver writes them (`tracegrade.traces.live.monitor`); `show` and
 the JSON report read them here."""
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
         from ..execution.executors.loops import run_without_loop
         from ..inputs.config import load_config
         from .conversations import ConversationBook
-        from .monitor import Monitor
+        from .live.monitor import Monitor
 
         book = None
         if spec.conversations is not None:
@@ -141,7 +141,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
 
 
 async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
-    from .alerts import seen_of
+    from .live.alerts import seen_of
 
     inbox: queue.Queue[bytes | None] = queue.Queue()
 

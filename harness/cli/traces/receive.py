@@ -235,9 +235,9 @@ def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     from ...inputs.config import load_config
-    from ...traces.assembly import Limits
-    from ...traces.monitor import Monitor
-    from ...traces.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
+    from ...traces.live.assembly import Limits
+    from ...traces.live.monitor import Monitor
+    from ...traces.live.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
 
     config = load_config(args.config)
     config.select_targets([args.target])  # an unknown target is exit 4 before anything

@@ -17,7 +17,7 @@ import json
 import zlib
 from typing import Any
 
-from .spans import Span, spans_of_request, spans_of_request_proto, unreadable_why
+from ..spans import Span, spans_of_request, spans_of_request_proto, unreadable_why
 
 __all__ = [
     "JSON",

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cost.usage import percentile
-from ..verdicts.scoring import question_passed
+from ...cost.usage import percentile
+from ...verdicts.scoring import question_passed
 
 __all__ = ["AlertRule", "Alerts", "AlertsConfig", "alerts_config", "seen_of"]
 

@@ -29,22 +29,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import InputError, NothingToRunError
-from ..inputs.config import Config
-from ..rundir.directory import RunDirectory
-from ..rundir.manifest import RunSource
-from ..rundir.monitoring import MONITOR_META, monitor_notes
-from ..rundir.outcome import RunOutcome, Selection
-from ..rundir.store import ResultStore
-from ..rundir.verdict import record_lost_spans, record_scope
-from ..verdicts.result import QuestionResult
-from ..verdicts.scoring import question_passed
-from .archive import Pair, Pairer
-from .conversations import ConversationBook
-from .dialects import AgentTrace, agent_trace
-from .grade import GradedTrace, commit_graded, grade_paired
-from .policy import TracePolicy, with_policy
-from .spans import ReadProblems, Span, read_spans, request_of_spans
+from ...errors import InputError, NothingToRunError
+from ...inputs.config import Config
+from ...rundir.directory import RunDirectory
+from ...rundir.manifest import RunSource
+from ...rundir.monitoring import MONITOR_META, monitor_notes
+from ...rundir.outcome import RunOutcome, Selection
+from ...rundir.store import ResultStore
+from ...rundir.verdict import record_lost_spans, record_scope
+from ...verdicts.result import QuestionResult
+from ...verdicts.scoring import question_passed
+from ..archive import Pair, Pairer
+from ..conversations import ConversationBook
+from ..dialects import AgentTrace, agent_trace
+from ..grade import GradedTrace, commit_graded, grade_paired
+from ..policy import TracePolicy, with_policy
+from ..spans import ReadProblems, Span, read_spans, request_of_spans
 
 __all__ = ["Monitor"]
 
@@ -106,7 +106,7 @@ class Monitor:
 
     # -- making and finding the run ---------------------------------------------------------
     def _create(self, use_cache: bool) -> None:
-        from ..execution.run.prepare import prepare_run
+        from ...execution.run.prepare import prepare_run
 
         prepared = prepare_run(
             self.config,
@@ -126,8 +126,8 @@ class Monitor:
         self._prepared: Any = prepared
 
     def _reopen(self, run: str | Path, use_cache: bool) -> None:
-        from ..execution.run.prepare import plan_of, select_share
-        from ..execution.run.services import run_services, stored_attachments
+        from ...execution.run.prepare import plan_of, select_share
+        from ...execution.run.services import run_services, stored_attachments
 
         directory = RunDirectory.open(run, runs_dir=self.config.runs_dir)
         manifest = directory.manifest()
@@ -171,7 +171,7 @@ class Monitor:
     def start(self) -> list[list[Span]]:
         """Open the store and hold the run; returns the traces a previous stop left pending
         (their spans, to be assembled again)."""
-        from ..execution.run.prepare import new_grading
+        from ...execution.run.prepare import new_grading
 
         self._held = contextlib.ExitStack()
         store = self._held.enter_context(self.directory.store(redaction=self.config.redaction))
@@ -404,8 +404,8 @@ class Monitor:
     def close(self, *, lost_spans: int = 0) -> RunOutcome:
         """Store the rollups and the spans lost (dropped agent traces: the run is incomplete),
         release the run, and decide its one verdict."""
-        from ..execution.run.lifecycle import decided
-        from ..execution.run.services import redaction_notes
+        from ...execution.run.lifecycle import decided
+        from ...execution.run.services import redaction_notes
 
         if self._store is None:
             raise NothingToRunError("the monitor never started")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..otel import semconv as sc
+from ...otel import semconv as sc
 from .ingest import JSON
 
 __all__ = ["Forwarder", "with_verdicts"]

@@ -23,9 +23,9 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .archive import MAX_SPANS_PER_TRACE
-from .dialects import dialect_of
-from .spans import Span
+from ..archive import MAX_SPANS_PER_TRACE
+from ..dialects import dialect_of
+from ..spans import Span
 
 __all__ = ["Assembler", "Limits", "sampled"]
 

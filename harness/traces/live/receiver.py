@@ -28,11 +28,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..grade import COMMIT_BATCH
+from ..grading_workers import GradingPool, WorkerSpec
+from ..phoenix import PhoenixAnnotator
 from .alerts import Alerts, alerts_config
 from .assembly import Assembler, Limits, sampled
 from .forwarding import Forwarder
-from .grade import COMMIT_BATCH
-from .grading_workers import GradingPool, WorkerSpec
 from .ingest import (
     MAX_BODY_BYTES,
     BadRequest,
@@ -43,7 +44,6 @@ from .ingest import (
     success_body,
 )
 from .monitor import Monitor
-from .phoenix import PhoenixAnnotator
 
 __all__ = ["Receiver", "ReceiverOptions", "bind"]
 
@@ -465,7 +465,7 @@ class Receiver:
         if score is None:
             self._resolved(trace_id, None, root, held=self.monitor.holds(trace_id))
         elif self.wants_verdicts(trace_id, root):
-            from ..rundir.evaluations import evaluations_of
+            from ...rundir.evaluations import evaluations_of
 
             self._resolved(trace_id, evaluations_of([score]), root)
 
@@ -492,7 +492,7 @@ class Receiver:
             return
         if forwarder is None and (self._annotator is None or not root):
             return
-        from ..rundir.evaluations import otlp_events, phoenix_annotation
+        from ...rundir.evaluations import otlp_events, phoenix_annotation
 
         text = self.monitor.config.redaction.text
         if forwarder is not None:
