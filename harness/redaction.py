@@ -32,7 +32,7 @@ import fnmatch
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -43,8 +43,10 @@ __all__ = [
     "REDACTED",
     "SECRET_ENV_GLOBS",
     "SECRET_NAME_FRAGMENTS",
+    "DeferredScan",
     "RedactingFormatter",
     "RedactionPolicy",
+    "Scrubber",
     "compile_pattern",
     "console_policy",
     "is_secret_name",
@@ -227,6 +229,8 @@ class RedactionPolicy:
     """Short texts already scanned, and what they became (`text`)."""
     _names: dict[str, bool] = field(init=False, repr=False, compare=False)
     """Names already judged (`is_secret_name`)."""
+    _joinable: bool = field(init=False, repr=False, compare=False)
+    """No pattern anchored to a text's start or end: texts may be scanned joined (`clean`)."""
 
     def __post_init__(self) -> None:
         fragments = tuple(
@@ -256,6 +260,11 @@ class RedactionPolicy:
         # question, tool and grader texts recur in every trace a monitor grades.
         object.__setattr__(self, "_memo", {})
         object.__setattr__(self, "_names", {})
+        # The built-in patterns' only anchors are \b (a newline is a non-word neighbour, as a
+        # text's edge is) and the PEM block's \z (its (?s).*? reaches the joined text's end);
+        # a config pattern with ^, $, \A or \z could match a text alone and not joined.
+        anchored = any(c in p for p in self.patterns for c in ("^", "$", "\\A", "\\z"))
+        object.__setattr__(self, "_joinable", not anchored)
 
     @classmethod
     def from_config(cls, block: Mapping[str, Any] | None) -> RedactionPolicy:
@@ -331,6 +340,22 @@ class RedactionPolicy:
         if self._aws.search(text) is not None:
             text = self._aws.sub(self._replace_aws, text)
         return text
+
+    def clean(self, texts: Iterable[str]) -> bool:
+        """True when `text()` leaves every one of `texts` as it is, decided by one scan of
+        them joined by newlines (a page of thousands of short texts: one search instead of
+        one each). False means only "maybe not": scan them one by one."""
+        if not self._joinable:
+            return False
+        try:
+            joined = "\n".join(texts)
+            if self._regex.search(joined) is not None:
+                return False
+            # a long run (a hash, padding) is common and kept unless it is an AWS secret; a
+            # newline ends a run as a text's end does, so each run is judged as alone
+            return all(self._replace_aws(m) != REDACTED for m in self._aws.finditer(joined))
+        except Exception:  # a lone surrogate, a non-str: the one-by-one scan copes
+            return False
 
     def _replace_aws(self, match: Any) -> str:
         run = match.group(0)
@@ -425,6 +450,48 @@ class RedactionPolicy:
         except Exception:
             return REDACTED
 
+
+class DeferredScan:
+    """Stands in for `policy` while one thing is built from many texts: the name rule applies
+    at once, the value scan is put off: `text()` keeps each text as it is and notes it. Then
+    `clean()` scans them all in one search; when it says True, what was built is exactly what
+    `policy` would have built, else build it again with `policy` itself."""
+
+    __slots__ = ("answers", "policy", "texts", "unsure")
+
+    def __init__(self, policy: RedactionPolicy) -> None:
+        self.policy = policy
+        self.answers = policy.answers
+        self.texts: list[str] = []
+        self.unsure = False
+        """A value `text()` would have turned into text: only the policy itself says how."""
+
+    def clean(self) -> bool:
+        return not self.unsure and self.policy.clean(self.texts)
+
+    def is_secret_name(self, name: str) -> bool:
+        return self.policy.is_secret_name(name)
+
+    def text(self, text: str) -> str:
+        if type(text) is str:
+            self.texts.append(text)
+        else:
+            self.unsure = True
+        return text
+
+    def answer(self, text: str) -> str:
+        return self.text(text) if self.answers else text
+
+    # the policy's own walks, with this object's text() and is_secret_name()
+    def arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return RedactionPolicy.arguments(self, arguments)  # type: ignore[arg-type]
+
+    def value(self, value: Any, *, name: Any = "", by_name: bool = True) -> Any:
+        return RedactionPolicy.value(self, value, name=name, by_name=by_name)  # type: ignore[arg-type]
+
+
+Scrubber = RedactionPolicy | DeferredScan
+"""What redacts a value on its way out: the policy, or the policy's scan put off."""
 
 DEFAULT_POLICY = RedactionPolicy()
 """The built-in names and patterns, no additions."""

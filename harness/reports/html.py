@@ -27,7 +27,14 @@ from ..rundir.manifest import RunManifest
 from .common import fmt, fmt_score, question_reasons, worst_questions
 from .costs import cost_block
 from .html_assets import CSS, SCRIPT
-from .html_data import VERDICTS, build_question, load_sources, question_verdict, trace_link
+from .html_data import (
+    VERDICTS,
+    build_question,
+    gc_paused,
+    load_sources,
+    question_verdict,
+    trace_link,
+)
 
 __all__ = [
     "build_page_data",
@@ -108,9 +115,8 @@ def page_rows(
     """Every question as the page's script reads it, in blocks, worst first; each carries
     `i`, its place in run order. A block is built only when asked for, so a page that
     streams them (`tracegrade serve`) shows its first rows before the rest are built."""
-    block: list[dict[str, Any]] = []
-    size = FIRST_ROWS
-    for index, t, q in _ordered(outcome):
+
+    def entry(index: int, t: Any, q: Any) -> dict[str, Any]:
         link = trace_link(
             trace_url,
             trace_id=q.trace_id,
@@ -118,20 +124,23 @@ def page_rows(
             target=t.target,
             run_id=outcome.run_id,
         )
-        entry = build_question(
+        built = build_question(
             q,
             stored=runs.get(t.target, {}).get((q.question_id, q.trial)),
             record=records.get(t.target, {}).get((q.question_id, q.trial)),
             trace_url=link,
             redaction=redaction,
         )
-        entry["i"] = index
-        block.append(entry)
-        if len(block) >= size:
-            yield block
-            block, size = [], ROWS_PER_BLOCK
-    if block:
+        built["i"] = index
+        return built
+
+    ordered = _ordered(outcome)
+    start, size = 0, FIRST_ROWS
+    while start < len(ordered):
+        with gc_paused():  # a block at a time: never held while a slow reader takes one
+            block = [entry(*found) for found in ordered[start : start + size]]
         yield block
+        start, size = start + size, ROWS_PER_BLOCK
 
 
 def build_page_data(outcome: Any, **sources: Any) -> dict[str, Any]:
