@@ -4,13 +4,16 @@ whole, the same trace the in-memory grouping reads, in start order."""
 
 from __future__ import annotations
 
+import enum
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_grade_traces import _genai_request, _genai_trace
 from tracegrade.traces import archive
+from tracegrade.traces import spill as spill_module
 from tracegrade.traces.spans import Span, spans_of_request
 from tracegrade.traces.spill import SpilledPairs, TraceSpill, spill_trace_files
 
@@ -106,3 +109,48 @@ def _otlp(span: Span) -> dict:
     from tracegrade.traces.spans import request_of_spans
 
     return request_of_spans([span])["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Text(str):
+    """A value of a trace source plugin's own type: no plain JSON-like value."""
+
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.binary(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.dictionaries(st.text(min_size=1, max_size=6), _VALUES, max_size=4),
+    odd=st.sampled_from([None, _Level.HIGH, _Text("plugin"), ("a", 1)]),
+)
+def test_a_span_comes_back_from_the_spill_as_it_went_in_whatever_its_values(values, odd):
+
+    spans = _spans("c" * 32, 0)
+    spans[0].attributes.update(values)
+    spans[1].resource = {"service.name": "app", "odd": odd}
+    seen: list[list[Span]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        read = spill_module.agent_trace
+        patch.setattr(spill_module, "agent_trace", lambda got: seen.append(got) or read(got))
+        with TraceSpill() as spill:
+            spill.add(spans)
+            (trace,) = list(spill.traces())
+    assert trace.trace_id == "c" * 32
+    (back,) = seen
+    assert sorted(back, key=lambda s: s.span_id) == sorted(spans, key=lambda s: s.span_id)
+    assert [type(s.resource.get("odd")) for s in back if "odd" in s.resource] == [type(odd)]

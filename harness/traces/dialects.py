@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,9 +99,12 @@ def agent_trace(spans: Sequence[Span]) -> AgentTrace | None:
     if not roots:
         problems.insert(0, "the trace's root span is missing")
     if dialect == "openinference":
-        calls, user, answer = _openinference(spans, by_id)
-        graphs = _oi_graphs(spans, by_id)
-        facts = openinference_facts(spans, by_id, _metadata, lambda s: _oi_agent(s, by_id, graphs))
+        # each span's metadata JSON is parsed once, the graph runs found once: the calls, the
+        # graph path and the agents all read them (parsing them per reader was a third of it)
+        metadata = _metadata_of(spans)
+        graphs = _oi_graphs(spans, by_id, metadata)
+        calls, user, answer = _openinference(spans, by_id, graphs)
+        facts = openinference_facts(spans, by_id, metadata, lambda s: _oi_agent(s, by_id, graphs))
     else:
         calls, user, answer = _genai(spans, by_id)
         facts = question_span_facts(spans)
@@ -411,16 +414,26 @@ def _metadata(span: Span) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _oi_graphs(spans: Sequence[Span], by_id: Mapping[str, Span]) -> set[str]:
+def _metadata_of(spans: Sequence[Span]) -> Callable[[Span], dict[str, Any]]:
+    """`_metadata`, parsed once per span of the trace."""
+    parsed = {id(s): _metadata(s) for s in spans}
+    return lambda span: parsed[id(span)] if id(span) in parsed else _metadata(span)
+
+
+def _oi_graphs(
+    spans: Sequence[Span],
+    by_id: Mapping[str, Span],
+    metadata: Callable[[Span], dict[str, Any]] = _metadata,
+) -> set[str]:
     """Span ids of the graph runs. A LangGraph node's span carries `langgraph_node` (its own
     name) in its metadata, and its parent is the graph that ran it; a node's inner runnable of
     the same name (LangGraph wraps each node) is not a graph. The root is the top graph."""
     graphs = {s.span_id for s in spans if not s.parent_id}
     for s in spans:
         parent = by_id.get(s.parent_id)
-        if parent is None or _metadata(s).get("langgraph_node") != s.name:
+        if parent is None or metadata(s).get("langgraph_node") != s.name:
             continue
-        if parent.name == s.name and _metadata(parent).get("langgraph_node") == s.name:
+        if parent.name == s.name and metadata(parent).get("langgraph_node") == s.name:
             continue  # the node's own wrapper
         graphs.add(parent.span_id)
     return graphs
@@ -491,10 +504,9 @@ def _oi_tool_call_id(text: Any) -> str | None:
 
 
 def _openinference(
-    spans: Sequence[Span], by_id: Mapping[str, Span]
+    spans: Sequence[Span], by_id: Mapping[str, Span], graphs: set[str]
 ) -> tuple[list[ToolCall], str | None, str]:
     ordered = sorted(spans, key=lambda s: s.start_ns)
-    graphs = _oi_graphs(spans, by_id)
     requested: list[_Requested] = []
     answer = ""
     turns: dict[str, int] = {}

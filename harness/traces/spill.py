@@ -14,6 +14,7 @@ without holding them.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import pickle
 import sqlite3
 import tempfile
@@ -39,6 +40,34 @@ _READ_BATCH = 200
 _LISTED = 10
 POLICY = "trace policy"
 """How a trace the trace policy grades is paired (with a question of its own)."""
+
+
+def _dump_span(span: Span) -> bytes:
+    """A span as spilled: its fields as a marshalled tuple (a third of pickling the dataclass,
+    whose slots pickle field by field), or pickled when a value is not a plain JSON-like one (a
+    trace source plugin's own types); the first byte says which."""
+    row: Any = (
+        span.trace_id,
+        span.span_id,
+        span.parent_id,
+        span.name,
+        span.start_ns,
+        span.end_ns,
+        span.attributes,
+        span.status_code,
+        span.status_message,
+        span.resource,
+        span.kind,
+    )
+    try:
+        return b"m" + marshal.dumps(row)
+    except ValueError:  # unmarshallable: a subclass, an object
+        return b"p" + pickle.dumps(row, protocol=5)
+
+
+def _load_span(data: bytes) -> Span:
+    body = memoryview(data)[1:]
+    return Span(*(marshal.loads(body) if data[:1] == b"m" else pickle.loads(body)))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -106,7 +135,7 @@ class TraceSpill:
             self.db.execute("BEGIN")
             for span in spans:
                 self.summary.spans += 1
-                batch.append((span.trace_id, span.start_ns, pickle.dumps(span, protocol=5)))
+                batch.append((span.trace_id, span.start_ns, _dump_span(span)))
                 if len(batch) >= _BATCH:
                     self.db.executemany(insert, batch)
                     batch.clear()
@@ -133,7 +162,7 @@ class TraceSpill:
                         self.dropped_agent_spans += count
                     continue
                 rows = reader.execute("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
-                spans = [pickle.loads(row[0]) for row in rows]
+                spans = [_load_span(row[0]) for row in rows]
                 trace = agent_trace(spans)
                 if trace is None:
                     self.summary.not_agent += 1
@@ -148,7 +177,7 @@ class TraceSpill:
         """Whether a trace too large to hold has agent spans: read a batch at a time."""
         rows = reader.execute("SELECT data FROM spans WHERE trace_id = ?", (trace_id,))
         while batch := rows.fetchmany(_BATCH):
-            if dialect_of([pickle.loads(row[0]) for row in batch]) is not None:
+            if dialect_of([_load_span(row[0]) for row in batch]) is not None:
                 return True
         return False
 
