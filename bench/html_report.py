@@ -129,7 +129,7 @@ def records_size(scores, runs, records) -> int:
     """Bytes of what the page shows, as compact JSON with nothing added: the floor."""
     total = 0
     for q in scores:
-        run, rec = runs[q.question_id], records[q.question_id]
+        run, rec = runs[q.id], records[q.id]
         shown = {
             "messages": run.messages,
             "response": run.response,

@@ -83,7 +83,7 @@ def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
     with ResultStore.in_run_dir(run_dir) as store:
         grading = store.new_grading(mode="run")
         for i, q in enumerate(scores):
-            q.answer = runs[q.question_id]
+            q.answer = runs[q.id]
             q.answer.ordinal = i
             store.commit_question(q, grading_id=grading)
     lines = []
@@ -93,10 +93,10 @@ def write_run(run_dir: Path, run_id: str, created: str, n: int) -> None:
                 sc.SPAN_QUESTION,
                 q.trace_id,
                 1,
-                {sc.TG_QUESTION_ID: q.question_id, sc.TG_RECORD_COMPLETE: True},
+                {sc.TG_QUESTION_ID: q.id, sc.TG_RECORD_COMPLETE: True},
             )
         ]
-        for c in records[q.question_id]:
+        for c in records[q.id]:
             spans.append(_span(f"execute_tool {c.name}", q.trace_id, 10 + c.seq, {
                 sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: c.name,
                 sc.GEN_AI_TOOL_CALL_ID: c.call_id, sc.TG_AGENT: c.agent, sc.TG_SEQ: c.seq,

@@ -85,7 +85,7 @@ class RunResult:
         for t in self.targets:
             if t.target == target:
                 for q in t.questions:
-                    if q.question_id == question_id:
+                    if q.id == question_id:
                         return q
         raise KeyError(f"{target}::{question_id}")
 
@@ -97,7 +97,7 @@ class RunResult:
             for q in t.questions:
                 reasons = failure_reasons(q, gate)
                 if reasons:
-                    out[f"{t.target}::{q.question_id}"] = reasons
+                    out[f"{t.target}::{q.id}"] = reasons
         return out
 
 

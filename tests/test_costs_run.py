@@ -29,7 +29,7 @@ PER_CALL = (10 * 1.0 + 5 * 2.0) / 1_000_000
 
 
 def _scores(outcome):
-    return {q.question_id: q for t in outcome.targets for q in t.questions}
+    return {q.id: q for t in outcome.targets for q in t.questions}
 
 
 def test_each_question_keeps_its_tokens_cost_and_latency(tmp_path):
@@ -51,7 +51,7 @@ def test_each_question_keeps_its_tokens_cost_and_latency(tmp_path):
         "cached": None,
     }
     with ResultStore.open_readonly(outcome.run_dir) as store:  # what show/compare read back
-        again = {q.question_id: q for q in store.load_scores()}
+        again = {q.id: q for q in store.load_scores()}
     assert again["paris"].usage == paris.usage
 
 
@@ -134,7 +134,7 @@ def test_grader_functions_receive_cost_tokens_and_latency(tmp_path):
     (tmp_path / "data" / "graders.py").write_text(textwrap.dedent(GRADING))
     outcome = start_run(load_config(path))
     verdicts = {
-        q.question_id: next(g for g in q.graders if g.grader_id == "within_budget")
+        q.id: next(g for g in q.graders if g.grader_id == "within_budget")
         for q in _scores(outcome).values()
     }
     assert verdicts["paris"].score == pytest.approx(0.30), verdicts["paris"].reason

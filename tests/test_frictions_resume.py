@@ -25,7 +25,7 @@ def _interrupted_run(root):
     seen, run_dirs = [], []
 
     def stop_after_two(question):
-        seen.append(question.question_id)
+        seen.append(question.id)
         if len(seen) == 2:
             raise Interrupt
 
@@ -43,9 +43,7 @@ def test_a_moved_checkout_resumes_with_its_identical_config(tmp_path, capsys):
     shutil.rmtree(tmp_path / "before")
     config = moved / path.name
     resumed = []
-    outcome = resume_run(
-        load_config(config), run_dir.name, on_done=lambda q: resumed.append(q.question_id)
-    )
+    outcome = resume_run(load_config(config), run_dir.name, on_done=lambda q: resumed.append(q.id))
     assert sorted(resumed) == ["p2", "p3"] and outcome.exit_code == 0
     assert "t: resumed 2 of 4 question(s)" in outcome.notes
 

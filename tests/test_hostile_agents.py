@@ -80,7 +80,7 @@ def test_an_agent_raising_a_base_exception_errors_only_its_question(tmp_path, ca
     out = capsys.readouterr().out
     assert code == 2  # within the budget, an errored question still fails the gate
     assert f"{kind}: composite 0" in out
-    outcome_qs = {q.question_id: q for q in start_run(load_config(path)).targets[0].questions}
+    outcome_qs = {q.id: q for q in start_run(load_config(path)).targets[0].questions}
     assert outcome_qs[kind].errored and outcome_qs["ok"].composite == 5.0
 
 
@@ -88,7 +88,7 @@ def test_an_agent_raising_a_base_exception_errors_only_its_question(tmp_path, ca
 def test_an_agent_returning_no_ai_message_is_errored(tmp_path, kind):
     path = _project(tmp_path, [kind, "ok"], gate={"max_errored": 5})
     outcome = start_run(load_config(path))
-    qs = {q.question_id: q for q in outcome.targets[0].questions}
+    qs = {q.id: q for q in outcome.targets[0].questions}
     bad = qs[kind.replace(" ", "_")]
     assert bad.errored and bad.error.startswith("agent returned no AI message")
     assert outcome.exit_code == 2

@@ -453,7 +453,7 @@ def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run
     with ResultStore.open_readonly(run_dir) as store:
         rows = store.load_runs("t")
     assert sorted(r.trace_id for r in rows) == sorted([*sent, *batch, "f" * 32])
-    paris = sorted(r.trial for r in rows if r.question_id == "paris")
+    paris = sorted(r.trial for r in rows if r.id == "paris")
     assert paris == list(range(len(sent) + len(batch)))  # trials number on, none reused
     assert not (run_dir / "pending.jsonl").exists()
     total = {}

@@ -73,7 +73,7 @@ def test_each_grade_is_annotated_in_phoenix_as_traces_are_graded(
     assert paris["relevance_grader"]["annotator_kind"] == "LLM"
     assert paris["relevance_grader"]["result"]["score"] == 4
     assert paris["tracegrade"]["result"]["label"] == "pass"
-    stored = {q.question_id: q for t in receiver.outcome.targets for q in t.questions}
+    stored = {q.id: q for t in receiver.outcome.targets for q in t.questions}
     unmet = next(g for g in stored["rome"].graders if g.grader_id == "tool_usage_grader")
     assert rome["tool_usage_grader"]["result"]["label"] == ("pass" if unmet.passed else "fail")
     assert rome["tracegrade"]["result"]["label"] == (

@@ -51,8 +51,7 @@ def test_regrade_uses_the_cache_and_never_reruns_the_agent(tmp_path, openai_serv
         5.0,
     )
     first = {
-        q.question_id: [(g.grader_id, g.score) for g in q.graders]
-        for q in outcome.targets[0].questions
+        q.id: [(g.grader_id, g.score) for g in q.graders] for q in outcome.targets[0].questions
     }
     assert first["paris"] == [
         ("tool_usage_grader", 5.0),
@@ -65,8 +64,7 @@ def test_regrade_uses_the_cache_and_never_reruns_the_agent(tmp_path, openai_serv
     regraded = regrade_run(config, outcome.run_dir)
     assert len(openai_server.requests) == calls  # zero provider calls: all from the cache
     again = {
-        q.question_id: [(g.grader_id, g.score) for g in q.graders]
-        for q in regraded.targets[0].questions
+        q.id: [(g.grader_id, g.score) for g in q.graders] for q in regraded.targets[0].questions
     }
     assert again == first
     assert regraded.grading_id == outcome.grading_id + 1
@@ -97,7 +95,7 @@ def test_stored_grading_module_copy_vs_current(tmp_path, openai_server):
 
     def sunny(o):
         return {
-            q.question_id: next(g.score for g in q.graders if g.grader_id == "says_sunny")
+            q.id: next(g.score for g in q.graders if g.grader_id == "says_sunny")
             for q in o.targets[0].questions
         }
 

@@ -138,7 +138,7 @@ def test_each_trial_is_stored_traced_and_summarised(tmp_path, capsys):
     run_dir = _only_run(tmp_path)
     with ResultStore.open_readonly(run_dir) as store:
         runs = store.load_runs()
-    assert sorted((r.question_id, r.trial) for r in runs) == sorted(
+    assert sorted((r.id, r.trial) for r in runs) == sorted(
         (c.lower(), t) for c in CITIES for t in range(3)
     )
     # Each trial's own calls in the trace file, keyed by trial.
@@ -210,7 +210,7 @@ def test_repeats_flag_overrides_the_target_and_resume_is_per_trial(tmp_path, cap
     out = capsys.readouterr().out
     assert "t: resumed 1 of 6 trial(s) (1 question(s))" in out
     with ResultStore.open_readonly(run_dir) as store:
-        assert sorted((r.question_id, r.trial) for r in store.load_runs()) == sorted(
+        assert sorted((r.id, r.trial) for r in store.load_runs()) == sorted(
             (c.lower(), t) for c in CITIES for t in range(2)
         )
 
@@ -224,7 +224,7 @@ def test_regrade_scores_each_trial_with_its_own_record(tmp_path, capsys):
     with ResultStore.open_readonly(run_dir) as store:
         regraded = store.load_scores(grading_id=2)
     tool = {
-        (q.question_id, q.trial): next(g for g in q.graders if g.grader_id == "tool_usage_grader")
+        (q.id, q.trial): next(g for g in q.graders if g.grader_id == "tool_usage_grader")
         for q in regraded
     }
     for city, schedule in SCHEDULE.items():

@@ -50,7 +50,7 @@ def test_reading_an_old_run_leaves_its_files_untouched(old_run):
     before = hashlib.sha256(store_file.read_bytes()).hexdigest()
     outcome = load_outcome(old_run)
     (target,) = outcome.targets
-    assert {q.question_id: q.composite for q in target.questions} == pytest.approx(V0_COMPOSITES)
+    assert {q.id: q.composite for q in target.questions} == pytest.approx(V0_COMPOSITES)
     assert hashlib.sha256(store_file.read_bytes()).hexdigest() == before
     assert _user_version(store_file) == 0
 
@@ -58,8 +58,8 @@ def test_reading_an_old_run_leaves_its_files_untouched(old_run):
 def test_an_old_store_is_migrated_in_place_when_opened_for_writing(old_run):
     with ResultStore.in_run_dir(old_run) as store:
         assert store.schema_version == SCHEMA_VERSION
-        scores = {q.question_id: q for q in store.load_scores()}
-        runs = {r.question_id: r for r in store.load_runs()}
+        scores = {q.id: q for q in store.load_scores()}
+        runs = {r.id: r for r in store.load_runs()}
     assert _user_version(old_run / "results.sqlite") == SCHEMA_VERSION
     assert {k: v.composite for k, v in scores.items()} == pytest.approx(V0_COMPOSITES)
     assert {q.trial for q in scores.values()} == {0}

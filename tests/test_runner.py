@@ -17,7 +17,7 @@ from tracegrade.rundir.store import ResultStore
 
 
 def _by_id(outcome):
-    return {q.question_id: q for t in outcome.targets for q in t.questions}
+    return {q.id: q for t in outcome.targets for q in t.questions}
 
 
 def test_agent_error_and_timeout_are_counted_errored_and_the_run_goes_on(tmp_path):

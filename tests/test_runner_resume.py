@@ -37,7 +37,7 @@ def test_cancelled_run_keeps_committed_questions_and_resume_runs_only_the_missin
     run_dirs = []
 
     def interrupt_after_two(question):
-        seen.append(question.question_id)
+        seen.append(question.id)
         if len(seen) == 2:
             raise Interrupt
 
@@ -45,18 +45,18 @@ def test_cancelled_run_keeps_committed_questions_and_resume_runs_only_the_missin
         start_run(config, on_start=lambda d, n: run_dirs.append(d), on_done=interrupt_after_two)
     (run_dir,) = run_dirs
     with ResultStore.in_run_dir(run_dir) as store:
-        before = {r.question_id: r.trace_id for r in store.load_runs()}
+        before = {r.id: r.trace_id for r in store.load_runs()}
     assert set(before) == {"p0", "p1"}
 
     resumed = []
-    outcome = resume_run(config, run_dir.name, on_done=lambda q: resumed.append(q.question_id))
+    outcome = resume_run(config, run_dir.name, on_done=lambda q: resumed.append(q.id))
     assert sorted(resumed) == ["p2", "p3", "p4", "p5"]  # only the missing ones ran
     assert "t: resumed 4 of 6 question(s)" in outcome.notes
     with ResultStore.in_run_dir(run_dir) as store:
-        after = {r.question_id: r.trace_id for r in store.load_runs()}
+        after = {r.id: r.trace_id for r in store.load_runs()}
     assert len(after) == 6
     assert {k: after[k] for k in before} == before  # committed rows untouched
-    assert [q.question_id for q in outcome.targets[0].questions] == [f"p{i}" for i in range(6)]
+    assert [q.id for q in outcome.targets[0].questions] == [f"p{i}" for i in range(6)]
     assert outcome.exit_code == 0
 
 

@@ -65,8 +65,8 @@ def _run(root: Path, config: Path, *args: str) -> tuple[int, Path]:
 def _rows(run_dir: Path) -> dict:
     """Question id -> what the store holds for it (everything but wall-clock values)."""
     with ResultStore.open_readonly(run_dir) as store:
-        runs = {r.question_id: r for r in store.load_runs()}
-        scores = {s.question_id: s for s in store.load_scores()}
+        runs = {r.id: r for r in store.load_runs()}
+        scores = {s.id: s for s in store.load_scores()}
     out = {}
     for qid, r in runs.items():
         s = scores[qid]

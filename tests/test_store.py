@@ -57,9 +57,9 @@ def test_round_trip_of_runs_and_scores(tmp_path):
         )
     with ResultStore(tmp_path / "r.sqlite") as store:  # reopened: everything was committed
         runs = store.load_runs()
-        assert [r.question_id for r in runs] == ["a", "b"]  # selection order
+        assert [r.id for r in runs] == ["a", "b"]  # selection order
         assert runs[1].tags == ["x"] and runs[1].answer.tool_call_count == 2
-        scores = {s.question_id: s for s in store.load_scores()}
+        scores = {s.id: s for s in store.load_scores()}
         assert scores["b"].composite == 4.0 and scores["b"].graders[0].must_pass
         assert scores["b"].graders[0].checks[0]["status"] == "pass"
         assert scores["a"].errored and scores["a"].composite == 0.0
@@ -115,7 +115,7 @@ def test_a_batch_of_questions_is_one_commit_read_back_whole_or_not_at_all(tmp_pa
         with pytest.raises(TypeError):
             store.commit_questions(bad, grading_id=gid)
     with ResultStore(path) as store:  # reopened: the first batch, whole
-        assert [r.question_id for r in store.load_runs()] == [f"q{i}" for i in range(40)]
+        assert [r.id for r in store.load_runs()] == [f"q{i}" for i in range(40)]
         scores = store.load_scores()
         assert [s.composite for s in scores] == [float(i % 6) for i in range(40)]
         assert all(s.content_sha256 for s in scores)

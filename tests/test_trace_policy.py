@@ -76,7 +76,7 @@ def test_traces_matching_no_question_are_graded_by_the_command_line_policy(tmp_p
     # same verdict
     run_dir = tmp_path / "proj" / "runs" / data["run_id"]
     with ResultStore.open_readonly(run_dir) as store:
-        inputs = {r.question_id: r.answer.input for r in store.load_runs("t")}
+        inputs = {r.id: r.answer.input for r in store.load_runs("t")}
     assert inputs["trace-" + "2" * 32] == "delete my account"
     assert main(["show", str(run_dir), "--quiet"]) == 2
 
@@ -115,6 +115,6 @@ def test_receive_grades_an_unmatched_trace_by_the_policy(tmp_path):
         _wait(lambda: _graded(receiver) == 1)
     assert receiver.outcome.exit_code == 2
     (question,) = receiver.outcome.targets[0].questions
-    assert question.question_id == "trace-" + "4" * 32
+    assert question.id == "trace-" + "4" * 32
     hour = next(iter(receiver.monitor.rollups.values()))
     assert hour["policy"] == 1 and hour["failed"] == 1

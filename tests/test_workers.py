@@ -67,8 +67,8 @@ def _pid_questions(n: int) -> list[dict]:
 def _stored(run_dir: Path) -> dict:
     """Question id -> (ordinal, error, tool calls, composite, objective, grader verdicts)."""
     with ResultStore.open_readonly(run_dir) as store:
-        runs = {r.question_id: r for r in store.load_runs()}
-        scores = {s.question_id: s for s in store.load_scores()}
+        runs = {r.id: r for r in store.load_runs()}
+        scores = {s.id: s for s in store.load_scores()}
     return {
         qid: (
             r.answer.ordinal,
@@ -110,7 +110,7 @@ def test_two_workers_give_the_run_one_process_gives(tmp_path, executor):
     assert _stored(two.run_dir) == _stored(one.run_dir)
     assert _records(two.run_dir) == _records(one.run_dir)  # one trace file, every record
     assert sorted(p.name for p in (two.run_dir / "traces").iterdir()) == ["t.jsonl"]
-    errors = {q.question_id: q.error for q in two.targets[0].questions if q.errored}
+    errors = {q.id: q.error for q in two.targets[0].questions if q.errored}
     assert errors["slow"].startswith("timed out after 6s")  # the per-question timeout, in a worker
     assert "model exploded" in errors["crash"]
     assert [t.verdict.reasons for t in two.targets] == [t.verdict.reasons for t in one.targets]
@@ -148,7 +148,7 @@ def test_a_worker_that_dies_errors_what_it_held_and_the_rest_runs(tmp_path, exec
     stored = _stored(run_dir)
     assert len(stored) == 11  # nothing lost
     with ResultStore.open_readonly(run_dir) as store:
-        died = {r.question_id: r for r in store.load_runs()}["die"]
+        died = {r.id: r for r in store.load_runs()}["die"]
     assert died.error_type == "WorkerDied"
     if executor == "local":
         assert "worker process" in died.error and "SIGKILL" in died.error
@@ -347,7 +347,7 @@ def test_a_resumed_run_with_workers_asks_only_what_is_missing(tmp_path, executor
     again = resume_run(
         config, first.run_dir.name, workers=2, executor=executor, on_done=seen.append
     )
-    assert sorted(q.question_id for q in seen) == ["q001", "q007"]
+    assert sorted(q.id for q in seen) == ["q001", "q007"]
     assert again.exit_code == 0 and len(_stored(first.run_dir)) == 10
 
 

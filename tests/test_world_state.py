@@ -11,7 +11,7 @@ from tracegrade.rundir.store import ResultStore
 
 def answers(outcome) -> dict[str, str]:
     with ResultStore.in_run_dir(outcome.run_dir) as store:
-        return {r.question_id: r.answer.response for r in store.load_runs()}
+        return {r.id: r.answer.response for r in store.load_runs()}
 
 
 def test_a_seeded_key_reaches_the_graph_and_start_at_skips_the_node(tmp_path):

@@ -51,7 +51,7 @@ def project(tmp_path: Path, questions: list, *, factory: str = "build_careful", 
 def run(path: Path):
     outcome = start_run(load_config(path))
     records = read_records(RunDirectory(outcome.run_dir).trace_file("desk"))
-    scores = {q.question_id: q for t in outcome.targets for q in t.questions}
+    scores = {q.id: q for t in outcome.targets for q in t.questions}
     return outcome, scores, records
 
 

@@ -36,7 +36,7 @@ def promote_page(request: Request) -> Response:
             for t in entry.outcome.targets
             if t.target == target
             for x in t.questions
-            if x.question_id == qid and x.trial == trial
+            if x.id == qid and x.trial == trial
         ),
         None,
     )

@@ -63,9 +63,7 @@ def review_queue(
                 items = open_items(qs, checklists.get(t.target, []))
                 if items:
                     failing = question_verdict(qs) in ("failed", "errored")
-                    item = QueueItem(
-                        entry.run_id, t.target, qs.question_id, qs.trial, tuple(items), failing
-                    )
+                    item = QueueItem(entry.run_id, t.target, qs.id, qs.trial, tuple(items), failing)
                     out.append(item)
     if failing_first:
         out.sort(key=lambda item: not item.failing)  # stable: each group keeps its order

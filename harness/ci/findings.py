@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError
 from ..inputs.sourceparse import load_document
 from ..reports.common import question_label, question_reasons
 from ..reports.costs import totals_of
 from ..rundir.manifest import RunManifest
+from ..rundir.outcome import RunOutcome
 from ..verdicts.scoring import question_passed
 
 __all__ = ["Finding", "QuestionLocator", "findings"]
@@ -104,7 +104,7 @@ def workspace() -> Path:
     return Path(os.environ.get("GITHUB_WORKSPACE") or os.environ.get("CI_PROJECT_DIR") or ".")
 
 
-def findings(outcome: Any, *, locator: QuestionLocator | None = None) -> list[Finding]:
+def findings(outcome: RunOutcome, *, locator: QuestionLocator | None = None) -> list[Finding]:
     """Every finding of a run, in report order: per target, its failing questions (one per
     question, its trials folded), then its advisories and unpriced models."""
     locator = locator or QuestionLocator(outcome.manifest, workspace=workspace())
@@ -113,12 +113,12 @@ def findings(outcome: Any, *, locator: QuestionLocator | None = None) -> list[Fi
         seen: set[str] = set()
         for q in t.questions:
             verdict = question_passed(q)
-            if verdict is True or q.question_id in seen:
+            if verdict is True or q.id in seen:
                 continue
             if verdict is None and not q.degraded:
                 continue  # unscored: a run-level note (every report names it), no failure
-            seen.add(q.question_id)
-            file, line = locator.locate(t.target, q.question_id)
+            seen.add(q.id)
+            file, line = locator.locate(t.target, q.id)
             what = "errored" if q.errored else "failed" if verdict is False else "degraded"
             found.append(
                 Finding(
@@ -126,7 +126,7 @@ def findings(outcome: Any, *, locator: QuestionLocator | None = None) -> list[Fi
                     title=f"tracegrade {t.target}: {question_label(q)} {what}",
                     message="\n".join(question_reasons(q)) or what,
                     target=t.target,
-                    question_id=q.question_id,
+                    question_id=q.id,
                     file=file,
                     line=line,
                 )

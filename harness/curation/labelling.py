@@ -16,6 +16,7 @@ from ..inputs.sourcefile import Problem, load_document, pointer_of, raise_proble
 from ..rundir.annotations import REVIEW_PREFIX, ChecklistItem, parse_checklist
 from ..rundir.manifest import RunManifest
 from ..rundir.record import ToolCallResult
+from ..rundir.store import ResultStore
 from ..verdicts.scoring import GraderVerdict
 
 __all__ = [
@@ -75,7 +76,7 @@ def checklists_of(
 
 def label_tasks(
     run_dir: Path,
-    store: Any,
+    store: ResultStore,
     checklists: Mapping[str, list[ChecklistItem]],
     *,
     ids: Sequence[str] = (),
@@ -85,13 +86,13 @@ def label_tasks(
     from ..rundir.history import tool_calls_of
 
     tasks = []
-    scores = {(q.target, q.question_id, q.trial): q for q in store.load_scores()}
+    scores = {(q.target, q.id, q.trial): q for q in store.load_scores()}
     for target in store.targets():
         calls = tool_calls_of(run_dir, target)
         for run in store.load_runs(target):
-            if not id_selected(run.question_id, ids):
+            if not id_selected(run.id, ids):
                 continue
-            score = scores.get((target, run.question_id, run.trial))
+            score = scores.get((target, run.id, run.trial))
             graders = list(score.graders) if score is not None else []
             reviews = [
                 {"grader": g.grader_id, **c}
@@ -102,14 +103,12 @@ def label_tasks(
             tasks.append(
                 LabelTask(
                     target=target,
-                    question_id=run.question_id,
+                    question_id=run.id,
                     trial=run.trial,
                     input=run.answer.input,
                     response=run.answer.response,
                     error=run.error,
-                    tool_calls=calls.get((run.question_id, run.trial))
-                    if run.answer.has_record
-                    else None,
+                    tool_calls=calls.get((run.id, run.trial)) if run.answer.has_record else None,
                     graders=graders,
                     checklist=list(checklists.get(target, [])),
                     reviews=reviews,

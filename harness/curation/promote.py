@@ -104,11 +104,7 @@ def promoted_row(
     run = RunDirectory(run_dir)
     manifest = run.manifest()
     with run.read_store() as results:
-        runs = [
-            r
-            for r in results.load_runs(target)
-            if r.question_id == question_id and r.trial == trial
-        ]
+        runs = [r for r in results.load_runs(target) if r.id == question_id and r.trial == trial]
     if not runs:
         raise InputError(f"run {run_dir.name} has no question {question_id!r}", key="--id")
     if len({r.target for r in runs}) > 1:
@@ -125,7 +121,7 @@ def promoted_row(
         row["id"] = as_id
     needs_review: list[str] = []
     if not row.get("expected_tools") and stored.answer.has_record:
-        calls = tool_calls_of(run_dir, stored.target).get((stored.question_id, stored.trial))
+        calls = tool_calls_of(run_dir, stored.target).get((stored.id, stored.trial))
         if calls:
             row["expected_tools"] = draft_expected_tools(calls)
             needs_review.append("expected_tools")

@@ -201,22 +201,20 @@ def benchmark_items(
     notes: list[str] = []
     used: set[tuple] = set()
     for q, entry in _stored_checks(run_dir, rubric):
-        label = labels.get((q.target, q.question_id, entry["id"])) or labels.get(
-            (None, q.question_id, entry["id"])
-        )
+        label = labels.get((q.target, q.id, entry["id"])) or labels.get((None, q.id, entry["id"]))
         check = checks.get(entry["id"])
         if label is None or check is None or label.passed is None:
             continue
         used.add((label.target, label.question, label.dimension))
         if check.thresholds is not None:
-            notes.append(f"{q.question_id}/{check.id}: the check's own thresholds are kept")
+            notes.append(f"{q.id}/{check.id}: the check's own thresholds are kept")
         by_role = {s["role"]: s["probabilities"] for s in entry["questions"]}
         evidence = Evidence()
         if check.kind in ("tool-claim", "escalation"):
             if q.target not in records:
                 path = RunDirectory(run_dir).trace_file(q.target)
                 records[q.target] = read_records(path) if path.is_file() else {}
-            evidence = gather_evidence({"tool_calls": records[q.target].get(q.question_id)})
+            evidence = gather_evidence({"tool_calls": records[q.target].get(q.id)})
 
         def decide(
             t: Thresholds, check: Any = check, by_role: Any = by_role, evidence: Any = evidence
@@ -225,7 +223,7 @@ def benchmark_items(
 
         items.append(
             BenchmarkItem(
-                question=q.question_id,
+                question=q.id,
                 split=q.split,
                 check=check.id,
                 gold_pass=bool(label.passed),

@@ -153,16 +153,16 @@ def _copy_rows(
         if not gradings:
             return trials
         own = min(g["grading_id"] for g in gradings)
-        scores = {(s.target, s.question_id, s.trial): s for s in source.load_scores(grading_id=own)}
+        scores = {(s.target, s.id, s.trial): s for s in source.load_scores(grading_id=own)}
         items = []
-        for row in sorted(source.load_runs(), key=lambda r: (r.target, r.question_id, r.trial)):
-            score = scores.get((row.target, row.question_id, row.trial))
+        for row in sorted(source.load_runs(), key=lambda r: (r.target, r.id, r.trial)):
+            score = scores.get((row.target, row.id, row.trial))
             if score is None:
                 continue
-            key = (row.target, row.question_id)
+            key = (row.target, row.id)
             trial = following[key]
             following[key] += 1
-            trials[(row.target, row.question_id, row.trial)] = trial
+            trials[(row.target, row.id, row.trial)] = trial
             score.trial = trial
             score.answer = row.answer  # the receiver's grades with its stored answer
             items.append(score)

@@ -108,7 +108,7 @@ def rubric_findings(questions: Sequence[QuestionResult]) -> list[str]:
     """Every critical or required rubric check that failed, and every check left in Review,
     named with its question: `q1: rubric check booking-claim@1.0.0 critical failed: ...`."""
     return [
-        f"{q.question_id}: {_check_line(what, check)}"
+        f"{q.id}: {_check_line(what, check)}"
         for q in questions
         if not q.errored
         for what, check in check_problems(q)
@@ -136,7 +136,7 @@ def outcome_line(question: QuestionResult) -> str:
 
 def question_label(question: QuestionResult) -> str:
     """The question id, with its trial when the target repeats questions (`rome#2`)."""
-    return f"{question.question_id}#{question.trial}" if question.trial else question.question_id
+    return f"{question.id}#{question.trial}" if question.trial else question.id
 
 
 def unscored_line(ids: Sequence[str], show: Any = str) -> str:
@@ -162,7 +162,7 @@ def worst_questions(questions: Sequence[QuestionResult], limit: int = 5) -> list
             not q.errored,
             not q.degraded,
             q.composite if q.composite is not None else 5.0,
-            q.question_id,
+            q.id,
         )
     )
     return flagged[:limit]

@@ -84,7 +84,7 @@ def _costliest(questions, limit: int = 3) -> list[str]:
     have = [q for q in questions if q.usage is not None and q.usage.agent.calls]
     if not have:
         return []
-    have.sort(key=lambda q: (-(q.usage.cost or 0.0), -(q.usage.tokens or 0), q.question_id))
+    have.sort(key=lambda q: (-(q.usage.cost or 0.0), -(q.usage.tokens or 0), q.id))
     lines = ["  costliest questions:"]
     for q in have[:limit]:
         tokens, cost, latency = question_cells(q.usage)
@@ -256,7 +256,7 @@ _FALLBACK = "no tool-call record available"  # graders.tool_usage.FALLBACK_MARKE
 def _costly_key(q: QuestionResult) -> tuple[float, int, str]:
     usage = q.usage
     assert usage is not None
-    return (-(usage.cost or 0.0), -(usage.tokens or 0), q.question_id)
+    return (-(usage.cost or 0.0), -(usage.tokens or 0), q.id)
 
 
 class ReportDigest:

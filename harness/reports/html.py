@@ -126,8 +126,8 @@ def page_rows(
         )
         built = build_question(
             q,
-            stored=runs.get(t.target, {}).get((q.question_id, q.trial)),
-            record=records.get(t.target, {}).get((q.question_id, q.trial)),
+            stored=runs.get(t.target, {}).get((q.id, q.trial)),
+            record=records.get(t.target, {}).get((q.id, q.trial)),
             trace_url=link,
             redaction=redaction,
         )
@@ -355,7 +355,7 @@ def _target_section(t: Any, index: int) -> str:
             why = "; ".join(question_reasons(q))
             out.append(
                 f'<li><a href="#q={_e(_question_hash(t.target, q))}">'
-                f"<code>{_e(q.question_id)}</code></a> composite {_e(fmt(q.composite))}: "
+                f"<code>{_e(q.id)}</code></a> composite {_e(fmt(q.composite))}: "
                 f"{_e(why)}</li>"
             )
         out.append("</ul>")
@@ -367,7 +367,7 @@ def _question_hash(target: str, q: Any) -> str:
     """`<target>/<id>`, `/<trial>` after it for a repeat: what the page's script routes on."""
     from urllib.parse import quote
 
-    key = f"{quote(target, safe='')}/{quote(q.question_id, safe='')}"
+    key = f"{quote(target, safe='')}/{quote(q.id, safe='')}"
     return f"{key}/{q.trial}" if q.trial else key
 
 

@@ -438,7 +438,7 @@ def _question(
     expectations, verdicts = _expectations(row, record, q.graders)
     return {
         "target": q.target,
-        "id": q.question_id,
+        "id": q.id,
         "trial": q.trial,
         "split": q.split,
         "bundle": q.bundle,

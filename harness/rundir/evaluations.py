@@ -11,6 +11,7 @@ and no score, never a score of 0.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ..otel import semconv as sc
+from ..verdicts.result import QuestionResult
 
 __all__ = [
     "Evaluation",
@@ -73,7 +75,9 @@ def _time_ns(stamp: Any, default: int) -> int:
     return default
 
 
-def evaluations_of(questions: Sequence[Any], *, grading: int | None = None) -> list[Evaluation]:
+def evaluations_of(
+    questions: Sequence[QuestionResult], *, grading: int | None = None
+) -> list[Evaluation]:
     """Every evaluation of these question runs (their graders, verdicts and labels); a question
     run without a trace id (it never ran) has no span to carry them and gives none."""
     from ..verdicts.scoring import question_passed
@@ -84,47 +88,45 @@ def evaluations_of(questions: Sequence[Any], *, grading: int | None = None) -> l
     for q in questions:
         if not q.trace_id:
             continue
-        common = {"trace_id": q.trace_id, "time_ns": now, "grading": grading}
-        common["question_id"] = q.question_id
+        evaluation = functools.partial(
+            Evaluation, trace_id=q.trace_id, time_ns=now, grading=grading, question_id=q.id
+        )
         for g in q.graders:
             if g.error:
                 found.append(
-                    Evaluation(
+                    evaluation(
                         name=g.grader_id,
                         kind=_kind_of(g.grader_id, kinds),
                         score=None,
                         label=None,
                         explanation=g.reason,
                         error_type="GraderError",
-                        **common,
                     )
                 )
             elif g.score is not None:
                 found.append(
-                    Evaluation(
+                    evaluation(
                         name=g.grader_id,
                         kind=_kind_of(g.grader_id, kinds),
                         score=float(g.score),
                         label="pass" if g.passed else "fail",
                         explanation=g.reason,
-                        **common,
                     )
                 )
         verdict = question_passed(q)
         if q.errored:
             found.append(
-                Evaluation(
+                evaluation(
                     name="tracegrade",
                     kind="code",
                     score=None,
                     label="fail",
                     explanation=f"agent error ({q.error_type}): {q.error}",
-                    **common,
                 )
             )
         elif verdict is not None:
             found.append(
-                Evaluation(
+                evaluation(
                     name="tracegrade",
                     kind="code",
                     score=q.composite,
@@ -133,19 +135,18 @@ def evaluations_of(questions: Sequence[Any], *, grading: int | None = None) -> l
                     if verdict
                     else "; ".join([*q.must_pass_failures, *(g.grader_id for g in q.unmet)][:10])
                     or "failed",
-                    **common,
                 )
             )
         for a in getattr(q, "annotations", None) or []:
             name = str(a.get("label", "label"))
             found.append(
-                Evaluation(
+                evaluation(
                     name=name if name.startswith("label:") else f"label:{name}",
                     kind="human",
                     score=1.0 if a.get("answer") else 0.0,
                     label="yes" if a.get("answer") else "no",
                     explanation=str(a.get("note") or f"by {a.get('by', 'someone')}"),
-                    **{**common, "time_ns": _time_ns(a.get("created"), now)},
+                    time_ns=_time_ns(a.get("created"), now),
                 )
             )
     return found

@@ -448,7 +448,7 @@ class ResultStore:
                 (
                     grading_id,
                     target,
-                    score.question_id,
+                    score.id,
                     score.trial,
                     position,
                     g.grader_id,
@@ -476,7 +476,7 @@ class ResultStore:
             (
                 grading_id,
                 target,
-                score.question_id,
+                score.id,
                 score.trial,
                 score.composite,
                 score.objective,

@@ -101,7 +101,7 @@ class BudgetFold:
             return
         self.over += 1
         if len(self.shown) < 5:
-            label = f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+            label = f"{q.id}#{q.trial}" if q.trial else q.id
             self.shown.append(f"{label}: {', '.join(q.over_budget)}")
 
     def reasons(self) -> list[str]:

@@ -133,7 +133,7 @@ def evaluate_gate(
 
 
 def _label(q: QuestionResult) -> str:
-    return f"{q.question_id}#{q.trial}" if q.trial else q.question_id
+    return f"{q.id}#{q.trial}" if q.trial else q.id
 
 
 def _named(count: int, names: Sequence[str]) -> str:
@@ -179,27 +179,27 @@ class GateFold:
         if q.errored:
             self.errored_count += 1
             if len(self.errored) < 5:
-                self.errored.append(q.question_id)
+                self.errored.append(q.id)
             self.must_count += len(self.must_pass)
             for gid in self.must_pass:
                 if len(self.must_errored) < 5:
-                    self.must_errored.append(f"{q.question_id}: {gid}")
+                    self.must_errored.append(f"{q.id}: {gid}")
         else:
             for g in q.must_pass_failures:
                 self.must_count += 1
                 if len(self.must_ran) < 5:
-                    self.must_ran.append(f"{q.question_id}: {g}")
+                    self.must_ran.append(f"{q.id}: {g}")
             if q.ended_early:
                 self.early_count += 1
                 if len(self.early) < 5:
-                    self.early.append(f"{q.question_id} ({q.outcome})")
+                    self.early.append(f"{q.id} ({q.outcome})")
             self.critical += len(q.critical_failures)
             self.required += len(q.required_check_failures)
             self.reviews += len(q.required_check_reviews)
             if is_unscored(q):
                 self.unscored.append(_label(q))
         verdict = question_passed(q, critical_fails=gate.zero_critical_failures)
-        key = (q.target, q.question_id)
+        key = (q.target, q.id)
         self.trials[key] = all_passed([self.trials.get(key, True), verdict])
         if verdict is False:
             self.failed.append(_label(q))

@@ -180,11 +180,6 @@ class QuestionResult(_Model):
 
     # -- the verdict, derived ----------------------------------------------------------------
     @property
-    def question_id(self) -> str:
-        """`id`, by the name store rows and annotations give it."""
-        return self.id
-
-    @property
     def key(self) -> tuple[str, str, int]:
         return (self.target, self.id, self.trial)
 

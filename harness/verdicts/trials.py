@@ -69,7 +69,7 @@ class _Trials:
     """One question's trials folded: verdict counts, composites and each grader's scores."""
 
     def __init__(self, q: QuestionResult) -> None:
-        self.target, self.question_id = q.target, q.question_id
+        self.target, self.question_id = q.target, q.id
         self.trials = self.passed = self.undecided = 0
         self.failed = False
         self.composites = array("d")  # doubles: 8 bytes a trial
@@ -124,7 +124,7 @@ class TrialsFold:
 
     def add(self, q: QuestionResult) -> None:
         self.repeated = self.repeated or bool(q.trial)
-        key = (q.target, q.question_id)
+        key = (q.target, q.id)
         if key not in self.questions:
             self.questions[key] = _Trials(q)
         self.questions[key].add(q)
@@ -137,9 +137,9 @@ def summarise_trials(questions: Iterable[QuestionResult]) -> list[TrialSummary]:
     """One summary per question (in the order questions first appear), trials in order."""
     questions = list(questions)
     fold = TrialsFold()
-    for q in sorted(questions, key=lambda q: (q.target, q.question_id, q.trial)):
+    for q in sorted(questions, key=lambda q: (q.target, q.id, q.trial)):
         fold.add(q)
-    order = list(dict.fromkeys((q.target, q.question_id) for q in questions))
+    order = list(dict.fromkeys((q.target, q.id) for q in questions))
     return [fold.questions[key].summary() for key in order]
 
 

@@ -106,7 +106,7 @@ async def _regrade_question(
         fresh = [a for a in attached if not reads_environment(a.grader)]
         messages = _input_messages(row, stored, target.system_prompt)
         run = RunRecord(
-            question_id=stored.question_id,
+            question_id=stored.id,
             response=stored.answer.response,
             messages=list(messages),
             tool_calls=record,
@@ -194,12 +194,12 @@ async def aregrade(
         records = run.read_records(target.name, unreadable=unreadable)
         notes += [f"{target.name}: {u}" for u in unreadable]
         previous = {
-            (q.question_id, q.trial): {g.grader_id: g for g in q.graders}
+            (q.id, q.trial): {g.grader_id: g for g in q.graders}
             for q in store.load_scores(grading_id=first, target=target.name)
         }
         rows = _current_rows(target) if current_rows else {}
-        runs = [r for r in store.load_runs(target.name) if id_selected(r.question_id, ids)]
-        missing = [r.question_id for r in runs if rows and r.question_id not in rows]
+        runs = [r for r in store.load_runs(target.name) if id_selected(r.id, ids)]
+        missing = [r.id for r in runs if rows and r.id not in rows]
         if missing:
             notes.append(
                 f"{target.name}: {len(missing)} question(s) of the run are not in the dataset any "
@@ -208,12 +208,12 @@ async def aregrade(
         for stored in runs:
             score = await _regrade_question(
                 stored,
-                row=rows.get(stored.question_id, stored.answer.row),
-                record=records.get((stored.question_id, stored.trial)),
+                row=rows.get(stored.id, stored.answer.row),
+                record=records.get((stored.id, stored.trial)),
                 attached=attached.get(target.name, ()),
                 target=target,
                 services=services,
-                previous=previous.get((stored.question_id, stored.trial), {}),
+                previous=previous.get((stored.id, stored.trial), {}),
             )
             store.commit_score(target.name, score, grading_id=grading_id)
             if on_done is not None:
@@ -296,7 +296,7 @@ async def aregrade_run(
             from ...errors import NothingToRunError
             from ...inputs.dataset import check_id_patterns, id_selected
 
-            stored = {t.name: {r.question_id for r in store.load_runs(t.name)} for t in targets}
+            stored = {t.name: {r.id for r in store.load_runs(t.name)} for t in targets}
             check_id_patterns(ids, (i for found in stored.values() for i in found))
             if not any(id_selected(i, ids) for found in stored.values() for i in found):
                 raise NothingToRunError(

@@ -194,7 +194,7 @@ class Monitor:
         self.plan.run_id = self.run_id
         self.pairer = Pairer(self.plan.questions)
         for run in store.load_runs(self.target):
-            self.trials[run.question_id] = max(self.trials.get(run.question_id, 0), run.trial + 1)
+            self.trials[run.id] = max(self.trials.get(run.id, 0), run.trial + 1)
             if run.trace_id:
                 self.graded_ids.append(run.trace_id)
         saved = store.meta(MONITOR_META) or {}
