@@ -26,7 +26,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from tracegrade.graders.context import build_context  # noqa: E402
 from tracegrade.graders.tool_usage import ToolUsageGrader  # noqa: E402
-from tracegrade.graders.trajectory import TrajectoryGrader  # noqa: E402
+from tracegrade.graders.trajectory.grader import TrajectoryGrader  # noqa: E402
 from tracegrade.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 
 TOOLS = [

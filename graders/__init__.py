@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Similarity": "tracegrade.graders.code",
     "StateGrader": "tracegrade.graders.state",
     "ToolUsageGrader": "tracegrade.graders.tool_usage",
-    "TrajectoryGrader": "tracegrade.graders.trajectory",
+    "TrajectoryGrader": "tracegrade.graders.trajectory.grader",
     "advisories": "tracegrade.graders.advisories",
     "attachment_of": "tracegrade.graders.code",
     "build_context": "tracegrade.graders.context",

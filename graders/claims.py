@@ -18,7 +18,7 @@ from ..inputs.checks import claims_problems
 from ..records import GradeResult, Outcome, ToolRecord
 from ..redaction import compile_pattern
 from .base import Grader, GraderServices
-from .trajectory import record_in
+from .trajectory.grader import record_in
 
 __all__ = ["GRADERS", "ClaimsGrader", "claimed_actions", "unsupported_claims"]
 

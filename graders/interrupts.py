@@ -27,9 +27,9 @@ from typing import Any
 from ..records import GradeResult, Interruption, ToolCall, ToolRecord
 from .base import Grader, GraderServices
 from .tool_usage import EXECUTED_OUTCOMES
-from .trajectory import record_in
-from .trajectory_matchers import compile_args, shown
-from .trajectory_matching import max_matching
+from .trajectory.grader import record_in
+from .trajectory.matchers import compile_args, shown
+from .trajectory.matching import max_matching
 
 __all__ = ["GRADERS", "InterruptGrader"]
 

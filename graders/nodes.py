@@ -30,7 +30,7 @@ from ..graph_path import NodeRun
 from ..inputs.checks import nodes_problems
 from ..records import GradeResult, ToolRecord
 from .base import Grader
-from .trajectory import record_in
+from .trajectory.grader import record_in
 
 __all__ = ["GRADERS", "NodesGrader", "match_nodes", "node_of", "node_steps", "shown_path"]
 

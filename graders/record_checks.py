@@ -31,8 +31,8 @@ from ..records import GradeResult, Outcome, ToolCall, ToolRecord
 from ..redaction import compile_pattern, is_secret_name, redact_arguments
 from .base import Grader, GraderServices
 from .tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES
-from .trajectory import record_in, request_order
-from .trajectory_matchers import shown
+from .trajectory.grader import record_in, request_order
+from .trajectory.matchers import shown
 
 __all__ = ["FAILURE_WORDS", "GRADERS", "RecordChecksGrader", "find_problems"]
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .graders.tool_usage import ToolUsageGrader
-from .graders.trajectory import TrajectoryGrader, request_order
+from .graders.trajectory.grader import TrajectoryGrader, request_order
 from .records import GradeResult, ToolCall, ToolRecord
 
 __all__ = ["assert_tool_calls"]

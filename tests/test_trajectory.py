@@ -16,7 +16,7 @@ from agents.support_desk import make_environment, make_tools
 from agents.testing_graphs import boom, delegating_tool, flaky, react_agent
 from tracegrade.capture.recorder import Recorder
 from tracegrade.graders.context import build_context
-from tracegrade.graders.trajectory import TrajectoryGrader, request_order
+from tracegrade.graders.trajectory.grader import TrajectoryGrader, request_order
 from tracegrade.records import Outcome, ToolRecord
 
 GRADER = TrajectoryGrader()
@@ -554,7 +554,7 @@ SWAPPED_EXPECTED = [
 def greedy(expected, record):
     """What agentevals-style greedy matching does: each expectation takes the first free call
     that fits. Kept here as the oracle of the defect."""
-    from tracegrade.graders.trajectory import compile_trajectory
+    from tracegrade.graders.trajectory.grader import compile_trajectory
 
     spec = compile_trajectory({"calls": expected})
     free = list(request_order(record))

@@ -12,8 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tracegrade.graders.context import build_context
-from tracegrade.graders.trajectory import TrajectoryGrader
-from tracegrade.graders.trajectory_matching import align_in_groups, align_in_order, max_matching
+from tracegrade.graders.trajectory.grader import TrajectoryGrader
+from tracegrade.graders.trajectory.matching import align_in_groups, align_in_order, max_matching
 from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 GRADER = TrajectoryGrader()

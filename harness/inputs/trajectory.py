@@ -1,6 +1,6 @@
 """The vocabulary of a question's `trajectory` block and the checks of it that need no run.
 
-`trajectory_grader` (graders/trajectory.py) grades the block; this module only says whether it
+`trajectory_grader` (graders/trajectory/grader.py) grades the block; this module only says whether it
 is well formed, so a dataset is refused (exit 4, file:line:key) before anything runs. The JSON
 Schema (`$defs/trajectory` of schema/dataset.schema.json) states the same rules in the same
 words; the dataset models call `trajectory_problems` so both give one verdict on every file.

@@ -139,7 +139,7 @@ class ResumeScript:
     def from_row(
         cls, raw: Sequence[Any] | None, *, fallback: ResumeScript | None = None
     ) -> ResumeScript:
-        from ...graders.trajectory_matchers import compile_args
+        from ...graders.trajectory.matchers import compile_args
 
         entries = []
         for item in raw or ():

@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..inputs.trajectory import is_matcher
-from ..redaction import REDACTED, compile_pattern, is_secret_name
+from ...inputs.trajectory import is_matcher
+from ...redaction import REDACTED, compile_pattern, is_secret_name
 
 __all__ = [
     "ArgsMatcher",

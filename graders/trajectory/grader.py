@@ -28,17 +28,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs.trajectory import (
+from ...inputs.trajectory import (
     DEFAULT_ARGS_POLICY,
     DEFAULT_MODE,
     INTERRUPT_STEP,
     trajectory_problems,
 )
-from ..records import GradeResult, Interruption, Outcome, ToolCall, ToolRecord
-from .base import Grader, GraderServices
-from .tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
-from .trajectory_matchers import ArgsMatcher, compile_args, shown
-from .trajectory_matching import align_in_groups, max_matching
+from ...records import GradeResult, Interruption, Outcome, ToolCall, ToolRecord
+from ..base import Grader, GraderServices
+from ..tool_usage import ATTEMPTED_OUTCOMES, EXECUTED_OUTCOMES, FALLBACK_MARKER
+from .matchers import ArgsMatcher, compile_args, shown
+from .matching import align_in_groups, max_matching
 
 __all__ = [
     "GRADERS",
