@@ -153,8 +153,7 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
         committed = asyncio.run(
             arun_target(
                 plan,
-                store=store,
-                grading_id=gid,
+                commit=lambda result: store.commit_question(result, grading_id=gid),
                 tracer=TracerProvider().get_tracer("t"),
                 record_class=BrokenRecorder,
             )

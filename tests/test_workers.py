@@ -400,6 +400,9 @@ def test_with_workers_every_question_span_reaches_the_otlp_receiver(
         trace_ids = {r.trace_id for r in store.load_runs()}
     questions = [s for s in otlp_receiver.spans() if s.name.startswith(sc.SPAN_QUESTION)]
     assert {s.trace_id for s in questions} == trace_ids and len(trace_ids) == 8
-    # the workers' export reports are summed into the run's note
+    # the workers' export reports are summed into the run's note, which names the protocol
+    # the workers sent with (now read from their reports, no longer from the config)
     spans = len(otlp_receiver.spans())
-    assert f"{spans} span(s) exported to" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{spans} span(s) exported to" in out
+    assert "(http/protobuf, project" in out

@@ -64,6 +64,8 @@ class ExportReport:
     """Spans that could not be written to the trace file (their records are lost on disk)."""
     trace_file_failure: str | None = None
     """The first trace-file write failure, in words."""
+    protocol: str | None = None
+    """The OTLP protocol spans were sent with, None when no endpoint was configured."""
 
     @property
     def ok(self) -> bool:
@@ -287,6 +289,7 @@ class RunTelemetry:
             trace_file_failure=self._file_exporter.first_failure if self._file_exporter else None,
             endpoint=self.endpoint,
             trace_file=self.trace_file,
+            protocol=self.protocol,
         )
         if self._report.failed:
             log.warning(

@@ -99,9 +99,9 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
-    from ..execution.executors.workers import _watch_parent
+    from ..execution.executors.processes import watch_parent
 
-    starting = _watch_parent(conn)
+    starting = watch_parent(conn)
     # The receiver decides when its workers stop (a stop message, or its pipe closing): a
     # signal to the whole process group must not kill the traces they hold.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -245,7 +245,7 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
 
 # -- the receiver's side --------------------------------------------------------------------
 def _how(process: Any) -> str:
-    from ..execution.executors.workers import how_it_ended
+    from ..execution.executors.processes import how_it_ended
 
     return how_it_ended(process)
 
@@ -279,7 +279,7 @@ class GradingPool:
         on_room: Callable[[], object] = lambda: None,
         by_conversation: bool = False,
     ) -> None:
-        from ..execution.executors.workers import _context
+        from ..execution.executors.processes import process_context
 
         self.specs = specs
         self.on_report = on_report
@@ -288,7 +288,7 @@ class GradingPool:
         self.by_conversation = by_conversation
         self.failures: list[str] = []
         self.stopping = False
-        self._ctx = _context()
+        self._ctx = process_context()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parts = len(specs)
         self.workers = [self._start(spec) for spec in specs]

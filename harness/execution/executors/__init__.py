@@ -1,2 +1,3 @@
-"""Where questions run: this process, worker processes, Ray actors (`dispatch` picks one), and
-the watchdog and event-loop helpers they share."""
+"""Where questions run: this process, worker processes, Ray actors, each an `Executor`
+(`protocol`: a typed plan and a commit callback; `dispatch` picks one), the worker process
+machinery (`processes`), and the watchdog and event-loop helpers they share."""

@@ -1,22 +1,38 @@
-"""Where a run's questions run: in this process, in worker processes (`--workers N`,
-`tracegrade.execution.executors.workers`) or on Ray actors (`executor: ray`,
-`tracegrade.execution.executors.ray_executor`). Start and resume hand their plans to `arun_plans`; every
-executor commits to the run's one store and writes the run's trace files."""
+"""Where a run's questions run: in this process (`local`), in worker processes (`--workers N`,
+`workers`) or on Ray actors (`executor: ray`, `ray_executor`), each an `Executor`
+(`protocol`) given one target's typed plan and the run's commit callback. Start and resume
+hand their plans to `arun_plans`; every executor commits to the run's one store (through the
+callback) and writes the run's trace files."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ...inputs.config import Config
 from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
-from ..question.runner import TargetPlan, arun_target
+from ..question.runner import TargetPlan
 from ..run.services import open_telemetry, telemetry_notes
+from .local import LocalExecutor
+from .protocol import ExecutionPlan, Executor, committing
 
-__all__ = ["arun_plans", "connect_executor"]
+__all__ = ["arun_plans", "connect_executor", "executor_for"]
+
+
+def executor_for(plan: TargetPlan, *, executor: str, workers: int) -> Executor:
+    """Ray when the run says so; worker processes when there are several questions to share
+    among them; else this process."""
+    if executor == "ray":
+        from .ray_executor import RayExecutor
+
+        return RayExecutor()
+    if workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1:
+        from .workers import WorkerExecutor
+
+        return WorkerExecutor()
+    return LocalExecutor()
 
 
 async def arun_plans(
@@ -35,55 +51,28 @@ async def arun_plans(
     """Run each plan's questions where the run says (this process, `workers` processes or
     Ray actors), committing each to `store` under `grading_id`; returns the telemetry notes,
     and appends to `lost` the spans that could not be written to a trace file."""
-    from .workers import arun_target_in_workers, combined_report
-
     notes = []
+    commit = committing(store, grading_id, on_done)
     for plan in plans:
         plan.run_id = run.name  # each question run's conversation id names its run
         plan.message_chars = config.telemetry.captured_message_chars()
-        trace_file = run.trace_file(plan.target.name) if config.telemetry.trace_file else None
         # the worker trace files of a run killed before it folded them: their records first
         run.fold_traces(plan.target.name)
-        if executor == "ray" or (
-            workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1
-        ):
-            if executor == "ray":
-                from .ray_executor import arun_target_on_ray
-
-                run_elsewhere: Any = functools.partial(
-                    arun_target_on_ray, address=config.ray_address
-                )
-            else:
-                run_elsewhere = arun_target_in_workers
-            _, reports = await run_elsewhere(
-                plan,
-                workers=workers,
-                config_path=config.path,
-                run=run,
-                store=store,
-                grading_id=grading_id,
-                use_cache=use_cache,
-                trace_file=trace_file,
-                on_done=on_done,
-            )
-            report = combined_report(reports, trace_file, config.telemetry.otlp_endpoint)
-            telemetry: Any = config.telemetry  # what the notes read: its protocol
-        else:
-            telemetry = open_telemetry(config, trace_file)
-            try:
-                await arun_target(
-                    plan,
-                    store=store,
-                    grading_id=grading_id,
-                    tracer=telemetry.tracer,
-                    on_done=on_done,
-                    before_commit=telemetry.flush_trace_file,
-                )
-            finally:
-                report = telemetry.shutdown()
+        execution = ExecutionPlan(
+            plan=plan,
+            run=run,
+            trace_file=run.trace_file(plan.target.name) if config.telemetry.trace_file else None,
+            open_telemetry=functools.partial(open_telemetry, config),
+            config_path=config.path,
+            use_cache=use_cache,
+            workers=workers,
+            ray_address=config.ray_address,
+        )
+        chosen = executor_for(plan, executor=executor, workers=workers)
+        report = await chosen.arun(execution, commit)
         if report.trace_file_failed:
             lost.append(report.trace_file_failed)
-        notes += telemetry_notes(config, plan.target.name, telemetry, report)
+        notes += telemetry_notes(config, plan.target.name, report)
     return notes
 
 

@@ -25,22 +25,23 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...capture.telemetry import ExportReport
 from ...errors import ConfigError, EvaluationError
-from ...records import RunRecord
+from .protocol import Commit, Commits, ExecutionPlan
 from .workers import (
     WorkerSpec,
     build_plan,
+    combined_report,
     run_item,
     unsendable,
     worker_specs,
     worker_telemetry,
 )
 
-__all__ = ["RayWorker", "arun_target_on_ray", "connect_ray", "import_ray"]
+__all__ = ["RayExecutor", "RayWorker", "arun_target_on_ray", "connect_ray", "import_ray"]
 
 
 def import_ray() -> Any:
@@ -141,31 +142,26 @@ def _stop_handlers() -> dict[int, Any]:
     }
 
 
-async def arun_target_on_ray(
-    plan: Any,
-    *,
-    workers: int,
-    address: str | None,
-    config_path: Path,
-    run: Any,
-    store: Any,
-    grading_id: int,
-    use_cache: bool,
-    trace_file: Path | None,
-    on_done: Callable[[Any], None] | None = None,
-) -> tuple[int, list[dict[str, Any]]]:
-    """Run `plan`'s questions on `workers` Ray actors, committing each result here; returns
-    (questions committed, each actor's span export report as a dict)."""
-    from ..question.runner import _finish
+class RayExecutor:
+    """`Executor` over `workers` Ray actors, this process the one store writer."""
 
+    async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
+        reports = await arun_target_on_ray(execution, Commits(execution.plan, commit))
+        return combined_report(reports, execution.trace_file)
+
+
+async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list[dict[str, Any]]:
+    """Run the plan's questions on `execution.workers` Ray actors, committing each result
+    here (its trace-file lines first); returns each actor's span export report as a dict."""
+    plan, trace_file = execution.plan, execution.trace_file
     ray = import_ray()
-    connect_ray(address, workers)
+    connect_ray(execution.ray_address, execution.workers)
     specs = worker_specs(
         plan,
-        workers=workers,
-        config_path=config_path,
-        run_dir=run.path,
-        use_cache=use_cache,
+        workers=execution.workers,
+        config_path=execution.config_path,
+        run_dir=execution.run.path,
+        use_cache=execution.use_cache,
         trace_file=lambda k: str(trace_file) if trace_file else None,
     )
     remote = ray.remote(RayWorker)
@@ -174,25 +170,15 @@ async def arun_target_on_ray(
     held = {k: 0 for k in alive}
     pending = iter(plan.work())
     running: dict[asyncio.Future, tuple[int, Any, int]] = {}
-    committed = 0
     if trace_file is not None:
         trace_file.parent.mkdir(parents=True, exist_ok=True)
     sink = trace_file.open("ab") if trace_file is not None else None
 
     def commit(result: Any, lines: bytes = b"") -> None:
-        nonlocal committed
         if sink is not None and lines:
             sink.write(lines)
             sink.flush()  # the record is on disk before its row
-        store.commit_question(result, grading_id=grading_id)
-        committed += 1
-        if on_done is not None:
-            on_done(result)
-
-    def error_out(question: Any, trial: int, why: str, kind: str = "WorkerDied") -> None:
-        run = RunRecord(question_id=str(question.id), trial=trial, error=why)
-        run.error_type = kind
-        commit(_finish(plan, question, question.row(), run, None, []))
+        commits(result)
 
     def feed() -> None:
         for k in sorted(alive):
@@ -219,13 +205,14 @@ async def arun_target_on_ray(
                     commit(*future.result())
                 elif isinstance(exc, ray.exceptions.RayActorError):
                     alive.discard(k)
-                    error_out(question, trial, f"Ray actor {k} died ({_first_line(exc)})")
+                    commits.error(question, trial, f"Ray actor {k} died ({_first_line(exc)})")
                 else:  # the task itself failed (the worker's own code, not the agent's)
-                    error_out(question, trial, f"Ray task failed: {_first_line(exc)}", "RayError")
+                    why = f"Ray task failed: {_first_line(exc)}"
+                    commits.error(question, trial, why, "RayError")
             feed()
             if not alive:
                 for question, trial in pending:
-                    error_out(question, trial, "no Ray actor left to run this question")
+                    commits.error(question, trial, "no Ray actor left to run this question")
         for k in sorted(alive):
             with contextlib.suppress(Exception):
                 report, lines = await _awaited(actors[k].finish.remote())
@@ -240,7 +227,7 @@ async def arun_target_on_ray(
                 ray.kill(actor)
         if sink is not None:
             sink.close()
-    return committed, reports
+    return reports
 
 
 async def _awaited(ref: Any) -> Any:

@@ -26,16 +26,15 @@ import contextlib
 import dataclasses
 import logging
 import os
-import select
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...records import RunRecord
+from ...capture.telemetry import ExportReport
+from .processes import ParentGone, child_main, how_it_ended, process_context, reap, start_child
+from .protocol import Commit, Commits, ExecutionPlan, errored
 from .watchdog import GRACE_S, STUCK_S
 
 BEAT_S = 1.0
@@ -44,6 +43,7 @@ SILENCE_GRACE_S = GRACE_S + STUCK_S + 5.0
 """Beyond the question's timeout, how long a worker holding questions may stay silent."""
 
 __all__ = [
+    "WorkerExecutor",
     "WorkerSpec",
     "arun_target_in_workers",
     "combined_report",
@@ -106,13 +106,8 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     """Entry point of a worker process (forked from the clean fork server, or spawned: nothing
     of the run's process inherited but the spec and the pipe)."""
-    starting = _watch_parent(conn)
-    # Ctrl-C reaches the whole process group: the parent decides, and ends its workers by
-    # closing their pipes.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = 0
-    try:
-        from .loops import run_without_loop
+
+    def setup() -> Callable[[], Any]:
         from .watchdog import set_stuck_handler
 
         def stuck(why: str) -> None:  # the loop is held for good: say why, then go
@@ -122,46 +117,9 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
 
         set_stuck_handler(stuck)
         config, plan, questions = build_plan(spec)
-        starting.set()  # serving reads the pipe: a closed one ends it from here on
-        run_without_loop("worker", lambda: _aserve(spec, config, plan, questions, conn))
-    except _ParentGone:
-        code = 3
-    except BaseException as exc:  # isolation point: say why, the parent errors what we held
-        log.debug("worker %d failed", spec.index, exc_info=True)
-        with contextlib.suppress(Exception):
-            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
-        code = 1
-    finally:
-        with contextlib.suppress(Exception):
-            conn.close()
-    # Not interpreter shutdown: a sync tool stuck in a thread would hold it for ever.
-    os._exit(code)
+        return lambda: _aserve(spec, config, plan, questions, conn)
 
-
-class _ParentGone(Exception):
-    pass
-
-
-def _watch_parent(conn: Any) -> threading.Event:
-    """While the worker starts up (importing and building the agent can take seconds), a
-    closed pipe goes unseen: nothing reads it yet, so a kill -9 of the run left its workers
-    running that long. A thread watches the pipe for hang-up (poll, reading nothing) until
-    the returned event is set, and ends the worker at once when the run's end of it closes."""
-    started = threading.Event()
-    if not hasattr(select, "poll"):
-        return started
-    poller = select.poll()
-    hangup = select.POLLHUP | select.POLLERR | getattr(select, "POLLRDHUP", 0)
-    poller.register(conn.fileno(), hangup)
-
-    def watch() -> None:
-        while not started.is_set():
-            for _fd, event in poller.poll(200):
-                if event & hangup and not started.is_set():
-                    os._exit(3)
-
-    threading.Thread(target=watch, name="tracegrade-parent-watch", daemon=True).start()
-    return started
+    child_main(conn, setup, name="worker", label=f"worker {spec.index}")
 
 
 def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
@@ -197,13 +155,8 @@ async def run_item(
 
 def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
     """The errored result standing for one whose values could not be sent back."""
-    from ..question.runner import _finish
-
-    question = questions[qid]
-    run = RunRecord(question_id=qid, trial=trial)
-    run.error = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
-    run.error_type = type(exc).__name__
-    result = _finish(plan, question, question.row(), run, None, [])
+    why = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
+    result = errored(plan, questions[qid], trial, why, type(exc).__name__)
     result.answer.ordinal = ordinal
     return result
 
@@ -238,7 +191,7 @@ async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, con
             try:
                 conn.send(("result", result))
             except (EOFError, BrokenPipeError):
-                raise _ParentGone from None
+                raise ParentGone from None
             except Exception as exc:  # a value the agent returned that cannot be pickled
                 conn.send(("result", unsendable(plan, questions, qid, trial, ordinal, exc)))
 
@@ -255,7 +208,7 @@ async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, con
     try:
         await asyncio.wait([done, gone], return_when=asyncio.FIRST_COMPLETED)
         if gone.done():
-            raise _ParentGone  # the parent died or gave up: nobody will commit what we run
+            raise ParentGone  # the parent died or gave up: nobody will commit what we run
         await done
     finally:
         for task in servers:
@@ -281,28 +234,6 @@ class _Worker:
     ended: bool = False
     heard: float = field(default_factory=time.monotonic)
     """When the worker last sent anything (it beats every `BEAT_S` while its loop runs)."""
-
-
-# What every worker imports before its first question: loaded once in the fork server, so a
-# worker forked from it starts in milliseconds instead of re-importing them (~1 s of CPU each).
-_PRELOAD = [
-    "tracegrade.execution.executors.workers",
-    "tracegrade.execution.run.services",
-    "tracegrade.capture.recorder",
-]
-
-
-def _context() -> Any:
-    """`forkserver` where the platform has it: a clean server process (no threads, no open
-    run files: never a fork of the run's own process) that loads `_PRELOAD` once and forks each
-    worker from it; `spawn` elsewhere."""
-    import multiprocessing
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    return ctx
 
 
 def worker_specs(
@@ -339,59 +270,34 @@ def shares_of(concurrency: int, workers: int) -> list[int]:
     return [concurrency // n + (1 if k < concurrency % n else 0) for k in range(n)]
 
 
-def how_it_ended(process: Any) -> str:
-    code = process.exitcode
-    if code is None:
-        return "did not end"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+class WorkerExecutor:
+    """`Executor` over `workers` processes, this process the one store writer."""
+
+    async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
+        reports = await arun_target_in_workers(execution, Commits(execution.plan, commit))
+        return combined_report(reports, execution.trace_file)
 
 
-async def arun_target_in_workers(
-    plan: Any,
-    *,
-    workers: int,
-    config_path: Path,
-    run: Any,
-    store: Any,
-    grading_id: int,
-    use_cache: bool,
-    trace_file: Path | None,
-    on_done: Callable[[Any], None] | None = None,
-) -> tuple[int, list[dict[str, Any]]]:
-    """Run `plan`'s questions in `workers` processes, committing each result here; returns
-    (questions committed, each worker's span export report as a dict). `run` is the run's
-    `RunDirectory`; each worker writes its own trace part, folded in at the end."""
-
-    from ..question.runner import _finish
-
-    ctx = _context()
+async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> list[dict[str, Any]]:
+    """Run the plan's questions in `execution.workers` processes, committing each result here;
+    returns each worker's span export report as a dict. Each worker writes its own trace part
+    of the run's directory, folded in at the end."""
+    plan, run, trace_file = execution.plan, execution.run, execution.trace_file
+    ctx = process_context()
     specs = worker_specs(
         plan,
-        workers=workers,
-        config_path=config_path,
+        workers=execution.workers,
+        config_path=execution.config_path,
         run_dir=run.path,
-        use_cache=use_cache,
+        use_cache=execution.use_cache,
         trace_file=lambda k: str(run.trace_part(plan.target.name, f"w{k}")) if trace_file else None,
     )
     pending = iter(plan.work())
     pool: list[_Worker] = []
 
     def start(spec: WorkerSpec) -> _Worker:
-        parent_end, child_end = ctx.Pipe()
-        process = ctx.Process(
-            target=_worker_main,
-            args=(spec, child_end),
-            name=f"tracegrade-worker-{spec.index}",
-            daemon=True,
-        )
-        process.start()
-        child_end.close()
-        worker = _Worker(spec.index, process, parent_end, spec.concurrency)
+        process, conn = start_child(ctx, _worker_main, spec, f"tracegrade-worker-{spec.index}")
+        worker = _Worker(spec.index, process, conn, spec.concurrency)
         pool.append(worker)
         return worker
 
@@ -404,19 +310,6 @@ async def arun_target_in_workers(
 
     loop = asyncio.get_running_loop()
     finished = loop.create_future()
-    committed = 0
-
-    def commit(result: Any) -> None:
-        nonlocal committed
-        store.commit_question(result, grading_id=grading_id)
-        committed += 1
-        if on_done is not None:
-            on_done(result)
-
-    def error_out(question: Any, trial: int, why: str) -> None:
-        run = RunRecord(question_id=str(question.id), trial=trial, error=why)
-        run.error_type = "WorkerDied"
-        commit(_finish(plan, question, question.row(), run, None, []))
 
     def feed(worker: _Worker) -> None:
         while not worker.stopping and len(worker.held) < worker.capacity:
@@ -472,7 +365,7 @@ async def arun_target_in_workers(
             why = worker.failure or f"worker process {worker.index} {how_it_ended(worker.process)}"
             log.warning("tracegrade worker %d: %s", worker.index, why)
             for (_qid, trial), question in list(worker.held.items()):
-                error_out(
+                commit.error(
                     question,
                     trial,
                     f"worker process {worker.index} died ({why}) while running this question",
@@ -483,7 +376,7 @@ async def arun_target_in_workers(
             feed(w)
         if not live:
             for question, trial in pending:  # nobody left to run them: errored, not dropped
-                error_out(question, trial, "no worker process left to run this question")
+                commit.error(question, trial, "no worker process left to run this question")
             if not finished.done():
                 finished.set_result(None)
 
@@ -518,20 +411,14 @@ async def arun_target_in_workers(
                     loop.remove_reader(worker.conn.fileno())
             with contextlib.suppress(Exception):
                 worker.conn.close()  # a worker still running sees its pipe close and exits
-        deadline = time.monotonic() + 5
-        for worker in pool:
-            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join(timeout=5)
+        reap([w.process for w in pool], 5)
         if trace_file is not None:
             run.fold_traces(plan.target.name)
-    return committed, [w.report for w in pool if w.report]
+    return [w.report for w in pool if w.report]
 
 
-def combined_report(reports: list[dict[str, Any]], trace_file: Path | None, endpoint: Any) -> Any:
+def combined_report(reports: list[dict[str, Any]], trace_file: Path | None) -> ExportReport:
     """The worker processes' span export reports as one `ExportReport`."""
-    from ...capture.telemetry import ExportReport
 
     def first(key: str) -> Any:
         return next((r[key] for r in reports if r.get(key)), None)
@@ -541,8 +428,9 @@ def combined_report(reports: list[dict[str, Any]], trace_file: Path | None, endp
         failed=sum(r.get("failed", 0) for r in reports),
         first_failure=first("first_failure"),
         written=sum(r.get("written", 0) for r in reports),
-        endpoint=first("endpoint") or endpoint,
+        endpoint=first("endpoint"),
         trace_file=trace_file,
         trace_file_failed=sum(r.get("trace_file_failed", 0) for r in reports),
         trace_file_failure=first("trace_file_failure"),
+        protocol=first("protocol"),
     )

@@ -33,7 +33,6 @@ from ...inputs.config import TargetConfig
 from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
-from ...rundir.store import ResultStore
 from ...verdicts.budgets import question_budget_failures
 from ...verdicts.result import QuestionAnswer, QuestionResult
 from ...verdicts.scoring import score_question
@@ -529,18 +528,16 @@ def _attr(question: Any, row: dict, name: str) -> Any:
 async def arun_target(
     plan: TargetPlan,
     *,
-    store: ResultStore,
-    grading_id: int,
+    commit: Callable[[QuestionResult], None],
     tracer: Any,
-    on_done: Callable[[QuestionResult], None] | None = None,
     record_class: Any = None,
     before_commit: Callable[[], None] | None = None,
 ) -> int:
-    """Run every question of `plan` with `concurrency` workers, committing each question as it
-    finishes; returns how many were committed. Cancelling the task loses only the questions in
-    flight. `before_commit()` runs before each commit (the trace file's flush: a row is never
-    on disk before its record). Scores are not kept in memory (the store has them; `on_done` sees each one), so
-    memory stays flat in the number of questions."""
+    """Run every question of `plan` with `concurrency` workers, handing each to `commit` (which
+    stores it) as it finishes; returns how many were committed. Cancelling the task loses only
+    the questions in flight. `before_commit()` runs before each commit (the trace file's flush:
+    a row is never on disk before its record). Scores are not kept in memory (the store has
+    them), so memory stays flat in the number of questions."""
     if record_class is None:
         from ...capture.recorder import Recorder as record_class
     shared = plan.shared if plan.shared is not None else build_shared(plan)
@@ -563,10 +560,8 @@ async def arun_target(
             )
             if before_commit is not None:
                 before_commit()
-            store.commit_question(result, grading_id=grading_id)
+            commit(result)
             committed += 1
-            if on_done is not None:
-                on_done(result)
 
     size = max(1, min(plan.target.concurrency, total))
     workers = [asyncio.ensure_future(worker()) for _ in range(size)]

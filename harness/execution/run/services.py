@@ -73,7 +73,7 @@ def open_telemetry(config: Config, trace_file: Path | None) -> Any:
     )
 
 
-def telemetry_notes(config: Config, target: str, telemetry: Any, report: Any) -> list[str]:
+def telemetry_notes(config: Config, target: str, report: Any) -> list[str]:
     """What a shut-down telemetry's export report tells the operator."""
     notes = []
     if report.trace_file_failed:
@@ -94,7 +94,7 @@ def telemetry_notes(config: Config, target: str, telemetry: Any, report: Any) ->
     if report.exported:
         notes.append(
             f"{target}: {report.exported} span(s) exported to {report.endpoint} "
-            f"({telemetry.protocol}, project {config.telemetry.project})"
+            f"({report.protocol}, project {config.telemetry.project})"
         )
     return notes
 

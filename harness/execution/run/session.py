@@ -25,6 +25,7 @@ from ...rundir.outcome import RunOutcome, Selection
 from ...rundir.store import ResultStore
 from ...rundir.verdict import record_lost_spans, record_scope
 from ...verdicts.result import QuestionResult
+from ..executors.protocol import committing
 from ..question.runner import TargetPlan, arun_target
 from .lifecycle import decided
 from .prepare import new_grading, plan_of, prepare_run, select
@@ -154,11 +155,9 @@ class RunSession:
         scores: list[QuestionResult] = []
         await arun_target(
             plan,
-            store=self._store,
-            grading_id=self.grading_id,
+            commit=committing(self._store, self.grading_id, scores.append),
             tracer=self._telemetry(t).tracer,
             before_commit=self._telemetry(t).flush_trace_file,
-            on_done=scores.append,
         )
         return sorted(scores, key=lambda s: s.trial)
 
@@ -168,7 +167,7 @@ class RunSession:
         for name, t in self._targets.items():
             if t.telemetry is not None:
                 report = t.telemetry.shutdown()
-                notes += telemetry_notes(self.config, name, t.telemetry, report)
+                notes += telemetry_notes(self.config, name, report)
                 if self._store is not None:  # records lost on disk: the run is incomplete
                     record_lost_spans(self._store, self.grading_id, report.trace_file_failed)
                 t.telemetry = None

@@ -1,0 +1,27 @@
+"""The local executor: a target's questions run in this process, `concurrency` at a time, on
+its event loop (`runner.arun_target`), each trace-file flush before its commit."""
+
+from __future__ import annotations
+
+from ...capture.telemetry import ExportReport
+from ..question.runner import arun_target
+from .protocol import Commit, ExecutionPlan
+
+__all__ = ["LocalExecutor"]
+
+
+class LocalExecutor:
+    """`Executor` in the run's own process."""
+
+    async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
+        telemetry = execution.open_telemetry(execution.trace_file)
+        try:
+            await arun_target(
+                execution.plan,
+                commit=commit,
+                tracer=telemetry.tracer,
+                before_commit=telemetry.flush_trace_file,
+            )
+        finally:
+            report: ExportReport = telemetry.shutdown()
+        return report
