@@ -36,6 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..execution.executors.processes import (
+    child_main,
+    how_it_ended,
+    process_context,
+    reap,
+    start_child,
+)
 from .dialects import conversation_of
 from .spans import Span
 
@@ -99,16 +106,7 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
-    from ..execution.executors.processes import watch_parent
-
-    starting = watch_parent(conn)
-    # The receiver decides when its workers stop (a stop message, or its pipe closing): a
-    # signal to the whole process group must not kill the traces they hold.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    code = 0
-    try:
-        from ..execution.executors.loops import run_without_loop
+    def setup() -> Callable[[], Any]:
         from ..inputs.config import load_config
         from .conversations import ConversationBook
         from .live.monitor import Monitor
@@ -127,17 +125,17 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
             conversations=book,
         )
         monitor.start_worker(spec.part)
-        starting.set()
-        run_without_loop("receive-worker", lambda: _serve(spec, monitor, conn))
-    except BaseException as exc:  # isolation point: say why; the receiver counts what we held
-        log.debug("grading worker %d failed", spec.index, exc_info=True)
-        with contextlib.suppress(Exception):
-            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
-        code = 1
-    finally:
-        with contextlib.suppress(Exception):
-            conn.close()
-    os._exit(code)
+        return lambda: _serve(spec, monitor, conn)
+
+    # The receiver decides when its workers stop (a stop message, or its pipe closing): a
+    # signal to the whole process group must not kill the traces they hold.
+    child_main(
+        conn,
+        setup,
+        name="receive-worker",
+        label=f"grading worker {spec.index}",
+        ignore=(signal.SIGINT, signal.SIGTERM),
+    )
 
 
 async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
@@ -244,12 +242,6 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
 
 
 # -- the receiver's side --------------------------------------------------------------------
-def _how(process: Any) -> str:
-    from ..execution.executors.processes import how_it_ended
-
-    return how_it_ended(process)
-
-
 @dataclass(slots=True)
 class _Worker:
     spec: WorkerSpec
@@ -279,8 +271,6 @@ class GradingPool:
         on_room: Callable[[], object] = lambda: None,
         by_conversation: bool = False,
     ) -> None:
-        from ..execution.executors.processes import process_context
-
         self.specs = specs
         self.on_report = on_report
         self.on_failed = on_failed
@@ -294,15 +284,8 @@ class GradingPool:
         self.workers = [self._start(spec) for spec in specs]
 
     def _start(self, spec: WorkerSpec) -> _Worker:
-        parent_end, child_end = self._ctx.Pipe()
-        process = self._ctx.Process(
-            target=_worker_main,
-            args=(spec, child_end),
-            name=f"tracegrade-receive-{spec.index}",
-            daemon=True,
-        )
-        process.start()
-        child_end.close()
+        name = f"tracegrade-receive-{spec.index}"
+        process, parent_end = start_child(self._ctx, _worker_main, spec, name)
         worker = _Worker(spec, process, parent_end, queue.Queue())
         threading.Thread(
             target=self._send, args=(worker,), name="tracegrade-receive-send", daemon=True
@@ -385,7 +368,7 @@ class GradingPool:
         worker.process.join(timeout=5)
         if worker.final:
             return
-        why = worker.failure or f"it {_how(worker.process)}"
+        why = worker.failure or f"it {how_it_ended(worker.process)}"
         lost = list(worker.held) + [(t, len(r)) for t, r in worker.batch]
         worker.held.clear()
         worker.batch = []
@@ -411,7 +394,7 @@ class GradingPool:
                 if not worker.ready and (worker.ended or not worker.process.is_alive()):
                     self._readable(worker)
                     self._ended(worker)
-                    why = worker.failure or f"it {_how(worker.process)}"
+                    why = worker.failure or f"it {how_it_ended(worker.process)}"
                     raise EvaluationError(
                         f"grading worker {worker.spec.index} could not start: {why}"
                     )
@@ -440,9 +423,4 @@ class GradingPool:
                     self._loop.remove_reader(worker.conn.fileno())
             with contextlib.suppress(Exception):
                 worker.conn.close()
-        deadline = time.monotonic() + 10
-        for worker in self.workers:
-            worker.process.join(timeout=max(0.0, deadline - time.monotonic()))
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join(timeout=5)
+        reap([w.process for w in self.workers], 10)
