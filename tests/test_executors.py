@@ -14,6 +14,7 @@ from tests.test_crash_safety import _questions
 from tracegrade.execution.executors.dispatch import executor_for
 from tracegrade.execution.executors.protocol import ExecutionPlan, Executor
 from tracegrade.execution.run.prepare import prepare_run
+from tracegrade.execution.run.prepared import ExecutorSettings
 from tracegrade.execution.run.services import open_telemetry
 from tracegrade.inputs.config import load_config
 from tracegrade.rundir.outcome import Selection
@@ -32,7 +33,8 @@ def test_an_executor_hands_every_trial_to_the_commit_callback_once(tmp_path, wor
     )
     prepared = prepare_run(config, Selection())
     plan = prepared.plans["t"]
-    executor: Executor = executor_for(plan, executor="local", workers=workers)
+    settings = ExecutorSettings(workers=workers)
+    executor: Executor = executor_for(plan, settings)
     assert type(executor).__name__ == kind
     trace_file = prepared.directory.trace_file("t")
     execution = ExecutionPlan(
@@ -41,7 +43,7 @@ def test_an_executor_hands_every_trial_to_the_commit_callback_once(tmp_path, wor
         trace_file=trace_file,
         open_telemetry=functools.partial(open_telemetry, config),
         config_path=config.path,
-        workers=workers,
+        settings=settings,
     )
     committed: list[QuestionResult] = []
 

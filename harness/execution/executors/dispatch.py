@@ -14,6 +14,7 @@ from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
 from ..question.runner import TargetPlan
+from ..run.prepared import ExecutorSettings
 from ..run.services import open_telemetry, telemetry_notes
 from .local import LocalExecutor
 from .protocol import ExecutionPlan, Executor, committing
@@ -21,14 +22,14 @@ from .protocol import ExecutionPlan, Executor, committing
 __all__ = ["arun_plans", "connect_executor", "executor_for"]
 
 
-def executor_for(plan: TargetPlan, *, executor: str, workers: int) -> Executor:
+def executor_for(plan: TargetPlan, settings: ExecutorSettings) -> Executor:
     """Ray when the run says so; worker processes when there are several questions to share
     among them; else this process."""
-    if executor == "ray":
+    if settings.kind == "ray":
         from .ray_executor import RayExecutor
 
         return RayExecutor()
-    if workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1:
+    if settings.workers > 1 and plan.work_count() > 1 and plan.target.concurrency > 1:
         from .workers import WorkerExecutor
 
         return WorkerExecutor()
@@ -53,6 +54,7 @@ async def arun_plans(
     and appends to `lost` the spans that could not be written to a trace file."""
     notes = []
     commit = committing(store, grading_id, on_done)
+    settings = ExecutorSettings(kind=executor, workers=workers, ray_address=config.ray_address)
     for plan in plans:
         plan.run_id = run.name  # each question run's conversation id names its run
         plan.message_chars = config.telemetry.captured_message_chars()
@@ -65,10 +67,9 @@ async def arun_plans(
             open_telemetry=functools.partial(open_telemetry, config),
             config_path=config.path,
             use_cache=use_cache,
-            workers=workers,
-            ray_address=config.ray_address,
+            settings=settings,
         )
-        chosen = executor_for(plan, executor=executor, workers=workers)
+        chosen = executor_for(plan, settings)
         report = await chosen.arun(execution, commit)
         if report.trace_file_failed:
             lost.append(report.trace_file_failed)

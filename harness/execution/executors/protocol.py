@@ -9,7 +9,7 @@ and a question no executor could finish (its worker died, none is left) errored 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,6 +19,7 @@ from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
 from ..question.runner import TargetPlan, _finish
+from ..run.prepared import ExecutorSettings
 
 __all__ = ["Commit", "Commits", "ExecutionPlan", "Executor", "committing", "errored"]
 
@@ -57,9 +58,13 @@ class ExecutionPlan:
     config_path: Path
     """What a worker process or Ray actor rebuilds its plan from."""
     use_cache: bool = True
-    workers: int = 1
-    """Worker processes or Ray actors (each gets its share of the target's concurrency)."""
-    ray_address: str | None = None
+    settings: ExecutorSettings = field(default_factory=ExecutorSettings)
+    """Which executor, how many worker processes or Ray actors (each gets its share of the
+    target's concurrency), the Ray cluster's address."""
+
+    @property
+    def workers(self) -> int:
+        return self.settings.workers
 
 
 class Executor(Protocol):

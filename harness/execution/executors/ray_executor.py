@@ -155,7 +155,7 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
     here (its trace-file lines first); returns each actor's span export report as a dict."""
     plan, trace_file = execution.plan, execution.trace_file
     ray = import_ray()
-    connect_ray(execution.ray_address, execution.workers)
+    connect_ray(execution.settings.ray_address, execution.workers)
     specs = worker_specs(
         plan,
         workers=execution.workers,
