@@ -54,23 +54,33 @@ __all__ = [
 ]
 
 
-def _kv(attributes: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for key, value in attributes.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            v: dict[str, Any] = {"boolValue": value}
-        elif isinstance(value, int):
-            v = {"intValue": str(value)}
-        elif isinstance(value, float):
-            v = {"doubleValue": value}
-        elif isinstance(value, (list, tuple)):
-            v = {"arrayValue": {"values": [{"stringValue": str(x)} for x in value]}}
-        else:
-            v = {"stringValue": str(value)}
-        out.append({"key": key, "value": v})
-    return out
+_json_str = json.encoder.encode_basestring  # ensure_ascii=False's string encoder (C when built)
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # as json.dumps writes them
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return '{"boolValue":true}' if value else '{"boolValue":false}'
+    if isinstance(value, int):
+        return '{"intValue":"' + str(value) + '"}'
+    if isinstance(value, float):
+        text = float.__repr__(value)
+        return '{"doubleValue":' + _NON_FINITE.get(text, text) + "}"
+    if isinstance(value, (list, tuple)):
+        items = ",".join('{"stringValue":' + _json_str(str(x)) + "}" for x in value)
+        return '{"arrayValue":{"values":[' + items + "]}}"
+    return '{"stringValue":' + _json_str(str(value)) + "}"
+
+
+def _kv(attributes: dict[str, Any]) -> str:
+    """OTLP JSON key-values as compact JSON text, None values left out: the record line is
+    written as text directly (a quarter less than building dicts for json.dumps), the same
+    document (tests/test_trace_record_line.py holds it to the dict-built one)."""
+    return ",".join(
+        '{"key":' + _json_str(key) + ',"value":' + _value_text(value) + "}"
+        for key, value in attributes.items()
+        if value is not None
+    )
 
 
 def record_line(
@@ -107,27 +117,40 @@ def record_line(
         sc.TG_TURN_STARTS: list(record.turn_starts) or None,
         **graph_attributes(record.nodes, record.offered, record.answer_ns),
     }
-    spans = [
-        {
-            "traceId": trace.trace_id,
-            "spanId": root_id,
-            "name": sc.SPAN_QUESTION,
-            "kind": 1,
-            "startTimeUnixNano": str(trace.start_ns),
-            "endTimeUnixNano": str(trace.end_ns),
-            "attributes": _kv(redacted_attributes(question, policy=policy)),
-            "status": {"code": 2 if trace.error else 0},
-        }
+    trace_id = _json_str(trace.trace_id)
+    head = [
+        '{"traceId":'
+        + trace_id
+        + ',"spanId":'
+        + _json_str(root_id)
+        + ',"name":'
+        + _json_str(sc.SPAN_QUESTION)
+        + ',"kind":1,"startTimeUnixNano":"'
+        + str(trace.start_ns)
+        + '","endTimeUnixNano":"'
+        + str(trace.end_ns)
+        + '","attributes":['
+        + _kv(redacted_attributes(question, policy=policy))
+        + '],"status":{"code":'
+        + ("2" if trace.error else "0")
+        + "}"
     ]
     if events:
-        spans[0]["events"] = [
-            {
-                "timeUnixNano": str(ns),
-                "name": sc.GEN_AI_EVALUATION_RESULT,
-                "attributes": _kv(redacted_attributes(attrs, policy=policy)),
-            }
-            for ns, attrs in events
-        ]
+        head.append(
+            ',"events":['
+            + ",".join(
+                '{"timeUnixNano":"'
+                + str(ns)
+                + '","name":'
+                + _json_str(sc.GEN_AI_EVALUATION_RESULT)
+                + ',"attributes":['
+                + _kv(redacted_attributes(attrs, policy=policy))
+                + "]}"
+                for ns, attrs in events
+            )
+            + "]"
+        )
+    spans = ["".join(head) + "}"]
     for n, call in enumerate(record):
         result = call.result
         encoding = sc.RESULT_TEXT if isinstance(result, str) or result is None else sc.RESULT_JSON
@@ -149,31 +172,35 @@ def record_line(
             sc.TG_MODEL_TURN: call.model_turn,
             sc.TG_INDEX_IN_TURN: call.index_in_turn,
         }
-        status: dict[str, Any] = {"code": 2 if call.outcome.value == "error" else 0}
+        status = '{"code":' + ("2" if call.outcome.value == "error" else "0")
         if call.error_message:
-            status["message"] = policy.text(call.error_message)
+            status += ',"message":' + _json_str(policy.text(call.error_message))
         spans.append(
-            {
-                "traceId": trace.trace_id,
-                "spanId": call.span_id or f"{n + 1:016x}",
-                "parentSpanId": root_id,
-                "name": f"{sc.SPAN_EXECUTE_TOOL} {call.name}",
-                "kind": 1,
-                "startTimeUnixNano": str(call.start_ns),
-                "endTimeUnixNano": str(call.end_ns),
-                "attributes": _kv(redacted_attributes(attributes, policy=policy)),
-                "status": status,
-            }
+            '{"traceId":'
+            + trace_id
+            + ',"spanId":'
+            + _json_str(call.span_id or f"{n + 1:016x}")
+            + ',"parentSpanId":'
+            + _json_str(root_id)
+            + ',"name":'
+            + _json_str(f"{sc.SPAN_EXECUTE_TOOL} {call.name}")
+            + ',"kind":1,"startTimeUnixNano":"'
+            + str(call.start_ns)
+            + '","endTimeUnixNano":"'
+            + str(call.end_ns)
+            + '","attributes":['
+            + _kv(redacted_attributes(attributes, policy=policy))
+            + '],"status":'
+            + status
+            + "}}"
         )
-    request = {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": _kv({"service.name": "tracegrade"})},
-                "scopeSpans": [{"scope": {"name": "tracegrade.traces"}, "spans": spans}],
-            }
-        ]
-    }
-    return json.dumps(request, ensure_ascii=False)
+    return (
+        '{"resourceSpans":[{"resource":{"attributes":['
+        + _kv({"service.name": "tracegrade"})
+        + ']},"scopeSpans":[{"scope":{"name":"tracegrade.traces"},"spans":['
+        + ",".join(spans)
+        + "]}]}]}"
+    )
 
 
 COMMIT_BATCH = 64
@@ -248,10 +275,7 @@ def _trial_texts(
         ),
         sc.TG_TRIAL: trial,
     }
-    return [
-        json.dumps(kv, ensure_ascii=False)
-        for kv in _kv(redacted_attributes(attributes, policy=policy))
-    ]
+    return [_kv({k: v}) for k, v in redacted_attributes(attributes, policy=policy).items()]
 
 
 def renumbered_line(line: str, *, run_id: str, run: QuestionResult, policy: RedactionPolicy) -> str:
