@@ -16,7 +16,9 @@ reaches `--mb` megabytes. Then, for each size, side by side:
 - the agent: the same questions re-run (per question), the cost grade-traces saves.
 
 The last lines put the sizes side by side: parse rate, grade-traces time, the ratio of the two,
-the peak RSS, and whether the peak stayed flat.
+the peak RSS, and whether the peak stayed flat. Times are wall clock and CPU seconds (the
+process's user + system): on a shared, loaded machine the wall clock says how busy the machine
+was, the CPU what the command cost, so the ratios are given in both.
 
     .venv/bin/python bench/traces.py [--mb 100 1000]
 """
@@ -112,8 +114,10 @@ def raw_agent_s(root: Path, latency_s: float, rounds: int = 10) -> float:
     return (time.perf_counter() - started) / (rounds * len(IDS))
 
 
-def grade_in_child(archive: Path, config: Path) -> tuple[float, int, float]:
-    """`tracegrade grade-traces` in its own process: seconds, exit code, peak RSS (MB)."""
+def grade_in_child(archive: Path, config: Path) -> tuple[float, float, int, float]:
+    """`tracegrade grade-traces` in its own process: seconds (wall, CPU), exit code, peak RSS
+    (MB). The wall clock is timed as before this figure had CPU beside it (from the call, the
+    CLI imported); the CPU is the whole process's, interpreter and imports too."""
     code = (
         "import resource, sys, time\n"
         "from tracegrade.cli import main\n"
@@ -123,12 +127,15 @@ def grade_in_child(archive: Path, config: Path) -> tuple[float, int, float]:
         "s = time.perf_counter() - t\n"
         "print('RESULT', s, c, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
     )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT"))
     _, seconds, exit_code, peak = line.split()
-    return float(seconds), int(exit_code), float(peak)
+    return float(seconds), cpu, int(exit_code), float(peak)
 
 
 def main_bench() -> None:
@@ -161,42 +168,49 @@ def main_bench() -> None:
             archive, traces = build_archive(root / f"{mb:g}mb", config, mb)
             size = archive.stat().st_size / 1024 / 1024
             print(f"archive: {size:.1f} MB, {traces} traces (OpenInference, collector format)")
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             spans = sum(1 for _ in read_spans(archive, ReadProblems()))
             parse_s = time.perf_counter() - started
+            parse_cpu = time.process_time() - started_cpu
             print(
                 f"  parse only:    {parse_s:7.2f} s  {spans / parse_s:9.0f} spans/s  "
-                f"{size / parse_s:6.1f} MB/s"
+                f"{size / parse_s:6.1f} MB/s  (CPU {parse_cpu:.2f} s: {spans / parse_cpu:.0f} "
+                f"spans/s, {size / parse_cpu:.1f} MB/s)"
             )
-            grade_s, code, peak = grade_in_child(archive, config)
+            grade_s, grade_cpu, code, peak = grade_in_child(archive, config)
             per_trace = grade_s / traces
             print(
                 f"  grade-traces:  {grade_s:7.2f} s  {traces / grade_s:9.0f} traces/s  "
-                f"{size / grade_s:6.1f} MB/s  exit {code}  peak RSS {peak:.0f} MB (own process)"
+                f"{size / grade_s:6.1f} MB/s  (CPU {grade_cpu:.2f} s)  exit {code}  "
+                f"peak RSS {peak:.0f} MB (own process, one process: grade-traces has no workers)"
             )
             print(
                 f"  ratio: {per_trace * 1000:.2f} ms per trace: {run_s / per_trace:.0f}x faster than "
                 f"re-running the agent at 50 ms per model call ({bare_s / per_trace:.1f}x with an "
-                f"instant model); parse alone is {grade_s / parse_s:.1f}x faster than grade-traces"
+                f"instant model); grade-traces takes {grade_s / parse_s:.1f}x the parse alone "
+                f"({grade_cpu / parse_cpu:.1f}x in CPU)"
             )
-            table.append((size, traces, spans / parse_s, size / parse_s, grade_s, parse_s, peak))
+            rates = (spans / parse_s, size / parse_s)
+            table.append((size, traces, *rates, grade_s, parse_s, peak, grade_cpu, parse_cpu))
             shutil.rmtree(archive.parent.parent, ignore_errors=True)
         print_table(table)
 
 
-def print_table(rows: list[tuple[float, int, float, float, float, float, float]]) -> None:
+def print_table(rows: list[tuple[float, ...]]) -> None:
     """The sizes side by side: the parse rate, grade-traces' time, their ratio, the peak."""
     print("\nside by side (goal: the same peak RSS for every size, at most 200 MB)")
     print(
         f"  {'archive':>9}  {'traces':>7}  {'parse spans/s':>13}  {'parse MB/s':>10}  "
-        f"{'grade-traces s':>14}  {'grade/parse':>11}  {'peak RSS MB':>11}"
+        f"{'grade-traces s':>14}  {'(CPU s)':>8}  {'grade/parse':>11}  {'(CPU)':>6}  "
+        f"{'peak RSS MB':>11}"
     )
-    for size, traces, spans_rate, mb_rate, grade_s, parse_s, peak in rows:
+    for size, traces, spans_rate, mb_rate, grade_s, parse_s, peak, grade_cpu, parse_cpu in rows:
         print(
             f"  {size:7.0f}MB  {traces:7d}  {spans_rate:13.0f}  {mb_rate:10.1f}  "
-            f"{grade_s:14.2f}  {grade_s / parse_s:10.1f}x  {peak:11.0f}"
+            f"{grade_s:14.2f}  {grade_cpu:8.2f}  {grade_s / parse_s:10.1f}x  "
+            f"{grade_cpu / parse_cpu:5.1f}x  {peak:11.0f}"
         )
-    peaks = [row[-1] for row in rows]
+    peaks = [row[6] for row in rows]
     if len(peaks) > 1:
         print(
             f"  peak RSS from {peaks[0]:.0f} to {peaks[-1]:.0f} MB "
