@@ -17,21 +17,28 @@ the HTTP client built before the timed region. Then:
 
     .venv/bin/python bench/receive.py [--spans 100000] [--batch 512] [--workers 2] [--burst-only]
 
-- receive + grade with `--workers N` beside one process (interleaved, best of `--rounds`):
-  each request decoded once in the receiving process, the traces graded in N processes.
+- receive + grade with `--workers N` beside one process, `--rounds` rounds interleaved (the
+  order swapped each round), each round's ratio printed and then the median and range: by wall
+  clock, and by CPU (each process's CPU seconds from schedstat: what the work takes on free
+  cores), with the time each process waited for a CPU. On a machine other sessions load, Linux
+  gives a session's processes one share between them (autogroup), so there the wall ratio is
+  the cost of the work, not the parallelism: the waiting share printed says how loaded it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,10 +150,46 @@ def _receiver(config: Path, spans: int, traces: int, *, sample: float, workers: 
     return process, line.split("listening on ", 1)[1].split(";", 1)[0]
 
 
-def _cpu(pid: int) -> float:
-    """CPU seconds (user + system) process `pid` has used (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _sched(pid: int) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable and waiting for one) of process `pid`, all its
+    threads (Linux schedstat)."""
+    cpu = wait = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            on, waited, _ = (task / "schedstat").read_text().split()
+            cpu, wait = cpu + int(on) / 1e9, wait + int(waited) / 1e9
+    return cpu, wait
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    ingest_s: float
+    graded_s: float
+    """From the first request until every trace was graded, less the quiet period."""
+    wall_s: float
+    used: list[tuple[float, float]]
+    """Each process's (seconds on a CPU, seconds waiting for one): the receiver first."""
+
+    def free_cores_s(self, cores: int) -> float:
+        """How long the work would take on `cores` free cores: its CPU seconds spread over
+        them, or its busiest process's, whichever is longer."""
+        cpus = [cpu for cpu, _ in self.used]
+        return max(sum(cpus) / min(cores, len(cpus)), *cpus)
+
+    @property
+    def waiting(self) -> float:
+        """The share of its processes' time spent runnable but waiting for a CPU."""
+        cpu, wait = (sum(x) for x in zip(*self.used, strict=True))
+        return wait / (cpu + wait) if cpu + wait else 0.0
+
+
+def _spread(values: list[float], unit: str = "") -> str:
+    """The median, and the range, of a figure measured in several rounds."""
+    fmt = "{:.2f}" if unit else "{:.0f}"
+    low, mid, high = (
+        fmt.format(v) + unit for v in (min(values), statistics.median(values), max(values))
+    )
+    return f"{mid} (median; {low}..{high})"
 
 
 def _stop(process) -> None:
@@ -165,7 +208,7 @@ def main_bench() -> None:
     parser.add_argument("--rate", type=float, default=5_000.0, help="sustained spans/s offered")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long it is offered")
     parser.add_argument("--workers", type=int, default=2, help="grading processes beside one")
-    parser.add_argument("--rounds", type=int, default=2, help="bursts of each, interleaved")
+    parser.add_argument("--rounds", type=int, default=3, help="bursts of each, interleaved")
     parser.add_argument("--burst-only", action="store_true", help="leave out the paced run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,9 +241,7 @@ def main_bench() -> None:
 
         headers = {"content-type": PROTOBUF}
 
-        cpu: dict[int, list[float]] = {}
-
-        def burst(workers: int) -> tuple[float, float]:
+        def burst(workers: int) -> Burst:
             """A burst, every trace graded (--sample 1): how fast ingest goes, and how fast
             the deterministic graders work through what arrived."""
             process, url = _receiver(config, spans, traces, sample=1.0, workers=workers)
@@ -208,7 +249,7 @@ def main_bench() -> None:
             with httpx.Client(timeout=60) as client:
                 client.post(url, content=b"", headers=headers)  # the connection, before the clock
                 pids = [process.pid, *client.get(status_url).json()["workers"]]
-                before = [_cpu(pid) for pid in pids]
+                before = [_sched(pid) for pid in pids]
                 started = time.perf_counter()
                 for body in payload:
                     response = client.post(url, content=body, headers=headers)
@@ -216,47 +257,71 @@ def main_bench() -> None:
                 ingest_s = time.perf_counter() - started
                 while client.get(status_url).json()["traces_graded"] < traces:
                     time.sleep(0.05)
-                graded_s = time.perf_counter() - started - 1.0  # less the quiet period
-                used = [_cpu(pid) - was for pid, was in zip(pids, before, strict=True)]
-                if sum(used) < sum(cpu.get(workers, [float("inf")])):
-                    cpu[workers] = used
+                wall = time.perf_counter() - started
+                after = [_sched(pid) for pid in pids]
             _stop(process)
-            return ingest_s, graded_s
+            used = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(before, after, strict=True)]
+            return Burst(ingest_s, wall - 1.0, wall, used)  # graded: less the quiet period
 
-        # A: one process and --workers N, interleaved (best of --rounds each): the ratio survives
-        # a loaded machine
-        best: dict[int, tuple[float, float]] = {}
-        for _ in range(args.rounds):
-            for workers in (0, args.workers):
-                ingest_s, graded_s = burst(workers)
-                was = best.get(workers, (float("inf"), float("inf")))
-                best[workers] = (min(was[0], ingest_s), min(was[1], graded_s))
-        ingest_s, graded_s = best[0]
-        for workers, (ingest_w, graded_w) in sorted(best.items()):
-            who = f"--workers {workers}" if workers else "one process"
+        # One process and --workers N, interleaved (the order swapped each round), so both see
+        # the same load; each round's ratio is reported, then their median and spread.
+        cores = os.cpu_count() or 1
+        results: dict[int, list[Burst]] = {0: [], args.workers: []}
+        for r in range(args.rounds):
+            for workers in (0, args.workers) if r % 2 == 0 else (args.workers, 0):
+                results[workers].append(burst(workers))
+            one, many = results[0][-1], results[args.workers][-1]
             print(
-                f"receive (ingest), {who:12s} {ingest_w:7.2f} s  {spans / ingest_w:9.0f} "
-                f"spans/s  {len(payload) / ingest_w:6.0f} requests/s (burst, one connection)"
+                f"round {r + 1}: one process {spans / one.graded_s:6.0f} spans/s, --workers "
+                f"{args.workers} {spans / many.graded_s:6.0f} spans/s: {one.graded_s / many.graded_s:.2f}x "
+                f"by wall, {one.free_cores_s(cores) / many.free_cores_s(cores):.2f}x by CPU; "
+                f"waiting for a CPU: one process {one.waiting:.0%}, --workers "
+                f"{args.workers} {many.waiting:.0%} of their time (load {os.getloadavg()[0]:.1f})",
+                flush=True,
             )
+        for workers, bursts in results.items():
+            who = f"--workers {workers}" if workers else "one process"
+            ingest = _spread([spans / b.ingest_s for b in bursts])
+            graded = _spread([spans / b.graded_s for b in bursts])
+            print(f"receive (ingest), {who:12s} {ingest} spans/s (burst, one connection)")
             print(
-                f"receive + grade,  {who:12s} {graded_w:7.2f} s  {spans / graded_w:9.0f} "
-                f"spans/s  {traces / graded_w:7.0f} traces/s graded (--sample 1, tool_usage + "
+                f"receive + grade,  {who:12s} {graded} spans/s (--sample 1, tool_usage + "
                 "trajectory)"
             )
-        print(
-            f"--workers {args.workers} grade {graded_s / best[args.workers][1]:.2f}x as fast as "
-            f"one process, measured ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})"
+        pairs = list(zip(results[0], results[args.workers], strict=True))
+        by_wall = _spread([one.graded_s / many.graded_s for one, many in pairs], "x")
+        by_cpu = _spread(
+            [one.free_cores_s(cores) / many.free_cores_s(cores) for one, many in pairs], "x"
         )
-        # CPU seconds each process used from the first request to the last trace graded: on a
-        # shared machine the wall ratio is what the scheduler gave; this is what the work costs
-        one, many = cpu[0][0], cpu[args.workers]
-        cores = os.cpu_count() or 1
-        ideal = max(sum(many) / min(cores, len(many)), *many)
         print(
-            f"CPU: one process {one:.2f} s; --workers {args.workers}: receiver {many[0]:.2f} s, "
-            f"workers {' + '.join(f'{c:.2f}' for c in many[1:])} s; on {min(cores, len(many))} "
-            f"free cores that is {one / ideal:.2f}x one process"
+            f"--workers {args.workers} / one process, {args.rounds} interleaved rounds "
+            f"({cores} cores): by wall {by_wall}; by CPU on {cores} free cores {by_cpu}"
         )
+        for workers, bursts in results.items():
+            who = f"--workers {workers}" if workers else "one process"
+            parts = []
+            for k in range(len(bursts[0].used)):
+                name = "receiver" if k == 0 else f"worker {k}"
+                cpu = statistics.median(b.used[k][0] for b in bursts)
+                wait = statistics.median(b.used[k][1] for b in bursts)
+                parts.append(f"{name} {cpu:.2f} s on a CPU + {wait:.2f} s waiting for one")
+            print(f"CPU, {who} (median): " + "; ".join(parts))
+        # A session's processes share one scheduler group (Linux autogroup): on a machine
+        # others load, N processes get about the CPU one gets, so the wall ratio there says
+        # what the work costs, not what N cores give. The CPU ratio is what free cores give.
+        ratio, waiting = (
+            statistics.median(one.graded_s / many.graded_s for one, many in pairs),
+            statistics.median(b.waiting for b in results[args.workers]),
+        )
+        if waiting > 0.25:
+            print(
+                f"note: --workers {args.workers}' processes waited for a CPU {waiting:.0%} of "
+                f"the time (load {os.getloadavg()[0]:.1f} on {cores} cores): the wall ratio "
+                f"({ratio:.2f}x) is the scheduler's share, not the parallelism; read the CPU "
+                "ratio"
+            )
+        ingest_s = statistics.median(b.ingest_s for b in results[0])
+        graded_s = statistics.median(b.graded_s for b in results[0])
         if args.burst_only:
             return
         # B: sustained, paced at --rate spans/s for --seconds, grading a share that keeps up
