@@ -315,7 +315,7 @@ def main_bench() -> None:
         )
         if waiting > 0.25:
             print(
-                f"note: --workers {args.workers}' processes waited for a CPU {waiting:.0%} of "
+                f"note: the --workers {args.workers} processes waited for a CPU {waiting:.0%} of "
                 f"the time (load {os.getloadavg()[0]:.1f} on {cores} cores): the wall ratio "
                 f"({ratio:.2f}x) is the scheduler's share, not the parallelism; read the CPU "
                 "ratio"
