@@ -144,22 +144,42 @@ def records_size(scores, runs, records) -> int:
 
 @contextlib.contextmanager
 def before_this_change() -> Iterator[None]:
-    """The page built as it was before one scan served all of a question's texts and the
-    collector was held off during the build: the reference printed beside today's figure."""
+    """The page built as it was before #44's changes (every text scanned alone, the collector
+    running, the store's rows read as whole validated results): the reference printed beside
+    today's figure."""
     saved = html_data.build_question, html_module.build_question, html_data.gc_paused
+    loader = html_data.load_sources
 
     def each_text(q, *, stored, record, trace_url=None, redaction=DEFAULT_POLICY):
         return html_data._question(
             q, stored=stored, record=record, trace_url=trace_url, policy=redaction
         )
 
+    def whole_runs(run_dir, targets):  # the store's results, each validated, then their answers
+        from tracegrade.capture.tracefile import read_trial_records
+        from tracegrade.rundir.directory import RunDirectory
+
+        run = RunDirectory(run_dir)
+        runs = {t: {} for t in targets}
+        records = {t: {} for t in targets}
+        if run.has_store():
+            with run.read_store() as store:
+                for target in targets:
+                    runs[target] = {(r.id, r.trial): r.answer for r in store.load_runs(target)}
+        for target in targets:
+            if run.trace_file(target).is_file():
+                records[target] = read_trial_records(run.trace_file(target))
+        return runs, records
+
     html_data.build_question = html_module.build_question = each_text
+    html_data.load_sources = html_module.load_sources = whole_runs
     html_data.gc_paused = html_module.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     try:
         yield
     finally:
         html_data.build_question, html_module.build_question, html_data.gc_paused = saved
         html_module.gc_paused = saved[2]
+        html_data.load_sources = html_module.load_sources = loader
 
 
 def interleaved(builds: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:

@@ -17,6 +17,7 @@ the app on a free loopback port (uvicorn in a thread) and prints:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -24,14 +25,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.append(str(Path(__file__).resolve().parent))  # bench/html_report.py's synthetic run
 
 import httpx  # noqa: E402
-from html_report import synthetic  # noqa: E402
+from html_report import before_this_change, interleaved, synthetic  # noqa: E402
 
+from tracegrade.app import run_pages  # noqa: E402
 from tracegrade.app.server import AppState, build_app  # noqa: E402
 from tracegrade.otel import semconv as sc  # noqa: E402
 from tracegrade.reports.html import render_html  # noqa: E402
@@ -170,6 +173,19 @@ def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, int]:
     return (whole if first is None else first), whole, size
 
 
+@contextlib.contextmanager
+def _app_as_before() -> Iterator[None]:
+    """The app's run page reads its sources through the report module's loader as before."""
+    from tracegrade.reports import html_data
+
+    saved = run_pages.load_sources
+    run_pages.load_sources = html_data.load_sources  # patched by before_this_change
+    try:
+        yield
+    finally:
+        run_pages.load_sources = saved
+
+
 def browser_open(url: str, selector: str) -> float | None:
     if not CHROMIUM.exists():
         return None
@@ -228,6 +244,12 @@ def main() -> None:
                         # as `serve` warms its index at start: the run's scores read first
                         indexed, _ = timed_get(client, server.base + "/")
                         first, cold, size = timed_stream(client, url)
+                        # then now and as before #44's changes, interleaved (medians of 3)
+                        streamed: dict[str, list[tuple[float, float]]] = {"now": [], "before": []}
+                        for _ in range(3):
+                            streamed["now"].append(timed_stream(client, url)[:2])
+                            with before_this_change(), _app_as_before():
+                                streamed["before"].append(timed_stream(client, url)[:2])
                         warm = statistics.median(timed_get(client, url)[0] for _ in range(3))
                         drawn = browser_open(url, "#question-table tbody tr")
                         print(f"run page, {n} questions (tracegrade serve, streamed)")
@@ -238,6 +260,13 @@ def main() -> None:
                             f"({cold / n * 1e3:.2f} ms/question; goal < 2 s, 0.3 ms)"
                         )
                         print(f"  server, next looks (median of 3)      {warm:6.2f} s")
+                        for key in ("now", "before"):
+                            f_s = statistics.median(x[0] for x in streamed[key])
+                            a_s = statistics.median(x[1] for x in streamed[key])
+                            print(
+                                f"  {key + ', first rows / every row':37s} {f_s:6.2f} s / "
+                                f"{a_s:.2f} s ({a_s / n * 1e3:.2f} ms/question, median of 3)"
+                            )
                         print(f"  page size                            {size / 1e6:6.2f} MB")
                         if drawn is not None:
                             print(
@@ -246,9 +275,14 @@ def main() -> None:
             finally:
                 server.close()
         outcome = load_outcome(big / "20260102-000000-big000")
-        started = time.perf_counter()
+
+        def as_before() -> str:
+            with before_this_change():
+                return render_html(outcome)
+
+        took = interleaved({"now": lambda: render_html(outcome), "before": as_before}, 3)
+        rendered = took["now"]
         html = render_html(outcome)
-        rendered = time.perf_counter() - started
         page = root / "static.html"
         page.write_text(html, encoding="utf-8")
         opened = browser_open(page.resolve().as_uri(), "#question-table tbody tr")
@@ -256,6 +290,11 @@ def main() -> None:
         print(
             f"  render in Python                      {rendered:6.2f} s   "
             f"({rendered / args.questions * 1e3:.2f} ms/question; goal < 2 s, 0.3 ms)"
+        )
+        print(
+            f"  before #44's changes (reference)      {took['before']:6.2f} s   "
+            f"({took['before'] / args.questions * 1e3:.2f} ms/question; now/before "
+            f"{took['now'] / took['before']:.2f}, medians of 3 interleaved)"
         )
         print(f"  page size                            {len(html.encode()) / 1e6:6.2f} MB")
         if opened is not None:

@@ -28,7 +28,7 @@ from ..graders.tool_usage import (
 from ..records import ToolCall, ToolRecord
 from ..redaction import DEFAULT_POLICY, DeferredScan, RedactionPolicy, Scrubber, truncate
 from ..verdicts.result import QuestionAnswer, QuestionResult
-from ..verdicts.scoring import can_fail, pass_bar
+from ..verdicts.scoring import can_fail
 from .common import outcome_line
 from .costs import question_cells
 
@@ -117,7 +117,7 @@ def load_sources(
         if run.has_store():
             with run.read_store() as store:  # reading never changes a run
                 for target in targets:
-                    runs[target] = {(r.id, r.trial): r.answer for r in store.load_runs(target)}
+                    runs[target] = store.load_answers(target)
         for target in targets:
             trace_file = run.trace_file(target)
             if trace_file.is_file():
@@ -143,6 +143,13 @@ def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]
     """A call's arguments for the page: redacted, each string cut, the whole bounded."""
 
     def cut_strings(value: Any) -> Any:
+        kind = type(value)  # the exact JSON types first: an ABC check per value costs more
+        if kind is str:
+            return cut(value, ARGUMENT_CHARS, IN_TRACE)
+        if kind is dict:
+            return {k: cut_strings(v) for k, v in value.items()}
+        if kind is list:
+            return [cut_strings(v) for v in value]
         if isinstance(value, str):
             return cut(value, ARGUMENT_CHARS, IN_TRACE)
         if isinstance(value, Mapping):
@@ -336,9 +343,7 @@ def _grader(g: Any, policy: Scrubber) -> dict[str, Any]:
         "min": g.min_score,
         "max": g.max_score,
         "passed": g.passed,
-        "bar": pass_bar(
-            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
-        ),
+        "bar": g.pass_bar,  # the verdict's own spec: none built again per grader
         "can_fail": can_fail(
             binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
         ),

@@ -541,6 +541,46 @@ class ResultStore:
         return out
 
     @_reads
+    def load_answers(self, target: str) -> dict[tuple[str, int], QuestionAnswer]:
+        """What the agent received and answered in each question run of `target`, by (question
+        id, trial): `load_runs`'s answers without the results around them, for a page that
+        shows thousands. A row of the shapes the store writes is taken as it is; any other
+        is validated as `load_runs` validates it (a damaged one is invalid input)."""
+        rows = self._db.execute(
+            "SELECT question_id, trial, ordinal, row, input, messages, response, latency_s, "
+            "usage, has_record, tool_call_count FROM questions WHERE target = ?",
+            (target,),
+        )
+        out = {}
+        for qid, trial, ordinal, row, text, messages, response, latency, usage, has, count in rows:
+            fields = {
+                "ordinal": ordinal,
+                "row": json.loads(row),
+                "input": text,
+                "messages": json.loads(messages),
+                "response": response,
+                "latency_s": latency,
+                "usage": json.loads(usage),
+                "has_record": bool(has),
+                "tool_call_count": count,
+            }
+            written = (
+                type(ordinal) is int
+                and type(fields["row"]) is dict
+                and type(text) is str
+                and type(fields["messages"]) is list
+                and all(type(m) is dict for m in fields["messages"])
+                and type(response) is str
+                and type(latency) is float
+                and type(fields["usage"]) is dict
+                and (count is None or type(count) is int)
+            )
+            out[(qid, trial)] = (
+                QuestionAnswer.model_construct(**fields) if written else QuestionAnswer(**fields)
+            )
+        return out
+
+    @_reads
     def load_scores(
         self, *, grading_id: int | None = None, target: str | None = None
     ) -> list[QuestionResult]:
