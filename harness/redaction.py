@@ -150,6 +150,9 @@ _PROSE_WORDS = frozenset(
 # that alphabet in a second pass (RE2 has no look-around to say "a run of exactly 40").
 _AWS_SECRET_RUN = r"[A-Za-z0-9/+]{40,}="
 
+_AWS_FORTY = re2.compile(r"(?:\A|[^A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?:\z|[^A-Za-z0-9/+=])")
+"""A run of exactly 40 of that alphabet, unpadded: the only run an AWS secret can be."""
+
 # Environment variables whose values are secrets (upper-cased names, shell globs).
 SECRET_ENV_GLOBS: tuple[str, ...] = ("*_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*", "*PASSWD*")
 MIN_ENV_SECRET = 6
@@ -351,8 +354,11 @@ class RedactionPolicy:
             joined = "\n".join(texts)
             if self._regex.search(joined) is not None:
                 return False
-            # a long run (a hash, padding) is common and kept unless it is an AWS secret; a
-            # newline ends a run as a text's end does, so each run is judged as alone
+            # a long run (a hash, padding) is common and kept unless it is an AWS secret, which
+            # is a run of exactly 40, unpadded: none such, nothing to judge run by run (a
+            # newline ends a run as a text's end does, so each run is judged as alone)
+            if _AWS_FORTY.search(joined) is None:
+                return True
             return all(self._replace_aws(m) != REDACTED for m in self._aws.finditer(joined))
         except Exception:  # a lone surrogate, a non-str: the one-by-one scan copes
             return False
