@@ -1,8 +1,12 @@
 """One scan for many texts (`RedactionPolicy.clean`, `DeferredScan`): the HTML report checks
 all of a question's texts in one search and redacts one by one only where that search finds
-something. What it shows must be exactly what a scan of each text shows."""
+something; it measures a call's arguments as JSON only when a bound says they may be over
+its limit. What it shows must be exactly what a scan of each text and a measure of every
+call's arguments show."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,3 +95,36 @@ def test_deferred_scan_notes_texts_and_applies_the_name_rule_at_once():
     assert out == {"api_key": REDACTED, "q": "Bearer abcdefghijklmnop123", "n": 3}
     assert not deferred.clean()  # the Bearer token: built again with the policy itself
     assert DeferredScan(DEFAULT_POLICY).clean()  # nothing seen, nothing to redact
+
+
+def _measured_always(arguments: dict, policy=DEFAULT_POLICY) -> dict:
+    """The page's arguments as before the bound: measured as JSON every time."""
+    out = html_data._arguments(arguments, policy)
+    if "(cut)" in out:
+        return out
+    size = len(json.dumps(out, ensure_ascii=False, default=str))
+    if size > html_data.ARGUMENTS_CHARS:
+        return {"(cut)": f"arguments of {size:,} characters as JSON; {html_data.IN_TRACE}"}
+    return out
+
+
+_ARG_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(alphabet='a"\\\n\x01é', max_size=50)
+    | st.builds(lambda n, c: c * n, st.integers(0, 6_000), st.sampled_from(["a", '"', "\x01"])),
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=8), _ARG_VALUES, max_size=6))
+def test_arguments_measured_only_when_they_may_be_over_the_limit_show_the_same(arguments):
+    # the bound skips json.dumps for small arguments; near and over the limit (20,000
+    # characters as JSON: long strings, quotes and control characters escaped) it measures
+    assert html_data._arguments(arguments, DEFAULT_POLICY) == _measured_always(arguments)

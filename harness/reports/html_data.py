@@ -141,15 +141,35 @@ def _text(value: Any, policy: Scrubber, limit: int = TEXT_CHARS, where: str = IN
 
 def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]:
     """A call's arguments for the page: redacted, each string cut, the whole bounded."""
+    # At most this many characters as JSON: a character is at most 6 (a \uXXXX escape). The
+    # arguments are measured as JSON only when the bound is over the limit (the profile: a
+    # json.dumps of every call's arguments was a tenth of the page's build).
+    bound = [0]
+    unknown = ARGUMENTS_CHARS + 1  # a value whose JSON length is not known: measure it
 
     def cut_strings(value: Any) -> Any:
         kind = type(value)  # the exact JSON types first: an ABC check per value costs more
         if kind is str:
-            return cut(value, ARGUMENT_CHARS, IN_TRACE)
+            text = cut(value, ARGUMENT_CHARS, IN_TRACE)
+            bound[0] += 6 * len(text) + 4
+            return text
         if kind is dict:
-            return {k: cut_strings(v) for k, v in value.items()}
+            bound[0] += 2
+            out = {}
+            for k, v in value.items():
+                bound[0] += 6 * len(k) + 6 if type(k) is str else unknown
+                out[k] = cut_strings(v)
+            return out
         if kind is list:
+            bound[0] += 2 + 2 * len(value)
             return [cut_strings(v) for v in value]
+        if value is None or kind is bool or kind is float:
+            bound[0] += 26
+            return value
+        if kind is int:
+            bound[0] += len(str(value)) + 2  # str() of a huge int raises, as json.dumps would
+            return value
+        bound[0] += unknown
         if isinstance(value, str):
             return cut(value, ARGUMENT_CHARS, IN_TRACE)
         if isinstance(value, Mapping):
@@ -160,7 +180,9 @@ def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]
 
     try:
         out = cut_strings(policy.arguments(dict(arguments)))
-        size = len(json.dumps(out, ensure_ascii=False, default=str))
+        size = bound[0]
+        if size > ARGUMENTS_CHARS:
+            size = len(json.dumps(out, ensure_ascii=False, default=str))
     except (RecursionError, ValueError, TypeError):
         return {"(cut)": f"arguments too deep to show here; {IN_TRACE}"}
     if size > ARGUMENTS_CHARS:
