@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..inputs.checks import claims_problems
+from ..inputs.blocks.checks import claims_problems
 from ..records import GradeResult, Outcome, ToolRecord
 from ..redaction import compile_pattern
 from .base import Grader, GraderServices

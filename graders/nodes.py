@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..graph_path import NodeRun
-from ..inputs.checks import nodes_problems
+from ..inputs.blocks.checks import nodes_problems
 from ..records import GradeResult, ToolRecord
 from .base import Grader
 from .trajectory.grader import record_in

@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..inputs.checks import checks_problems, resolve_checks
+from ..inputs.blocks.checks import checks_problems, resolve_checks
 from ..records import GradeResult, Outcome, ToolCall, ToolRecord
 from ..redaction import compile_pattern, is_secret_name, redact_arguments
 from .base import Grader, GraderServices

@@ -214,3 +214,31 @@ def test_the_circle_check_sees_a_planted_circle():
     )
     assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
     assert circles({"a": {"b"}, "b": {"a"}, "c": {"c"}}) == [["a", "b"]]
+
+
+MAX_MODULES_PER_FOLDER = 15
+
+
+def crowded_folders(roots: list[Path], limit: int = MAX_MODULES_PER_FOLDER) -> list[str]:
+    """The folders under `roots` holding more than `limit` modules (`__init__.py` counts)."""
+    folders = {p.parent for root in roots for p in root.rglob("*.py")}
+    counts = {f: len(list(f.glob("*.py"))) for f in folders if "__pycache__" not in f.parts}
+    return [f"{f}: {n} modules" for f, n in sorted(counts.items()) if n > limit]
+
+
+def test_every_folder_holds_fifteen_modules_or_fewer():
+    # A folder of more than 15 modules stops saying what it does (execution/ at 26, traces/ at
+    # 20): split it by what its modules do, in subpackages named for that.
+    assert crowded_folders(list(package_dirs().values())) == []
+
+
+def test_the_folder_check_counts_modules(tmp_path):
+    folder = tmp_path / "pkg"
+    (folder / "sub").mkdir(parents=True)
+    for i in range(15):
+        (folder / f"m{i}.py").write_text("")
+    (folder / "sub" / "__init__.py").write_text("")
+    (folder / "notes.md").write_text("")  # not a module
+    assert crowded_folders([folder]) == []
+    (folder / "__init__.py").write_text("")  # the 16th
+    assert crowded_folders([folder]) == [f"{folder}: 16 modules"]

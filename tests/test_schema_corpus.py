@@ -68,7 +68,7 @@ RULES = {
     "duplicate question id",
     "duplicate key",
     "YAML syntax error",
-    # the trajectory block (tracegrade.inputs.trajectory words each rule the same way)
+    # the trajectory block (tracegrade.inputs.blocks.trajectory words each rule the same way)
     "a trajectory needs calls, forbid, only, count or max_calls",
     "trajectory.match must be one of strict, unordered, subset, superset, subsequence",
     "trajectory.args must be one of subset, exact, ignore",

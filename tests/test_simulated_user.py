@@ -14,8 +14,8 @@ import yaml
 from tracegrade.errors import JudgeError
 from tracegrade.execution.question.simulated_user import build_user_prompt, parse_user_answer
 from tracegrade.execution.run.lifecycle import start_run
+from tracegrade.inputs.blocks.conversation import SimulatedUser
 from tracegrade.inputs.config import load_config
-from tracegrade.inputs.conversation import SimulatedUser
 from tracegrade.rundir.store import ResultStore
 
 AGENT = Path(__file__).resolve().parents[1] / "agents" / "refund_desk.py"

@@ -657,7 +657,7 @@ def documented_trajectories() -> list[dict]:
 
 
 def test_documented_examples_are_valid_and_the_mode_examples_pass(booking):
-    from tracegrade.inputs.trajectory import MODES, trajectory_problems
+    from tracegrade.inputs.blocks.trajectory import MODES, trajectory_problems
 
     documented = documented_trajectories()
     assert all(trajectory_problems(t) == [] for t in documented)

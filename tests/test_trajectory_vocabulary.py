@@ -11,14 +11,14 @@ import yaml
 
 from tests.runs_support import write_project
 from tracegrade.cli import main
-from tracegrade.inputs.sourcefile import load_document, validate_document
-from tracegrade.inputs.trajectory import (
+from tracegrade.inputs.blocks.trajectory import (
     MATCHER_KEYWORDS,
     MODES,
     is_matcher,
     tool_names,
     trajectory_problems,
 )
+from tracegrade.inputs.sourcefile import load_document, validate_document
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "schema" / "examples"
 VALID = sorted((EXAMPLES / "valid").glob("dataset-trajectory-*.yaml"))

@@ -3,8 +3,8 @@
 `expected_tools` (tool_usage_grader) asserts presence, scalar arguments and `after`; a
 `trajectory` asserts the shape of the whole run: a match mode over the calls that executed,
 argument matchers, forbidden tools, an allow-list, counts and a cap. The vocabulary and its
-static checks are in `tracegrade.inputs.trajectory`, the matchers in `trajectory_matchers`, the
-optimal assignment in `trajectory_matching`.
+static checks are in `tracegrade.inputs.blocks.trajectory`, the matchers in `matchers`, the optimal
+assignment in `matching`.
 
 Which calls count (from the record's outcome, never from text; as tool_usage_grader counts):
 - the modes, `count` and `max_calls` read the calls that executed (ok, error, command,
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...inputs.trajectory import (
+from ...inputs.blocks.trajectory import (
     DEFAULT_ARGS_POLICY,
     DEFAULT_MODE,
     INTERRUPT_STEP,

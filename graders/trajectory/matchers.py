@@ -5,7 +5,7 @@
 a reason, `explain(present, value, path)`: which arguments differed and how, worded
 `slot expected in ['10:00', '11:00'], got '15:00'`.
 
-The vocabulary and its static checks live in `tracegrade.inputs.trajectory`; a value reaching
+The vocabulary and its static checks live in `tracegrade.inputs.blocks.trajectory`; a value reaching
 `compile_value` has passed them (the grader checks first), so compiling does not re-validate.
 
 Equality (a literal, `eq`, `in`, `contains` of a member) is deep: mappings and lists compare
@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...inputs.trajectory import is_matcher
+from ...inputs.blocks.trajectory import is_matcher
 from ...redaction import REDACTED, compile_pattern, is_secret_name
 
 __all__ = [

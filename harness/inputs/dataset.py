@@ -28,9 +28,10 @@ from pydantic import (
 
 from ..errors import DatasetError, InputError, suggest
 from ..world import ToolOverride
-from .checks import check_checks, check_claims, check_nodes
-from .conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
-from .expected_tool import ExpectedTool, NonBlank
+from .blocks.checks import check_checks, check_claims, check_nodes
+from .blocks.conversation import ExpectedInterrupts, SimulatedUser, Turn, check_resume
+from .blocks.expected_tool import ExpectedTool, NonBlank
+from .blocks.trajectory import check_trajectory
 from .sourcefile import (
     Document,
     Problem,
@@ -42,7 +43,6 @@ from .sourcefile import (
     validate_document,
 )
 from .splits import SPLIT_NAMES, assign_split
-from .trajectory import check_trajectory
 
 __all__ = [
     "Dataset",

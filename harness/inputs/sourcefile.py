@@ -42,14 +42,7 @@ import jsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
 from ..errors import InputError, suggest
-from .sourceparse import (
-    Document,
-    Problem,
-    escape_pointer_token,
-    load_document,
-    pointer_of,
-)
-from .trajectory import (
+from .blocks.trajectory import (
     BAD_REGEX,
     BAD_SCHEMA,
     MATCHER_KEYWORDS,
@@ -59,6 +52,13 @@ from .trajectory import (
     misspelt_keywords,
     regex_problem,
     schema_problem,
+)
+from .sourceparse import (
+    Document,
+    Problem,
+    escape_pointer_token,
+    load_document,
+    pointer_of,
 )
 
 __all__ = [
@@ -175,7 +175,7 @@ _Validator = jsonschema.validators.extend(
     {
         "x-sumsTo": _sums_to,
         "x-uniqueBy": _unique_by,
-        # the trajectory block's rules (tracegrade.inputs.trajectory words them the same way)
+        # the trajectory block's rules (tracegrade.inputs.blocks.trajectory words them the same way)
         "x-ordered": _ordered,
         "x-disjoint": _disjoint,
         "x-regex": _regex,

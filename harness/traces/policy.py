@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
-from ..inputs.checks import checks_problems, claims_problems, nodes_problems
+from ..inputs.blocks.checks import checks_problems, claims_problems, nodes_problems
+from ..inputs.blocks.trajectory import trajectory_problems
 from ..inputs.config import Config, GraderEntry
-from ..inputs.trajectory import trajectory_problems
 from ..records import GraderSpec
 from .dialects import AgentTrace
 

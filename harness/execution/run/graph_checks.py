@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TracegradeError, suggest
+from ...inputs.blocks.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 from ...inputs.config import TargetConfig
 from ...inputs.sourcefile import Document, Problem, load_document, pointer_of
-from ...inputs.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 
 __all__ = [
     "built_graph",

@@ -76,7 +76,7 @@ def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
 
 def _turns_sent(row: Mapping[str, Any], stored: QuestionResult) -> list[Any]:
     """The turns of a `turns` conversation the run sent (its user messages), as Turn models."""
-    from ...inputs.conversation import Turn
+    from ...inputs.blocks.conversation import Turn
 
     raw = row.get("turns") or ()
     sent = sum(1 for m in stored.answer.messages if m.get("role") == "user")

@@ -4,7 +4,7 @@ conversation sent turn by turn) and `user` (a simulated user). The pydantic mode
 `schema/dataset.schema.json` definitions, worded as the schema words them.
 
 Payload matchers (`when:` of a resume entry, `payload:` of an expected interrupt, an interrupt
-step of a trajectory) use the trajectory argument vocabulary (`tracegrade.inputs.trajectory`).
+step of a trajectory) use the trajectory argument vocabulary (`tracegrade.inputs.blocks.trajectory`).
 """
 
 from __future__ import annotations

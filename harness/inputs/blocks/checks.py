@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..redaction import compile_pattern
+from ...redaction import compile_pattern
 
 __all__ = [
     "CHECK_KEYS",

@@ -18,8 +18,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import suggest
-from ..redaction import compile_pattern
+from ...errors import suggest
+from ...redaction import compile_pattern
 
 __all__ = [
     "ARGS_POLICIES",

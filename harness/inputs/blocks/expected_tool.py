@@ -1,6 +1,6 @@
 """`ExpectedTool`: one `expected_tools` entry, an assertion about a tool the agent ran (or must
 not have run). Its own module because a dataset question and a conversation's turn both carry
-the list (`tracegrade.inputs.dataset`, `tracegrade.inputs.conversation`)."""
+the list (`tracegrade.inputs.dataset`, `tracegrade.inputs.blocks.conversation`)."""
 
 from __future__ import annotations
 
