@@ -294,6 +294,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.execution.question.runner import _run_one
     from tracegrade.execution.run.prepare import plan_of as _plan
     from tracegrade.execution.run.prepare import select as _select
+    from tracegrade.execution.run.prepared import RunSettings
     from tracegrade.execution.run.services import run_services
     from tracegrade.inputs import sourcefile
     from tracegrade.rundir.store import ResultStore
@@ -304,7 +305,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     config = load_config(path)
     target = config.targets["support_desk"]
     run_dir = root / "overhead" / "interleaved"
-    services = run_services(config, run_dir, True)
+    services = run_services(RunSettings.of(config), run_dir, True)
     dataset, questions = _select(target, Selection())
     attached = attach_graders(target.graders, grading_module=None, services=services)
     plan = _plan(target, questions, dataset, attached, services)
@@ -440,6 +441,7 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     from tracegrade.execution.question.runner import _run_one
     from tracegrade.execution.run.prepare import plan_of as _plan
     from tracegrade.execution.run.prepare import select as _select
+    from tracegrade.execution.run.prepared import RunSettings
     from tracegrade.execution.run.services import run_services
     from tracegrade.redaction import RedactionPolicy
     from tracegrade.rundir.store import ResultStore
@@ -494,7 +496,7 @@ def redaction(args: argparse.Namespace, root: Path) -> None:
     telemetries = []
     for name, policy in (("redacted", counted), ("plain", PassThrough())):
         run_dir = root / "redaction" / name
-        services = run_services(config, run_dir, True)
+        services = run_services(RunSettings.of(config), run_dir, True)
         services.redaction = policy
         attached = attach_graders(target.graders, grading_module=None, services=services)
         plans[name] = _plan(target, questions, dataset, attached, services)

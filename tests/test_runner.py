@@ -137,12 +137,13 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
     from tracegrade.execution.question.grading import attach_graders
     from tracegrade.execution.question.runner import arun_target
     from tracegrade.execution.run.prepare import plan_of as _plan
+    from tracegrade.execution.run.prepared import RunSettings
     from tracegrade.execution.run.services import run_services
     from tracegrade.inputs.dataset import load_dataset
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
-    services = run_services(config, tmp_path / "run", True)
+    services = run_services(RunSettings.of(config), tmp_path / "run", True)
     dataset = load_dataset(target.dataset)
     attached = attach_graders(target.graders, grading_module=None, services=services)
     plan = _plan(target, list(dataset.questions), dataset, attached, services)

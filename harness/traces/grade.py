@@ -445,7 +445,7 @@ async def agrade_traces(
             prepared.attached,
             digest=(lambda _target: digest()) if digest is not None else None,
         )
-    outcome.notes[:0] = redaction_notes(config) + notes + uncounted_note(outcome)
+    outcome.notes[:0] = redaction_notes(config.redaction) + notes + uncounted_note(outcome)
     return outcome
 
 

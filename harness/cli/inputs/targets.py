@@ -38,11 +38,12 @@ def describe_plans(config: Any, *, source: str = "run") -> str:
     """Each target's check plan over its whole dataset, as `run` (or, with source "traces",
     `grade-traces` and `receive`) would build it before any agent runs."""
     from ...execution.run.planning import attach_planned
+    from ...execution.run.prepared import RunSettings
     from ...execution.run.services import run_services
     from ...inputs.dataset import load_dataset
     from ...verdicts.plan import plan_lines
 
-    services = run_services(config, config.runs_dir, False)
+    services = run_services(RunSettings.of(config), config.runs_dir, False)
     plans = {}
     for target in config.targets.values():
         questions = load_dataset(target.dataset).questions

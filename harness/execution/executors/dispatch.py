@@ -9,12 +9,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from ...inputs.config import Config
 from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
 from ..question.runner import TargetPlan
-from ..run.prepared import ExecutorSettings
+from ..run.prepared import ExecutorSettings, RunSettings
 from ..run.services import open_telemetry, telemetry_notes
 from .local import LocalExecutor
 from .protocol import ExecutionPlan, Executor, committing
@@ -39,47 +38,45 @@ def executor_for(plan: TargetPlan, settings: ExecutorSettings) -> Executor:
 async def arun_plans(
     plans: Sequence[TargetPlan],
     *,
-    config: Config,
+    settings: RunSettings,
     run: RunDirectory,
     store: ResultStore,
     grading_id: int,
     on_done: Callable[[QuestionResult], None] | None,
     lost: list[int],
-    workers: int = 1,
     use_cache: bool = True,
-    executor: str = "local",
 ) -> list[str]:
-    """Run each plan's questions where the run says (this process, `workers` processes or
-    Ray actors), committing each to `store` under `grading_id`; returns the telemetry notes,
-    and appends to `lost` the spans that could not be written to a trace file."""
+    """Run each plan's questions where `settings.executor` says (this process, worker
+    processes or Ray actors), committing each to `store` under `grading_id`; returns the
+    telemetry notes, and appends to `lost` the spans that could not be written to a trace
+    file."""
     notes = []
     commit = committing(store, grading_id, on_done)
-    settings = ExecutorSettings(kind=executor, workers=workers, ray_address=config.ray_address)
     for plan in plans:
         plan.run_id = run.name  # each question run's conversation id names its run
-        plan.message_chars = config.telemetry.captured_message_chars()
+        plan.message_chars = settings.telemetry.captured_message_chars()
         # the worker trace files of a run killed before it folded them: their records first
         run.fold_traces(plan.target.name)
         execution = ExecutionPlan(
             plan=plan,
             run=run,
-            trace_file=run.trace_file(plan.target.name) if config.telemetry.trace_file else None,
-            open_telemetry=functools.partial(open_telemetry, config),
-            config_path=config.path,
+            trace_file=run.trace_file(plan.target.name) if settings.telemetry.trace_file else None,
+            open_telemetry=functools.partial(open_telemetry, settings),
+            config_path=settings.config_path,
             use_cache=use_cache,
-            settings=settings,
+            settings=settings.executor,
         )
-        chosen = executor_for(plan, settings)
+        chosen = executor_for(plan, settings.executor)
         report = await chosen.arun(execution, commit)
         if report.trace_file_failed:
             lost.append(report.trace_file_failed)
-        notes += telemetry_notes(config, plan.target.name, report)
+        notes += telemetry_notes(settings, plan.target.name, report)
     return notes
 
 
-def connect_executor(config: Config, executor: str | None, workers: int | None) -> None:
+def connect_executor(executor: ExecutorSettings) -> None:
     """With `executor: ray`, Ray is importable and joined (or started) before anything runs."""
-    if (executor or config.executor) == "ray":
+    if executor.kind == "ray":
         from .ray_executor import connect_ray
 
-        connect_ray(config.ray_address, workers or config.workers)
+        connect_ray(executor.ray_address, executor.workers)

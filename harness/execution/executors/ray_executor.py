@@ -62,10 +62,10 @@ class RayWorker:
     `tracegrade.execution.executors.ray_executor.RayWorker`, which is how Ray's workers find it)."""
 
     def __init__(self, spec: WorkerSpec) -> None:
-        self.config, self.plan, self.questions = build_plan(spec)
+        self.settings, self.plan, self.questions = build_plan(spec)
         self.folder = tempfile.mkdtemp(prefix="tracegrade-ray-")
         self.trace_path = Path(self.folder) / "spans.jsonl" if spec.trace_file else None
-        self.telemetry = worker_telemetry(self.config, self.trace_path)
+        self.telemetry = worker_telemetry(self.settings, self.trace_path)
         self.offset = 0
 
     def _new_lines(self) -> bytes:

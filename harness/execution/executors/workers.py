@@ -75,9 +75,12 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     from ...inputs.dataset import load_dataset
     from ...rundir.directory import RunDirectory
     from ..question.runner import TargetPlan, build_shared
+    from ..run.prepared import RunSettings
     from ..run.services import run_services, stored_attachments
 
+    # a worker's own prepare: the target from the config file, then only the run's settings
     config = load_config(spec.config_path)
+    settings = RunSettings.of(config)
     target = dataclasses.replace(
         config.select_targets([spec.target])[0],
         repeats=spec.repeats,
@@ -85,7 +88,7 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
         cassettes=spec.cassettes,
     )
     run_dir = Path(spec.run_dir)
-    services = run_services(config, run_dir, spec.use_cache)
+    services = run_services(settings, run_dir, spec.use_cache)
     attached = stored_attachments(RunDirectory(run_dir).manifest(), run_dir, services)[spec.target]
     dataset = load_dataset(target.dataset)
     plan = TargetPlan(
@@ -97,10 +100,10 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
         factory=target.load_factory(),
         environment_factory=target.load_environment_factory(),
         run_id=run_dir.name,
-        message_chars=config.telemetry.captured_message_chars(),
+        message_chars=settings.telemetry.captured_message_chars(),
     )
     plan.shared = build_shared(plan)
-    return config, plan, {str(q.id): q for q in dataset.questions}
+    return settings, plan, {str(q.id): q for q in dataset.questions}
 
 
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
@@ -116,17 +119,17 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
             os._exit(3)
 
         set_stuck_handler(stuck)
-        config, plan, questions = build_plan(spec)
-        return lambda: _aserve(spec, config, plan, questions, conn)
+        settings, plan, questions = build_plan(spec)
+        return lambda: _aserve(spec, settings, plan, questions, conn)
 
     child_main(conn, setup, name="worker", label=f"worker {spec.index}")
 
 
-def worker_telemetry(config: Any, trace_file: Path | None) -> Any:
+def worker_telemetry(settings: Any, trace_file: Path | None) -> Any:
     """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
     from ..run.services import open_telemetry
 
-    return open_telemetry(config, trace_file)
+    return open_telemetry(settings, trace_file)
 
 
 async def run_item(
@@ -161,8 +164,8 @@ def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, e
     return result
 
 
-async def _aserve(spec: WorkerSpec, config: Any, plan: Any, questions: dict, conn: Any) -> None:
-    telemetry = worker_telemetry(config, Path(spec.trace_file) if spec.trace_file else None)
+async def _aserve(spec: WorkerSpec, settings: Any, plan: Any, questions: dict, conn: Any) -> None:
+    telemetry = worker_telemetry(settings, Path(spec.trace_file) if spec.trace_file else None)
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue = asyncio.Queue()
     gone = loop.create_future()

@@ -13,6 +13,7 @@ from ...errors import InputError
 from ...inputs.files import not_a_file
 from ...rundir.identity import sha256_file
 from ...rundir.manifest import RunManifest
+from .prepared import RunSettings
 
 __all__ = ["changed_file_error", "refuse_changed_rubrics", "refuse_other_config", "rubric_files"]
 
@@ -55,7 +56,7 @@ def refuse_changed_rubrics(manifest: RunManifest) -> None:
                 raise error
 
 
-def refuse_other_config(manifest: RunManifest, config: Any) -> None:
+def refuse_other_config(manifest: RunManifest, settings: RunSettings) -> None:
     """A resume reads the config the run started with, pinned by its content
     (`Config.content_sha256`): the same content at another path (a restored CI cache, a
     moved checkout) is that config, with any comments or layout; other content is refused
@@ -63,23 +64,23 @@ def refuse_other_config(manifest: RunManifest, config: Any) -> None:
     run_id = manifest.run_id
     before = manifest.config_sha256
     if before:
-        now = config.content_sha256
+        now = settings.config_sha256
         if now != before:
             raise InputError(
                 f"the config changed since the run started (content sha256 {before[:12]} -> "
                 f"{now[:12]}): run {run_id} resumes only with the config it started with",
-                file=str(config.path),
+                file=str(settings.config_path),
                 key="--config",
                 hint=f"restore the config it started with ({manifest.config_path}), "
                 "or start a new run with this one",
             )
         return
     stored = manifest.config_path
-    if stored and Path(stored) != config.path.resolve():
+    if stored and Path(stored) != settings.config_path.resolve():
         raise InputError(
             f"run {run_id} was started with the config {stored}: a resume reads the config "
             "the run started with",
-            file=str(config.path),
+            file=str(settings.config_path),
             key="--config",
             hint=f"pass --config {stored}",
         )

@@ -11,6 +11,7 @@ returns.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from ..executors.loops import run_without_loop
 from ..question.grading import AttachedGrader
 from .changed import HINT, refuse_changed_rubrics, refuse_other_config
 from .prepare import new_grading, plan_of, prepare_run, select_share
+from .prepared import ExecutorSettings, RunSettings
 from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aresume_run", "astart_run", "decided", "resume_run", "start_run"]
@@ -122,25 +124,24 @@ async def astart_run(
     (`tracegrade.execution.executors.workers`); `executor` (default: the config's `executor:`) `"ray"` runs them
     on Ray actors (`tracegrade.execution.executors.ray_executor`).
     """
-    connect_executor(config, executor, workers)  # before any run directory exists
+    where = ExecutorSettings.of(config).with_options(executor=executor, workers=workers)
+    connect_executor(where)  # before any run directory exists
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
     notes = list(run.notes)
     lost: list[int] = []
-    with run.directory.store(redaction=config.redaction) as store, run.directory.lock(store):
+    with run.directory.store(redaction=run.settings.redaction) as store, run.directory.lock(store):
         grading_id = new_grading(store, run)
         if on_start is not None:
             on_start(run.run_dir, run.total)
         notes += await arun_plans(
             list(run.plans.values()),
             lost=lost,
-            config=config,
+            settings=dataclasses.replace(run.settings, executor=where),
             run=run.directory,
             store=store,
             grading_id=grading_id,
             on_done=on_done,
-            workers=workers or config.workers,
             use_cache=use_cache,
-            executor=executor or config.executor,
         )
         record_lost_spans(store, grading_id, sum(lost))
         # a `grade` made while the run went on is older than its rows: never its verdict
@@ -163,18 +164,20 @@ async def aresume_run(
     """Finish an interrupted run: ask only the questions it has no committed row for, with
     the graders the run stored, then score the whole run (`workers`, `executor`: as for
     `astart_run`)."""
-    directory = RunDirectory.open(run, runs_dir=config.runs_dir)
+    settings = RunSettings.of(config)
+    directory = RunDirectory.open(run, runs_dir=settings.runs_dir)
     run_dir, manifest = directory.path, directory.manifest()
-    refuse_other_config(manifest, config)
+    refuse_other_config(manifest, settings)
     refuse_changed_rubrics(manifest)
-    connect_executor(config, executor, workers)
+    where = settings.executor.with_options(executor=executor, workers=workers)
+    connect_executor(where)
     selection = Selection.from_record(manifest.selection)
     targets = [config.select_targets([name])[0] for name in manifest.targets]
-    services = run_services(config, run_dir, use_cache)
+    services = run_services(settings, run_dir, use_cache)
     attached = stored_attachments(manifest, run_dir, services)
-    notes: list[str] = redaction_notes(config)
+    notes: list[str] = redaction_notes(settings.redaction)
     lost: list[int] = []
-    with directory.store(redaction=config.redaction) as store, directory.lock(store):
+    with directory.store(redaction=settings.redaction) as store, directory.lock(store):
         gradings = store.gradings()
         if gradings:
             grading_id = min(g["grading_id"] for g in gradings)
@@ -221,14 +224,12 @@ async def aresume_run(
         notes += await arun_plans(
             [p for p in plans if p.questions],
             lost=lost,
-            config=config,
+            settings=dataclasses.replace(settings, executor=where),
             run=directory,
             store=store,
             grading_id=grading_id,
             on_done=on_done,
-            workers=workers or config.workers,
             use_cache=use_cache,
-            executor=executor or config.executor,
         )
         record_lost_spans(store, grading_id, sum(lost))
         # the resumed rows went into the run's own grading: a later one (a `grade` of the

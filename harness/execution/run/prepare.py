@@ -160,7 +160,7 @@ def prepare_run(
     settings = RunSettings.of(config)
     run_id = run_id or new_run_id()
     run_dir = settings.runs_dir / run_id
-    services = run_services(config, run_dir, use_cache)
+    services = run_services(settings, run_dir, use_cache)
     prepared = []
     checks: dict[str, CheckPlan] = {}
     ordinals: dict[str, dict[str, int]] = {}
@@ -252,7 +252,7 @@ def prepare_run(
     # values that look like secrets are redacted; keys are settings, kept for re-grading.
     manifest = validate_manifest(config.redaction.value(manifest.to_json(), by_name=False))
     run.write_manifest(manifest)
-    notes = redaction_notes(config) + typos
+    notes = redaction_notes(settings.redaction) + typos
     notes += [f"{t.name}: the selection matched no question" for t, _, qs, _ in prepared if not qs]
     entries = tuple(
         PreparedTarget(target=t, attached=tuple(at), plan=plans.get(t.name))

@@ -34,6 +34,10 @@ class ExecutorSettings:
     workers: int = 1
     ray_address: str | None = None
 
+    @classmethod
+    def of(cls, config: Config) -> ExecutorSettings:
+        return cls(kind=config.executor, workers=config.workers, ray_address=config.ray_address)
+
     def with_options(self, *, executor: str | None, workers: int | None) -> ExecutorSettings:
         """These settings with the command line's `--executor` / `--workers` (None: as set)."""
         return ExecutorSettings(
@@ -76,9 +80,7 @@ class RunSettings:
             rubrics=config.rubrics,
             pricing=config.pricing,
             telemetry=config.telemetry,
-            executor=ExecutorSettings(
-                kind=config.executor, workers=config.workers, ray_address=config.ray_address
-            ),
+            executor=ExecutorSettings.of(config),
         )
 
 

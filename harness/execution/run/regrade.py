@@ -36,6 +36,7 @@ from ..question.messages import messages_for_agent
 from .changed import refuse_changed_rubrics
 from .lifecycle import decided
 from .planning import effective_graders, planned
+from .prepared import RunSettings
 from .services import redaction_notes, run_services, stored_attachments
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
@@ -245,10 +246,11 @@ async def aregrade_run(
         )
     if goal is not None and not goal.strip():
         raise InputError("--goal must not be blank", key="--goal")
-    directory = RunDirectory.open(run, runs_dir=config.runs_dir)
+    settings = RunSettings.of(config)
+    directory = RunDirectory.open(run, runs_dir=settings.runs_dir)
     run_dir, manifest = directory.path, directory.manifest()
     refuse_changed_rubrics(manifest)  # an edit in place under the same version
-    services = run_services(config, run_dir, use_cache)
+    services = run_services(settings, run_dir, use_cache)
     names = list(manifest.targets)
     targets: list[TargetConfig] = []
     attached: dict[str, list[AttachedGrader]] = {}
@@ -256,10 +258,10 @@ async def aregrade_run(
         if services.judge_provider is None:
             raise ConfigError(
                 "--goal grades with the goal judge, which needs a `judge:` block in the config",
-                file=str(config.path),
+                file=str(settings.config_path),
                 key="/judge",
             )
-        targets = [_stored_target(config, name, manifest) for name in names]
+        targets = [_stored_target(config.targets.get(name), name, manifest) for name in names]
         for target in targets:
             goal_specs, _ = effective_graders(target, goal=goal)
             attached[target.name] = attach_graders(
@@ -287,11 +289,11 @@ async def aregrade_run(
             )
     else:
         attached = stored_attachments(manifest, run_dir, services)
-        targets = [_stored_target(config, name, manifest) for name in names]
+        targets = [_stored_target(config.targets.get(name), name, manifest) for name in names]
     scope: dict[str, dict[str, Any]] = {}
     if current:  # the config's graders now, held against the config's gate now
         scope = {t.name: {"gate": (t.raw or {}).get("gate")} for t in targets}
-    with directory.store(redaction=config.redaction) as store:
+    with directory.store(redaction=settings.redaction) as store:
         if ids:
             from ...errors import NothingToRunError
             from ...inputs.dataset import check_id_patterns, id_selected
@@ -324,7 +326,7 @@ async def aregrade_run(
         )
         store.end_grading(grading_id)
         outcome = decided(directory, store, grading_id, targets, attached)
-    outcome.notes[:0] = redaction_notes(config) + notes
+    outcome.notes[:0] = redaction_notes(settings.redaction) + notes
     return outcome
 
 
@@ -333,12 +335,11 @@ def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
     return run_without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
 
 
-def _stored_target(config: Config, name: str, manifest: RunManifest) -> TargetConfig:
+def _stored_target(current: TargetConfig | None, name: str, manifest: RunManifest) -> TargetConfig:
     """The target as the run stored it (gate and limits from the run's own config), falling
-    back to the current config for what the snapshot cannot rebuild."""
+    back to the config's target now (`current`) for what the snapshot cannot rebuild."""
     stored = manifest.targets[name]
     raw = stored.config
-    current = config.targets.get(name)
     return TargetConfig(
         name=name,
         mode=stored.mode,

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...inputs.config import Config
+from ...redaction import RedactionPolicy
 from ...rundir.manifest import RunManifest
 from ..question.grading import AttachedGrader, attach_from_specs, build_services
+from .prepared import RunSettings
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
@@ -30,25 +31,25 @@ ANSWERS_VERBATIM_NOTE = (
 )
 
 
-def redaction_notes(config: Config) -> list[str]:
-    """What the console says on every run about the redaction policy."""
-    return [] if config.redaction.answers else [ANSWERS_VERBATIM_NOTE]
+def redaction_notes(redaction: RedactionPolicy) -> list[str]:
+    """What the console says on every run about the run's redaction policy."""
+    return [] if redaction.answers else [ANSWERS_VERBATIM_NOTE]
 
 
-def run_services(config: Config, run_dir: Path, use_cache: bool) -> Any:
+def run_services(settings: RunSettings, run_dir: Path, use_cache: bool) -> Any:
     """The grader services (judge provider, cache, rubrics, redaction, the price table) a run
     grades with."""
     services = build_services(
-        judge=config.judge,
-        judge_panels=config.judge_panels,
-        redaction=config.redaction,
-        base_dir=config.base_dir,
-        runs_dir=config.runs_dir,
-        rubrics=config.rubrics,
+        judge=settings.judge,
+        judge_panels=settings.judge_panels,
+        redaction=settings.redaction,
+        base_dir=settings.base_dir,
+        runs_dir=settings.runs_dir,
+        rubrics=settings.rubrics,
         use_cache=use_cache,
         workdir=run_dir,
     )
-    services.prices = config.pricing
+    services.prices = settings.pricing
     return services
 
 
@@ -59,26 +60,26 @@ def judge_identity(services: Any) -> dict[str, Any] | None:
     return {**provider.identity(), "pinned_knobs": provider.pinned_knobs()}
 
 
-def open_telemetry(config: Config, trace_file: Path | None) -> Any:
+def open_telemetry(settings: RunSettings, trace_file: Path | None) -> Any:
     """The `RunTelemetry` one target's questions are recorded with, as the config says."""
     from ...capture.telemetry import RunTelemetry
 
     return RunTelemetry(
         trace_file=trace_file,
-        otlp_endpoint=config.telemetry.otlp_endpoint,
-        otlp_headers=config.telemetry.otlp_headers,
-        redaction=config.redaction,
-        project=config.telemetry.project,
-        protocol=config.telemetry.protocol,
+        otlp_endpoint=settings.telemetry.otlp_endpoint,
+        otlp_headers=settings.telemetry.otlp_headers,
+        redaction=settings.redaction,
+        project=settings.telemetry.project,
+        protocol=settings.telemetry.protocol,
     )
 
 
-def telemetry_notes(config: Config, target: str, report: Any) -> list[str]:
+def telemetry_notes(settings: RunSettings, target: str, report: Any) -> list[str]:
     """What a shut-down telemetry's export report tells the operator."""
     notes = []
     if report.trace_file_failed:
         notes.append(
-            config.redaction.text(
+            settings.redaction.text(
                 f"{target}: {report.trace_file_failed} span(s) could not be written "
                 f"to the trace file {report.trace_file} ({report.trace_file_failure}); "
                 "the run is incomplete (exit 3)"
@@ -86,7 +87,7 @@ def telemetry_notes(config: Config, target: str, report: Any) -> list[str]:
         )
     if report.failed:
         notes.append(
-            config.redaction.text(
+            settings.redaction.text(
                 f"{target}: {report.failed} span(s) not exported to "
                 f"{report.endpoint}: {report.first_failure}"
             )
@@ -94,7 +95,7 @@ def telemetry_notes(config: Config, target: str, report: Any) -> list[str]:
     if report.exported:
         notes.append(
             f"{target}: {report.exported} span(s) exported to {report.endpoint} "
-            f"({report.protocol}, project {config.telemetry.project})"
+            f"({report.protocol}, project {settings.telemetry.project})"
         )
     return notes
 

@@ -29,6 +29,7 @@ from ..executors.protocol import committing
 from ..question.runner import TargetPlan, arun_target
 from .lifecycle import decided
 from .prepare import new_grading, plan_of, prepare_run, select
+from .prepared import RunSettings
 from .services import open_telemetry, run_services, stored_attachments, telemetry_notes
 
 __all__ = ["RunSession"]
@@ -47,7 +48,8 @@ class _Target:
 class RunSession:
     """One run directory that questions are added to one at a time."""
 
-    config: Config
+    settings: RunSettings
+    """What the session reads of the config (its telemetry, redaction)."""
     directory: RunDirectory
     manifest: RunManifest
     """The run's manifest (`identity.json`)."""
@@ -78,14 +80,21 @@ class RunSession:
         """Check every input of the selected targets, then create the run directory, its
         identity and its grading, as `tracegrade run` does. No question runs yet."""
         run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id, source="pytest")
-        store = run.directory.store(redaction=config.redaction)
+        store = run.directory.store(redaction=run.settings.redaction)
         grading_id = new_grading(store, run)
         targets = {
             name: _Target(plan, {str(q.id): q for q in plan.questions})
             for name, plan in run.plans.items()
         }
         return cls(
-            config, run.directory, run.manifest, grading_id, None, list(run.notes), targets, store
+            run.settings,
+            run.directory,
+            run.manifest,
+            grading_id,
+            None,
+            list(run.notes),
+            targets,
+            store,
         )
 
     @classmethod
@@ -93,10 +102,11 @@ class RunSession:
         cls, config: Config, run_dir: Path | str, *, worker: str, use_cache: bool = True
     ) -> RunSession:
         """Open a run another process created, to add this process's questions to it."""
-        directory = RunDirectory.open(run_dir, runs_dir=config.runs_dir)
+        settings = RunSettings.of(config)
+        directory = RunDirectory.open(run_dir, runs_dir=settings.runs_dir)
         run_dir, manifest = directory.path, directory.manifest()
         selection = Selection.from_record(manifest.selection)
-        services = run_services(config, run_dir, use_cache)
+        services = run_services(settings, run_dir, use_cache)
         attached = stored_attachments(manifest, run_dir, services)
         targets = {}
         for name in manifest.targets:
@@ -105,9 +115,9 @@ class RunSession:
             if questions:
                 plan = plan_of(target, questions, dataset, attached[name], services)
                 targets[name] = _Target(plan, {str(q.id): q for q in questions})
-        store = directory.store(redaction=config.redaction)
+        store = directory.store(redaction=settings.redaction)
         grading_id = min(g["grading_id"] for g in store.gradings())
-        return cls(config, directory, manifest, grading_id, worker, [], targets, store)
+        return cls(settings, directory, manifest, grading_id, worker, [], targets, store)
 
     def questions(self, target: str) -> list[Any]:
         """The selected questions of `target`, in selection order."""
@@ -117,7 +127,7 @@ class RunSession:
         return list(self._targets)
 
     def _trace_file(self, target: str) -> Path | None:
-        if not self.config.telemetry.trace_file:
+        if not self.settings.telemetry.trace_file:
             return None
         if self.worker:
             return self.directory.trace_part(target, self.worker)
@@ -137,7 +147,7 @@ class RunSession:
 
     def _telemetry(self, t: _Target) -> Any:
         if t.telemetry is None:
-            t.telemetry = open_telemetry(self.config, self._trace_file(t.plan.target.name))
+            t.telemetry = open_telemetry(self.settings, self._trace_file(t.plan.target.name))
         return t.telemetry
 
     async def arun_question(self, target: str, question_id: str) -> list[QuestionResult]:
@@ -150,7 +160,7 @@ class RunSession:
             t.plan,
             questions=[t.questions[question_id]],
             run_id=Path(self.run_dir).name,
-            message_chars=self.config.telemetry.captured_message_chars(),
+            message_chars=self.settings.telemetry.captured_message_chars(),
         )  # ordinals: the selection's
         scores: list[QuestionResult] = []
         await arun_target(
@@ -167,7 +177,7 @@ class RunSession:
         for name, t in self._targets.items():
             if t.telemetry is not None:
                 report = t.telemetry.shutdown()
-                notes += telemetry_notes(self.config, name, report)
+                notes += telemetry_notes(self.settings, name, report)
                 if self._store is not None:  # records lost on disk: the run is incomplete
                     record_lost_spans(self._store, self.grading_id, report.trace_file_failed)
                 t.telemetry = None
@@ -184,7 +194,7 @@ class RunSession:
             self.directory.fold_traces(name)
         targets = [t.plan.target for t in self._targets.values()]
         attached = {name: t.plan.attached for name, t in self._targets.items()}
-        with self.directory.store(redaction=self.config.redaction) as store:
+        with self.directory.store(redaction=self.settings.redaction) as store:
             outcome = decided(self.directory, store, self.grading_id, targets, attached)
         outcome.notes[:0] = [*self.notes, *notes]
         return outcome

@@ -127,6 +127,7 @@ class Monitor:
 
     def _reopen(self, run: str | Path, use_cache: bool) -> None:
         from ...execution.run.prepare import plan_of, select_share
+        from ...execution.run.prepared import RunSettings
         from ...execution.run.services import run_services, stored_attachments
 
         directory = RunDirectory.open(run, runs_dir=self.config.runs_dir)
@@ -140,7 +141,7 @@ class Monitor:
                 f"{self.target}` started, or leave --run out to start one",
             )
         target = self.config.select_targets([self.target])[0]
-        services = run_services(self.config, directory.path, use_cache)
+        services = run_services(RunSettings.of(self.config), directory.path, use_cache)
         attached = stored_attachments(manifest, directory.path, services)
         selection = Selection.from_record(manifest.selection)
         dataset, questions, ordinals = select_share(target, selection)
@@ -420,7 +421,7 @@ class Monitor:
         self._store = None
         policy = [self.policy.note()] if self.policy else []
         outcome.notes[:0] = (
-            redaction_notes(self.config) + policy + monitor_notes(self.checkpoint_data())
+            redaction_notes(self.config.redaction) + policy + monitor_notes(self.checkpoint_data())
         )
         outcome.monitor = self.checkpoint_data()
         return outcome
