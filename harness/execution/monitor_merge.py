@@ -101,8 +101,7 @@ def _write(runs: list[tuple[Path, RunManifest]], merged: RunDirectory, out: Path
     listed: dict[str, list[str]] = {}
     sample = 1.0
     with merged.store(redaction=_Verbatim()) as store:  # type: ignore[arg-type]
-        store.set_meta("run_id", out.name)
-        grading_id = store.new_grading(mode="run", graders=ref.grader_specs())
+        grading_id = merged.own_grading(store, manifest=manifest)  # written last
         for run_dir, _identity in runs:
             source = RunDirectory(run_dir)
             trials = _copy_rows(source, store, grading_id, following)
@@ -136,8 +135,7 @@ def _write(runs: list[tuple[Path, RunManifest]], merged: RunDirectory, out: Path
 
 def _scope_and_meta(run: RunDirectory) -> tuple[dict[str, Any], Any]:
     with run.read_store() as store:
-        gradings = store.gradings()
-        own = min(g["grading_id"] for g in gradings) if gradings else None
+        own = store.own_grading_id()
         scope = store.meta(f"grading:{own}", {}) if own is not None else {}
         return dict(scope or {}), store.meta(MONITOR_META)
 
@@ -149,10 +147,9 @@ def _copy_rows(
     `following`; returns (target, question, old trial) -> new trial."""
     trials: dict[tuple[str, str, int], int] = {}
     with run.read_store() as source:
-        gradings = source.gradings()
-        if not gradings:
+        own = source.own_grading_id()
+        if own is None:
             return trials
-        own = min(g["grading_id"] for g in gradings)
         scores = {(s.target, s.id, s.trial): s for s in source.load_scores(grading_id=own)}
         items = []
         for row in sorted(source.load_runs(), key=lambda r: (r.target, r.id, r.trial)):

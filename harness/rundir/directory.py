@@ -137,6 +137,19 @@ class RunDirectory:
         """The results store read-only: an older one migrated in memory, the file untouched."""
         return ResultStore.open_readonly(self.path)
 
+    def own_grading(self, store: ResultStore, *, manifest: RunManifest | None = None) -> int:
+        """The run's own grading in `store`: the one its questions are committed under, by
+        `run`, `--resume`, the pytest session, `receive`'s monitor run, grade-traces and
+        `merge`. Opened (with the graders of `manifest`, else of the manifest on disk) when the
+        store has none yet: a new run, or a disk that filled before its first grading was
+        written. Re-gradings are later gradings (`tracegrade grade`)."""
+        own = store.own_grading_id()
+        if own is not None:
+            return own
+        manifest = manifest if manifest is not None else self.manifest()
+        store.set_meta("run_id", manifest.run_id)
+        return store.new_grading(mode="run", graders=manifest.grader_specs())
+
     @contextlib.contextmanager
     def lock(self, store: ResultStore) -> Iterator[None]:
         """Hold the run for this process (exit 4 naming the holder when another has it); the

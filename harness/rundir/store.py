@@ -272,6 +272,13 @@ class ResultStore:
         return [{**dict(r), "graders": json.loads(r["graders"])} for r in rows]
 
     @_reads
+    def own_grading_id(self) -> int | None:
+        """The run's own grading (its first: the one its questions were committed under);
+        None before the run opened it (`RunDirectory.own_grading` opens it)."""
+        row = self._db.execute("SELECT MIN(grading_id) FROM gradings").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @_reads
     def latest_grading_id(self) -> int | None:
         """The latest grading that finished (a `grade` killed half-way left a grading of some
         rows: never the run's latest); the run's own grading counts however the run ended."""

@@ -23,7 +23,7 @@ from ..execution.question.accounting import account
 from ..execution.question.conversation import Ending, TurnResult
 from ..execution.question.runner import agrade_recorded
 from ..execution.run.lifecycle import decided
-from ..execution.run.prepare import new_grading, prepare_run
+from ..execution.run.prepare import prepare_run
 from ..execution.run.services import redaction_notes
 from ..inputs.config import Config
 from ..otel import semconv as sc
@@ -418,7 +418,7 @@ async def agrade_traces(
         return policy.question(trace)
 
     with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
-        grading_id = new_grading(store, prepared)
+        grading_id = prepared.directory.own_grading(store, manifest=prepared.manifest)
         # what the traces covered, trial by trial: a question traced once is not a missing trial
         record_scope(store, grading_id, {target: {"runs": len(pairs)}})
         with trace_file.open("a", encoding="utf-8") as lines:

@@ -29,7 +29,7 @@ from ..executors.dispatch import arun_plans, connect_executor
 from ..executors.loops import run_without_loop
 from ..question.grading import AttachedGrader
 from .changed import HINT, refuse_changed_rubrics, refuse_other_config
-from .prepare import new_grading, plan_of, prepare_run, select_share
+from .prepare import plan_of, prepare_run, select_share
 from .prepared import ExecutorSettings, RunSettings
 from .services import redaction_notes, run_services, stored_attachments
 
@@ -130,7 +130,7 @@ async def astart_run(
     notes = list(run.notes)
     lost: list[int] = []
     with run.directory.store(redaction=run.settings.redaction) as store, run.directory.lock(store):
-        grading_id = new_grading(store, run)
+        grading_id = run.directory.own_grading(store, manifest=run.manifest)
         if on_start is not None:
             on_start(run.run_dir, run.total)
         notes += await arun_plans(
@@ -178,12 +178,7 @@ async def aresume_run(
     notes: list[str] = redaction_notes(settings.redaction)
     lost: list[int] = []
     with directory.store(redaction=settings.redaction) as store, directory.lock(store):
-        gradings = store.gradings()
-        if gradings:
-            grading_id = min(g["grading_id"] for g in gradings)
-        else:  # the disk filled before the run's first grading was written
-            store.set_meta("run_id", manifest.run_id)
-            grading_id = store.new_grading(mode="run", graders=manifest.grader_specs())
+        grading_id = directory.own_grading(store, manifest=manifest)
         plans = []
         for target in targets:
             dataset, questions, ordinals = select_share(target, selection)

@@ -27,7 +27,6 @@ from ...rundir.manifest import (
     VariantRef,
 )
 from ...rundir.outcome import Selection, new_run_id
-from ...rundir.store import ResultStore
 from ...verdicts.plan import CheckPlan
 from ..question.grading import AttachedGrader
 from ..question.runner import TargetPlan, build_shared
@@ -48,7 +47,6 @@ from .shards import shard_questions
 __all__ = [
     "PreparedRun",
     "describe",
-    "new_grading",
     "plan_of",
     "prepare_run",
     "select",
@@ -281,12 +279,6 @@ def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest
             continue
         (dest / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, dest / relative)
-
-
-def new_grading(store: ResultStore, run: PreparedRun) -> int:
-    """The run's first grading, in its store (the store is new)."""
-    store.set_meta("run_id", run.run_id)
-    return store.new_grading(mode="run", graders=run.manifest.grader_specs())
 
 
 def _label_typos(selection: Selection, questions: Sequence[Any]) -> list[str]:

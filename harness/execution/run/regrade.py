@@ -187,7 +187,7 @@ async def aregrade(
     from ...inputs.dataset import id_selected
 
     notes: list[str] = []
-    first = min(g["grading_id"] for g in store.gradings())
+    first = run.own_grading(store)
     for target in targets:
         unreadable: list[str] = []
         # a run killed while worker processes ran it keeps their records in their own files

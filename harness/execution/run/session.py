@@ -28,7 +28,7 @@ from ...verdicts.result import QuestionResult
 from ..executors.protocol import committing
 from ..question.runner import TargetPlan, arun_target
 from .lifecycle import decided
-from .prepare import new_grading, plan_of, prepare_run, select
+from .prepare import plan_of, prepare_run, select
 from .prepared import RunSettings
 from .services import open_telemetry, run_services, stored_attachments, telemetry_notes
 
@@ -81,7 +81,7 @@ class RunSession:
         identity and its grading, as `tracegrade run` does. No question runs yet."""
         run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id, source="pytest")
         store = run.directory.store(redaction=run.settings.redaction)
-        grading_id = new_grading(store, run)
+        grading_id = run.directory.own_grading(store, manifest=run.manifest)
         targets = {
             name: _Target(plan, {str(q.id): q for q in plan.questions})
             for name, plan in run.plans.items()
@@ -116,7 +116,7 @@ class RunSession:
                 plan = plan_of(target, questions, dataset, attached[name], services)
                 targets[name] = _Target(plan, {str(q.id): q for q in questions})
         store = directory.store(redaction=settings.redaction)
-        grading_id = min(g["grading_id"] for g in store.gradings())
+        grading_id = directory.own_grading(store, manifest=manifest)
         return cls(settings, directory, manifest, grading_id, worker, [], targets, store)
 
     def questions(self, target: str) -> list[Any]:

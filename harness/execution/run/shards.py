@@ -227,8 +227,7 @@ def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunMan
     merged_run.copy_graders_from(RunDirectory(shards[0][0]))  # equal by sha256
     merged_run.traces_dir.mkdir(exist_ok=True)
     with merged_run.store(redaction=_Verbatim()) as store:  # type: ignore[arg-type]
-        store.set_meta("run_id", run_id)
-        grading_id = store.new_grading(mode="run", graders=ref.grader_specs())
+        grading_id = merged_run.own_grading(store, manifest=manifest)  # written last
         for run_dir, _manifest, _index, _n in sorted(shards, key=lambda s: s[2]):
             _copy_rows(RunDirectory(run_dir), store, grading_id)
     for name in ref.targets:
@@ -238,10 +237,9 @@ def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunMan
 
 def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
     with shard_run.read_store() as shard:
-        gradings = shard.gradings()
-        if not gradings:
+        own = shard.own_grading_id()  # the grading the shard ran with
+        if own is None:
             return
-        own = min(g["grading_id"] for g in gradings)  # the grading the shard ran with
         scores = {s.key: s for s in shard.load_scores(grading_id=own)}
         for run in shard.load_runs():
             score = scores.get(run.key)

@@ -123,7 +123,6 @@ class Monitor:
         self.targets = prepared.targets
         self.attached = prepared.attached
         self._grading_id: int | None = None
-        self._prepared: Any = prepared
 
     def _reopen(self, run: str | Path, use_cache: bool) -> None:
         from ...execution.run.prepare import plan_of, select_share
@@ -162,7 +161,6 @@ class Monitor:
         self.run_id, self.directory, self.manifest = manifest.run_id, directory, manifest
         self.plan, self.targets, self.attached = plan, [target], attached
         self._grading_id = None
-        self._prepared = None
 
     @property
     def run_dir(self) -> Path:
@@ -172,8 +170,6 @@ class Monitor:
     def start(self) -> list[list[Span]]:
         """Open the store and hold the run; returns the traces a previous stop left pending
         (their spans, to be assembled again)."""
-        from ...execution.run.prepare import new_grading
-
         self._held = contextlib.ExitStack()
         store = self._held.enter_context(self.directory.store(redaction=self.config.redaction))
         try:
@@ -182,16 +178,7 @@ class Monitor:
             self._held.close()
             raise
         self._store = store
-        if self._prepared is not None:
-            self._grading_id = new_grading(store, self._prepared)
-        else:
-            gradings = store.gradings()
-            self._grading_id = min(g["grading_id"] for g in gradings) if gradings else None
-            if self._grading_id is None:
-                store.set_meta("run_id", self.run_id)
-                self._grading_id = store.new_grading(
-                    mode="run", graders=self.manifest.grader_specs()
-                )
+        self._grading_id = self.directory.own_grading(store, manifest=self.manifest)
         self.plan.run_id = self.run_id
         self.pairer = Pairer(self.plan.questions)
         for run in store.load_runs(self.target):
@@ -219,10 +206,10 @@ class Monitor:
         self._store = self._held.enter_context(
             self.directory.store(redaction=self.config.redaction)
         )
-        gradings = self._store.gradings()
-        if not gradings:
+        own = self._store.own_grading_id()
+        if own is None:
             raise RuntimeError(f"monitor run {self.run_id} has no grading to commit into")
-        self._grading_id = min(g["grading_id"] for g in gradings)
+        self._grading_id = own
         self.plan.run_id = self.run_id
         self.pairer = Pairer(self.plan.questions)
         self.worker = True
