@@ -31,15 +31,32 @@ def committing(
     store: ResultStore, grading_id: int, on_done: Callable[[QuestionResult], None] | None = None
 ) -> Commit:
     """The commit callback of a run: the question's row into the run's one store, under its
-    grading, then `on_done` (the progress line) sees it."""
-    if on_done is None:
-        return lambda result: store.commit_question(result, grading_id=grading_id)
+    grading, then `on_done` (the progress line) sees it. Its `many(results)` commits several
+    in one transaction (`question.commits.CommitBatch` uses it)."""
+    return _StoreCommit(store, grading_id, on_done)
 
-    def commit(result: QuestionResult) -> None:
-        store.commit_question(result, grading_id=grading_id)
-        on_done(result)
 
-    return commit
+class _StoreCommit:
+    __slots__ = ("grading_id", "on_done", "store")
+
+    def __init__(
+        self,
+        store: ResultStore,
+        grading_id: int,
+        on_done: Callable[[QuestionResult], None] | None,
+    ) -> None:
+        self.store = store
+        self.grading_id = grading_id
+        self.on_done = on_done
+
+    def __call__(self, result: QuestionResult) -> None:
+        self.many([result])
+
+    def many(self, results: list[QuestionResult]) -> None:
+        self.store.commit_questions(results, grading_id=self.grading_id)
+        if self.on_done is not None:
+            for result in results:
+                self.on_done(result)
 
 
 @dataclass(frozen=True, slots=True)

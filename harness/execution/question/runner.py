@@ -39,6 +39,7 @@ from ...verdicts.scoring import score_question
 from ..executors.watchdog import Overran, QuestionDeadline
 from .accounting import account, with_judges
 from .cassettes import close_session, open_session
+from .commits import BATCH_S, CommitBatch
 from .conversation import (
     Ending,
     agrade_conversation,
@@ -535,20 +536,26 @@ async def arun_target(
 ) -> int:
     """Run every question of `plan` with `concurrency` workers, handing each to `commit` (which
     stores it) as it finishes; returns how many were committed. Cancelling the task loses only
-    the questions in flight. `before_commit()` runs before each commit (the trace file's flush:
+    the questions in flight. Questions finishing together are committed together
+    (`commits.CommitBatch`); `before_commit()` runs before each commit (the trace file's flush:
     a row is never on disk before its record). Scores are not kept in memory (the store has
     them), so memory stays flat in the number of questions."""
     if record_class is None:
         from ...capture.recorder import Recorder as record_class
     shared = plan.shared if plan.shared is not None else build_shared(plan)
-    committed = 0
     pending = plan.work()
     total = plan.work_count()
+    # Serial questions are committed one by one: only questions running side by side finish
+    # close enough together to share a commit.
+    batch = CommitBatch(
+        commit,
+        before_commit=before_commit,
+        max_wait_s=BATCH_S if plan.target.concurrency > 1 else 0.0,
+    )
 
     async def worker() -> None:
         # A fixed pool of `concurrency` workers sharing one iterator: no coroutine per pending
         # question, so memory stays flat in the number of questions.
-        nonlocal committed
         for question, trial in pending:
             result = await _run_one(
                 plan,
@@ -558,22 +565,22 @@ async def arun_target(
                 record_class=record_class,
                 trial=trial,
             )
-            if before_commit is not None:
-                before_commit()
-            commit(result)
-            committed += 1
+            batch.add(result)
 
     size = max(1, min(plan.target.concurrency, total))
     workers = [asyncio.ensure_future(worker()) for _ in range(size)]
     try:
-        await asyncio.gather(*workers)
-    except BaseException:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+        try:
+            await asyncio.gather(*workers)
+        except BaseException:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        finally:
+            batch.close()  # what finished is committed, even when the run was cancelled
     finally:
         if plan.services.workdir is not None:
             _removals_done()
             RunDirectory(plan.services.workdir).remove_empty_work(plan.target.name)
-    return committed
+    return batch.committed
