@@ -290,6 +290,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     """
     from tracegrade.capture.recorder import Recorder
     from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade.execution.question import runner
     from tracegrade.execution.question.grading import attach_graders
     from tracegrade.execution.question.runner import _run_one
     from tracegrade.execution.run.prepare import plan_of as _plan
@@ -337,11 +338,13 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
             store.commit_question(result, grading_id=grading_id)
 
         raws, harness = [], []
+        runner._batched.set(True)  # the work folders handed over in batches, as in a run
         for i, question in enumerate(questions):
             for fn, out in ((raw_one, raws), (ours, harness))[:: 1 if i % 2 else -1]:
                 started = time.thread_time()
                 await fn(question)
                 out.append(time.thread_time() - started)
+        runner._removals_done()  # the last batch's removals, counted on their thread
         return raws, harness
 
     telemetry = RunTelemetry(trace_file=run_dir / "traces.jsonl")

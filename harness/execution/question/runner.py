@@ -15,6 +15,7 @@ graders get the flattened transcript the agent received as `input` and the conte
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -232,13 +233,21 @@ async def _invoke(
     return text, final, state, ending
 
 
-_folders: list[Any] = [None, None, set()]
-"""[pid, pool, removals pending]: where the empty question work folders are removed. An rmdir
-waits on the file system's journal, and on a busy disk that wait held the event loop (half the
-samples of a concurrency-50 run sat in `os.rmdir`, every other question stalled behind it).
-Handed over without awaiting it (no wake-up of the loop per question); `_removals_done` waits
-for them before `work/<target>` is removed. One pool per process: threads do not survive a
-fork."""
+_folders: list[Any] = [None, None, set(), []]
+"""[pid, pool, removals pending, folders not handed over yet]: where the empty question work
+folders are removed. An rmdir waits on the file system's journal, and on a busy disk that wait
+held the event loop (half the samples of a concurrency-50 run sat in `os.rmdir`, every other
+question stalled behind it). Handed over without awaiting it (no wake-up of the loop per
+question), `_REMOVE_BATCH` folders at a time: a hand-over per question woke the thread (and
+made it take the GIL) once per question, costing more than the rmdirs themselves. Only inside
+`arun_target` (`_batched` set), whose `_removals_done` hands over the rest and waits for them
+before `work/<target>` is removed; a question run alone (a worker's) hands its folder over at
+once. One pool per process: threads do not survive a fork."""
+
+_REMOVE_BATCH = 32
+_batched: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "tracegrade_batched_removals", default=False
+)
 
 
 def _remove_workdir(workdir: Path) -> None:
@@ -247,15 +256,31 @@ def _remove_workdir(workdir: Path) -> None:
             os.getpid(),
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracegrade-workdir"),
             set(),
+            [],
         ]
-    pending = _folders[2]
-    future = _folders[1].submit(RunDirectory.remove_empty_workdir, workdir)
-    pending.add(future)
-    future.add_done_callback(pending.discard)
+    waiting = _folders[3]
+    waiting.append(workdir)
+    if len(waiting) >= _REMOVE_BATCH or not _batched.get():
+        _hand_over()
+
+
+def _hand_over() -> None:
+    batch, _folders[3] = _folders[3], []
+    if batch:
+        pending = _folders[2]
+        future = _folders[1].submit(_remove_empty_workdirs, batch)
+        pending.add(future)
+        future.add_done_callback(pending.discard)
+
+
+def _remove_empty_workdirs(workdirs: list[Path]) -> None:
+    for workdir in workdirs:
+        RunDirectory.remove_empty_workdir(workdir)
 
 
 def _removals_done() -> None:
     if _folders[0] == os.getpid():
+        _hand_over()
         wait(list(_folders[2]))
 
 
@@ -568,7 +593,9 @@ async def arun_target(
             batch.add(result)
 
     size = max(1, min(plan.target.concurrency, total))
+    batched = _batched.set(True)  # the workers' copies of this context hold it
     workers = [asyncio.ensure_future(worker()) for _ in range(size)]
+    _batched.reset(batched)
     try:
         try:
             await asyncio.gather(*workers)
