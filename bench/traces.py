@@ -51,6 +51,12 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def share(cpu_s: float, wall_s: float) -> str:
+    """How much of one core the timed work got: on a loaded machine the wall clock is the
+    machine's business, and this says by how much (100%: a quiet core)."""
+    return f"{100 * cpu_s / wall_s:.0f}% of a core" if wall_s > 0 else "no time"
+
+
 def build_archive(root: Path, config: Path, mb: float) -> tuple[Path, int]:
     import importlib.util
 
@@ -175,13 +181,14 @@ def main_bench() -> None:
             print(
                 f"  parse only:    {parse_s:7.2f} s  {spans / parse_s:9.0f} spans/s  "
                 f"{size / parse_s:6.1f} MB/s  (CPU {parse_cpu:.2f} s: {spans / parse_cpu:.0f} "
-                f"spans/s, {size / parse_cpu:.1f} MB/s)"
+                f"spans/s, {size / parse_cpu:.1f} MB/s; {share(parse_cpu, parse_s)})"
             )
             grade_s, grade_cpu, code, peak = grade_in_child(archive, config)
             per_trace = grade_s / traces
             print(
                 f"  grade-traces:  {grade_s:7.2f} s  {traces / grade_s:9.0f} traces/s  "
-                f"{size / grade_s:6.1f} MB/s  (CPU {grade_cpu:.2f} s)  exit {code}  "
+                f"{size / grade_s:6.1f} MB/s  (CPU {grade_cpu:.2f} s, {share(grade_cpu, grade_s)})  "
+                f"exit {code}  "
                 f"peak RSS {peak:.0f} MB (own process, one process: grade-traces has no workers)"
             )
             print(
