@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import EPILOG
+from ._headers import headers_of
 
 __all__ = ["register", "run"]
 
@@ -161,12 +162,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint = traces_url(env_endpoint())
     else:
         raise InputError("no endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
-    headers = {}
-    for item in args.header:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--header {item!r} is not K=V", key="--header")
-        headers[key.strip()] = value.strip()
+    headers = headers_of(args.header, flag="--header")
     run, config = _run_and_config(args)
     run_dir = run.path
     redaction = config.redaction if config is not None else DEFAULT_POLICY

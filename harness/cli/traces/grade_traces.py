@@ -17,6 +17,7 @@ from .. import (
     conversation_book_of,
     trace_policy_of,
 )
+from ._headers import headers_of
 
 __all__ = ["register", "run"]
 
@@ -131,12 +132,7 @@ def _from_backend(args: argparse.Namespace, since: int | None, until: int | None
     for flag in ("endpoint", "project"):
         if not getattr(args, flag):
             raise InputError(f"--from {args.source} needs --{flag}", key=f"--{flag}")
-    headers = {}
-    for item in args.header:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--header {item!r} is not KEY=VALUE", key="--header")
-        headers[key.strip()] = value
+    headers = headers_of(args.header, flag="--header", form="KEY=VALUE")
     source = trace_source(args.source)
     return source.spans(
         endpoint=args.endpoint,

@@ -19,6 +19,7 @@ from .. import (
     conversation_book_of,
     trace_policy_of,
 )
+from ._headers import headers_of
 
 __all__ = ["register", "run"]
 
@@ -224,13 +225,7 @@ def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
         )
     if why := endpoint_problem(args.annotate_endpoint):
         raise InputError(why, key="--annotate-endpoint")
-    headers = {}
-    for item in args.annotate_header:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--annotate-header {item!r} is not K=V", key="--annotate-header")
-        headers[key.strip()] = value.strip()
-    return args.annotate_endpoint, headers
+    return args.annotate_endpoint, headers_of(args.annotate_header, flag="--annotate-header")
 
 
 def run(args: argparse.Namespace) -> int:
