@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "start_run": "tracegrade.execution.run.lifecycle",
     # the run record, history and comparison
     "Comparison": "tracegrade.comparison.compare",
+    "QuestionAnswer": "tracegrade.verdicts.result",
     "QuestionResult": "tracegrade.verdicts.result",
     "RunManifest": "tracegrade.rundir.manifest",
     "StoredRun": "tracegrade.rundir.history",

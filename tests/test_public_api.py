@@ -42,6 +42,14 @@ def test_facade_names_the_defining_module(package):
         assert name in getattr(module, "__all__", [name]), f"{name} is not public in {module}"
 
 
+def test_a_question_results_answer_part_is_public():
+    # A user reading `result.answer` (or building a QuestionResult with one) names its type
+    # from the facade, as they name QuestionResult's.
+    result = tracegrade.QuestionResult(target="t", id="q", answer={"response": "Paris"})
+    assert type(result.answer) is tracegrade.QuestionAnswer
+    assert result.answer == tracegrade.QuestionAnswer(response="Paris")
+
+
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_thing"):
         tracegrade.no_such_thing  # noqa: B018
