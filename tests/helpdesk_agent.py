@@ -18,7 +18,7 @@ from langgraph.types import Command, interrupt
 
 from agents.scripted import ScriptedChatModel, call, say
 from agents.tool_loop import tool_from
-from tracegrade.environment import SQLiteEnvironment
+from tracegrade import SQLiteEnvironment
 
 __all__ = ["DATASET", "build_broken_graph", "build_graph", "make_environment"]
 

@@ -17,7 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from agents.scripted import ScriptedChatModel, call, say
-from tracegrade.environment import SQLiteEnvironment
+from tracegrade import SQLiteEnvironment
 
 __all__ = ["DATASET", "build_broken_graph", "build_graph", "make_environment"]
 

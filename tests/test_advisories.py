@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from tracegrade.graders import Attachment, advisories, text_only
+from tracegrade import GradeResult
+from tracegrade.graders import (
+    Attachment,
+    FormatGrader,
+    StateGrader,
+    ToolUsageGrader,
+    advisories,
+    text_only,
+)
 from tracegrade.graders.advisories import fallback_action_graders, skipping_action_graders
-from tracegrade.graders.format import FormatGrader
-from tracegrade.graders.state import StateGrader
-from tracegrade.graders.tool_usage import ToolUsageGrader
-from tracegrade.records import GradeResult
 
 TOOLS, STATE, FORMAT = ToolUsageGrader(), StateGrader(), FormatGrader()
 
@@ -117,10 +121,10 @@ def test_a_run_whose_rubric_judge_decided_on_the_record_is_not_called_text_only(
     verdict and in a streamed one (the console's digest) alike."""
     from types import SimpleNamespace
 
+    from tracegrade import QuestionResult
     from tracegrade.execution.run.lifecycle import _advisories
     from tracegrade.graders.rubrics.rubric_judge import RubricJudgeGrader
     from tracegrade.reports.console import ReportDigest
-    from tracegrade.verdicts.result import QuestionResult
     from tracegrade.verdicts.scoring import GraderVerdict
 
     def question(qid: str, observed: bool) -> QuestionResult:

@@ -25,10 +25,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import StateGraph
 from opentelemetry.sdk.trace import TracerProvider
 
-from tracegrade.capture.recorder import Recorder
+from tracegrade import Recorder, ToolRecord
 from tracegrade.graders.nodes import INTERRUPT, NodesGrader, match_nodes, node_steps
 from tracegrade.graph_path import NodeRun
-from tracegrade.records import ToolRecord
 
 MODES = ("strict", "unordered", "subset", "superset")
 

@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from tests import openai_server as loopback
 from tests.openai_server import Answer, score
-from tracegrade.graders.base import GraderServices
+from tracegrade import OpenAICompatibleProvider
+from tracegrade.graders import GraderServices
 from tracegrade.graders.judges import GRADERS
 from tracegrade.graders.judges.base import parse_verdict
 from tracegrade.graders.rubrics.evidence import escape_fence
 from tracegrade.graders.rubrics.rubric_judge import parse_answers
-from tracegrade.judging import OpenAICompatibleProvider
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

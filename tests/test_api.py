@@ -28,7 +28,7 @@ from tracegrade import (
     load_dataset,
     run,
 )
-from tracegrade.graders.tool_usage import ToolUsageGrader
+from tracegrade.graders import ToolUsageGrader
 
 ROOT = Path(__file__).resolve().parents[1]
 

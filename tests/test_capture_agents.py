@@ -19,8 +19,7 @@ from agents.testing_graphs import (
     supervisor_with_subgraph,
     threaded_tool,
 )
-from tracegrade.capture.recorder import Recorder
-from tracegrade.records import Outcome, ToolRecord
+from tracegrade import Outcome, Recorder, ToolRecord
 
 
 def recorder(tracer, name) -> Recorder:

@@ -10,8 +10,7 @@ from langchain_core.tools import tool
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent, stall
-from tracegrade.capture.recorder import Recorder
-from tracegrade.records import Outcome
+from tracegrade import Outcome, Recorder
 
 
 def recorder(tracer, qid="q") -> Recorder:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import boom, fetch, flaky, lookup, react_agent, set_flag
-from tracegrade.capture.recorder import Recorder
-from tracegrade.records import Outcome, ToolRecord
+from tracegrade import Outcome, Recorder, ToolRecord
 
 
 def recorder(tracer, name="desk") -> Recorder:

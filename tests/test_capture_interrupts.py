@@ -13,10 +13,7 @@ from langgraph.types import Command, interrupt
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import ask_human, lookup, react_agent
-from tracegrade.capture.recorder import Recorder
-from tracegrade.capture.telemetry import RunTelemetry
-from tracegrade.capture.tracefile import read_records
-from tracegrade.records import Outcome
+from tracegrade import Outcome, Recorder, RunTelemetry, read_records
 from tracegrade.redaction import REDACTED
 
 

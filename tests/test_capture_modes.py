@@ -8,8 +8,7 @@ import pytest
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import fetch, lookup, react_agent
-from tracegrade.capture.recorder import Recorder
-from tracegrade.records import Outcome
+from tracegrade import Outcome, Recorder
 
 STREAM_MODES = ["values", "updates", "messages", "debug", "custom", "checkpoints", "tasks"]
 

@@ -13,9 +13,9 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tracegrade.capture.recorder import Recorder
-from tracegrade.capture.tracefile import TraceFileExporter, read_records
-from tracegrade.records import Outcome, ToolCall, finalize_calls
+from tracegrade import Outcome, Recorder, ToolCall, read_records
+from tracegrade.capture.tracefile import TraceFileExporter
+from tracegrade.records import finalize_calls
 from tracegrade.redaction import is_secret_name, redact_text
 
 safe_text = st.text(max_size=30).filter(lambda s: redact_text(s) == s)

@@ -14,9 +14,9 @@ import yaml
 from tests import openai_server as loopback
 from tests.openai_server import reply, score, server_error
 from tests.test_record_checks import _project
+from tracegrade import ToolRecord
 from tracegrade.cli import main
 from tracegrade.judging.catalog_rendering import render_tool_catalog
-from tracegrade.records import ToolRecord
 from tracegrade.toolspec import ToolSpec
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade import QuestionResult
+from tracegrade import GraderSpec, QuestionResult
 from tracegrade.graders import load_registry
 from tracegrade.graders.declarations import SOURCES
 from tracegrade.inputs.config import GraderEntry, parse_gate
 from tracegrade.inputs.config_model import TargetConfig
-from tracegrade.records import GraderSpec
 from tracegrade.rundir.annotations import Annotation, apply_annotations
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.plan import check_plan, plan_notes

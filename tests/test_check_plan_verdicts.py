@@ -173,8 +173,7 @@ def test_grade_then_resume_leaves_show_and_runs_on_the_resumed_verdict(tmp_path,
 def test_a_grade_made_while_the_run_went_on_is_not_its_verdict(tmp_path, capsys):
     import threading
 
-    from tracegrade.execution.run.lifecycle import start_run
-    from tracegrade.inputs.config import load_config
+    from tracegrade import load_config, start_run
 
     config = _helpdesk_project(tmp_path / "p")
     graded: list[int] = []

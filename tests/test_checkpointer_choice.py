@@ -12,9 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from tracegrade import load_config, start_run
 from tracegrade.execution.question.conversation import with_checkpointer
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
 
 AGENT = """
 from typing import Any

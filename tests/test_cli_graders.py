@@ -7,7 +7,7 @@ import io
 import json
 
 from tracegrade.cli.inputs import graders as graders_cli
-from tracegrade.graders.registry import CatalogRow
+from tracegrade.graders import CatalogRow
 
 
 def invoke(*argv):
@@ -93,7 +93,7 @@ def test_the_docs_graders_table_is_the_catalog():
     from pathlib import Path
 
     from tracegrade.cli.inputs.graders import markdown_table
-    from tracegrade.graders.registry import load_registry
+    from tracegrade.graders import load_registry
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "graders.md").read_text()
     assert markdown_table(load_registry().catalog()) in docs

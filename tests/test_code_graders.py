@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tracegrade.errors import InputError
+from tracegrade import GradeResult, InputError, JudgeReply, RunRecord, ToolRecord
 from tracegrade.graders import (
     Attachment,
     Contains,
@@ -14,15 +14,13 @@ from tracegrade.graders import (
     GraderServices,
     Similarity,
     build_context,
+    find_grading_module,
     grader,
     levenshtein,
     load_grading_module,
     load_registry,
 )
 from tracegrade.graders.code import FunctionGrader
-from tracegrade.graders.modules import find_grading_module
-from tracegrade.judging.provider import JudgeReply
-from tracegrade.records import GradeResult, RunRecord, ToolRecord
 
 
 def ctx(**row):

@@ -12,13 +12,11 @@ import pytest
 import yaml
 
 from tests.runs_support import write_project
+from tracegrade import GraderSpec, InputError, QuestionResult, StoredRun, compare_runs
 from tracegrade.cli import main
-from tracegrade.comparison.compare import compare_runs, diff_tool_calls
-from tracegrade.errors import InputError
-from tracegrade.records import GraderSpec
+from tracegrade.comparison.compare import diff_tool_calls
 from tracegrade.reports.compare_report import render_comparison_console
-from tracegrade.rundir.history import StoredRun
-from tracegrade.rundir.record import GraderVerdict, QuestionResult, ToolCallResult
+from tracegrade.rundir.record import GraderVerdict, ToolCallResult
 
 MUST_PASS = [
     {"id": "tool_usage_grader", "must_pass": True, "threshold": 5},

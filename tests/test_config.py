@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from tests.runs_support import write_project
-from tracegrade.errors import ConfigError
-from tracegrade.inputs.config import load_config, load_object, validate_config_file
+from tracegrade import ConfigError, load_config
+from tracegrade.inputs.config import load_object, validate_config_file
 from tracegrade.inputs.sourcefile import load_document, validate_document
 
 CORPUS = Path(__file__).resolve().parents[1] / "schema" / "examples" / "config"

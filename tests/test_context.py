@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.environment import SQLiteEnvironment
-from tracegrade.graders.context import RESERVED_KEYS, build_context
-from tracegrade.records import RunRecord, ToolRecord
+from tracegrade import RunRecord, SQLiteEnvironment, ToolRecord
+from tracegrade.graders import build_context
+from tracegrade.graders.context import RESERVED_KEYS
 
 ROW = {
     "id": "q1",

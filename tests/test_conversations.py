@@ -14,10 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from tracegrade.capture.tracefile import read_records
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.execution.run.regrade import regrade_run
-from tracegrade.inputs.config import load_config
+from tracegrade import load_config, read_records, regrade_run, start_run
 from tracegrade.rundir.directory import RunDirectory
 from tracegrade.rundir.store import ResultStore
 

@@ -15,10 +15,8 @@ import pytest
 from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
+from tracegrade import load_config, regrade_run, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.execution.run.regrade import regrade_run
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
 
 openai_server = loopback.openai_server
@@ -194,8 +192,7 @@ def recorded_lookup(model):
     """A react agent on `model` with the lookup tool, invoked once under a recorder: the
     recorder (its `model_calls`) and the sealed record."""
     from agents.testing_graphs import lookup, react_agent
-    from tracegrade.capture.recorder import Recorder
-    from tracegrade.capture.telemetry import RunTelemetry
+    from tracegrade import Recorder, RunTelemetry
 
     graph = react_agent(model, [lookup], name="quiet")
     with RunTelemetry(trace_file=None) as telemetry:

@@ -157,9 +157,7 @@ def test_a_stuck_sync_call_never_blocks_the_exit(tmp_path):
 
 
 def test_one_damaged_trace_file_line_degrades_only_its_question(tmp_path):
-    from tracegrade.execution.run.lifecycle import start_run
-    from tracegrade.execution.run.regrade import regrade_run
-    from tracegrade.inputs.config import load_config
+    from tracegrade import load_config, regrade_run, start_run
 
     config = load_config(
         write_project(

@@ -10,14 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.errors import DatasetError, ExitCode, InputError
-from tracegrade.inputs.dataset import (
+from tracegrade import (
     Dataset,
+    DatasetError,
+    ExitCode,
+    InputError,
     Question,
     load_dataset,
     select_questions,
-    validate_dataset_file,
 )
+from tracegrade.inputs.dataset import validate_dataset_file
 from tracegrade.inputs.sourcefile import load_schema
 
 QUESTIONS = [

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from tests.runs_support import write_project
+from tracegrade import DatasetError
 from tracegrade.cli import main
-from tracegrade.errors import DatasetError
 from tracegrade.inputs.datastore import DatasetStore
 from tracegrade.inputs.sources import GROUP, dataset_sources, resolve_dataset
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tracegrade.environment import Environment, SQLiteEnvironment
+from tracegrade import Environment, SQLiteEnvironment
 
 
 def test_protocol_and_schema():

@@ -19,10 +19,8 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from tracegrade.graders.modules import load_grading_module
-from tracegrade.graders.registry import load_registry
-from tracegrade.inputs.config import load_config
-from tracegrade.inputs.dataset import load_dataset
+from tracegrade import load_config, load_dataset
+from tracegrade.graders import load_grading_module, load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

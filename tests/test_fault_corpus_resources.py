@@ -30,9 +30,7 @@ import yaml
 from tests import openai_server as loopback
 from tests.openai_server import Answer, gzip_bomb, huge, rate_limited
 from tests.test_redaction_policy import _judge_channel, _span_channel, _store_channel
-from tracegrade.errors import ProviderError
-from tracegrade.judging import build_provider
-from tracegrade.judging.provider import JudgeRequest
+from tracegrade import JudgeRequest, ProviderError, build_provider
 from tracegrade.redaction import REDACTED, RedactionPolicy
 
 openai_server = loopback.openai_server

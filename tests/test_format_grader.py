@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracegrade.graders.context import build_context
-from tracegrade.graders.format import FormatGrader
+from tracegrade.graders import FormatGrader, build_context
 
 GRADER = FormatGrader()
 PLAIN = "The site has three content types: page, article and kb_doc."

@@ -9,24 +9,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracegrade.errors import (
+from tracegrade import (
     ConfigError,
     DatasetError,
     ExitCode,
+    Grader,
+    GradeResult,
     JudgeError,
     NothingToRunError,
-    ProviderError,
-    TracegradeError,
-)
-from tracegrade.graders.base import Grader
-from tracegrade.records import (
-    GradeResult,
     Outcome,
+    ProviderError,
     ToolCall,
     ToolRecord,
+    TracegradeError,
     map_to_composite,
-    scale_label,
 )
+from tracegrade.records import scale_label
 
 
 def test_exit_codes_match_the_design_table():

@@ -14,11 +14,7 @@ from langgraph.types import Command, interrupt
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import lookup, react_agent
 from tests.test_interrupts_run import APPROVED, project
-from tracegrade.capture.recorder import Recorder
-from tracegrade.capture.tracefile import read_records
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
-from tracegrade.records import Outcome
+from tracegrade import Outcome, Recorder, load_config, read_records, start_run
 from tracegrade.reports.html import write_html
 
 DECLINED = {

@@ -12,8 +12,7 @@ from playwright.sync_api import expect
 from tests.test_frictions_declined import DECLINED
 from tests.test_html_browser import Page, _save, browser  # noqa: F401 (the fixture)
 from tests.test_interrupts_run import APPROVED, project
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
+from tracegrade import load_config, start_run
 from tracegrade.reports.html import write_html
 
 UNANSWERED = {"id": "no_answer", "input": "Please refund order A-17."}

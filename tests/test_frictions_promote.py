@@ -13,12 +13,9 @@ import textwrap
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade import InputError, load_config, load_dataset, start_run
 from tracegrade.cli import main
 from tracegrade.curation.promote_file import promote_into_file
-from tracegrade.errors import InputError
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
-from tracegrade.inputs.dataset import load_dataset
 
 COMMENTED = textwrap.dedent(
     """\

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from tests.runs_support import write_project
 from tests.serve_support import ROOT, TRACEGRADE, app_tab, serving, shot
 from tests.test_frictions_promote import COMMENTED
-from tracegrade.inputs.dataset import load_dataset
+from tracegrade import load_dataset
 
 
 def test_the_promote_page_writes_into_the_targets_file_and_says_where(tmp_path):

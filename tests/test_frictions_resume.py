@@ -9,10 +9,8 @@ import shutil
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade import InputError, load_config, resume_run, start_run
 from tracegrade.cli import main
-from tracegrade.errors import InputError
-from tracegrade.execution.run.lifecycle import resume_run, start_run
-from tracegrade.inputs.config import load_config
 
 
 class Interrupt(Exception):  # stands in for Ctrl-C: propagates out of the run the same way

@@ -234,7 +234,7 @@ def test_genai_spans_in_a_protobuf_file_pair_by_conversation_id(tmp_path):
         ExportTraceServiceRequest,
     )
 
-    from tracegrade.records import Outcome
+    from tracegrade import Outcome
     from tracegrade.traces.archive import pair_traces, read_trace_files
 
     spans = _genai_trace(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade import QuestionResult
 from tracegrade.cli import main
-from tracegrade.verdicts.result import QuestionResult
 
 TRAJECTORY = {
     "paris": {"calls": [{"tool": "lookup", "args": {"city": "Paris"}}]},

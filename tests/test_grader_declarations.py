@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tracegrade.errors import PluginError
-from tracegrade.graders import Grader, load_registry
+from tracegrade import PluginError
+from tracegrade.graders import Grader, GraderRegistry, load_registry
 from tracegrade.graders.declarations import EVIDENCE, evidence_of, keys_of_row
-from tracegrade.graders.registry import GraderRegistry, validate_grader_class
+from tracegrade.graders.registry import validate_grader_class
 
 
 class AcmeClaims(Grader):

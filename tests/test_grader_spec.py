@@ -17,12 +17,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from tests.runs_support import write_project
+from tracegrade import GradeResult, GraderSpec, InputError
 from tracegrade.cli import main
-from tracegrade.errors import InputError
-from tracegrade.graders import Contains
-from tracegrade.graders.base import Attachment
-from tracegrade.graders.modules import load_grading_module
-from tracegrade.records import GradeResult, GraderSpec
+from tracegrade.graders import Attachment, Contains, load_grading_module
 from tracegrade.verdicts.scoring import GraderVerdict, aggregate_samples, summarise_graders
 
 
@@ -171,7 +168,8 @@ def test_the_config_schema_and_the_gate_and_telemetry_models_name_the_same_keys(
 def test_config_objects_are_built_in_code_by_keyword_only():
     from pathlib import Path
 
-    from tracegrade.inputs.config import Config, GateConfig, GraderEntry, TargetConfig
+    from tracegrade import Config
+    from tracegrade.inputs.config import GateConfig, GraderEntry, TargetConfig
 
     gate = GateConfig(max_errored=1, min_pass_rate=0.9)
     target = TargetConfig(

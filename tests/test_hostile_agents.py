@@ -9,9 +9,8 @@ import textwrap
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade import load_config, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
 
 RETURNS = """
 import sys

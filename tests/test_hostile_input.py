@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from tests.runs_support import write_project
-from tracegrade.errors import ConfigError, DatasetError
-from tracegrade.inputs.dataset import load_dataset
+from tracegrade import ConfigError, DatasetError, load_dataset
 from tracegrade.inputs.sourcefile import load_document
 from tracegrade.inputs.sourceparse import ALIAS_EXPANSION_MIN, MAX_DEPTH
 
@@ -123,7 +122,7 @@ def test_not_utf8_names_the_line(tmp_path: Path) -> None:
 
 
 def test_config_alias_bomb_is_a_config_error(tmp_path: Path) -> None:
-    from tracegrade.inputs.config import load_config
+    from tracegrade import load_config
 
     path = write(tmp_path / "tracegrade.yaml", LAUGHS + "targets: *i\n")
     with pytest.raises(ConfigError) as info:

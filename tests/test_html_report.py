@@ -12,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import write_project
-from tracegrade import QuestionResult
+from tracegrade import Outcome, QuestionAnswer, QuestionResult, RunOutcome, ToolCall, ToolRecord
 from tracegrade.cli import main
 from tracegrade.inputs.config import GateConfig
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports.html import build_page_data, render_page
 from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
-from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.rundir.outcome import TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
-from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 
@@ -122,7 +120,7 @@ def test_each_call_shows_the_expected_tools_entry_it_met_or_broke():
 
 
 def test_the_expectations_shown_are_the_graders_stored_verdict_when_it_checked_the_record():
-    from tracegrade.graders.tool_usage import ToolUsageGrader
+    from tracegrade.graders import ToolUsageGrader
 
     record = ToolRecord(
         [call(0, "lookup", {"email": "a@example.com"}), call(1, "book", {"date": "2026-12-03"})]

@@ -7,8 +7,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.graders.interrupts import InterruptGrader
-from tracegrade.records import Interruption, Outcome, ToolCall, ToolRecord
+from tracegrade import Outcome, ToolCall, ToolRecord
+from tracegrade.graders import InterruptGrader
+from tracegrade.records import Interruption
 
 
 def tc(seq, name, start, end):

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
+from tracegrade import load_config, start_run
 from tracegrade.reports.common import question_reasons
 from tracegrade.rundir.store import ResultStore
 

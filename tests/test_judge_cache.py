@@ -11,16 +11,10 @@ from tests.openai_server import (
     non_numeric_score,
     score,
 )
-from tracegrade.graders.base import GraderServices
+from tracegrade import JudgeCache, JudgeReply, JudgeRequest, OpenAICompatibleProvider
+from tracegrade.graders import GraderServices
 from tracegrade.graders.judges import CompletenessGrader, RelevanceGrader
-from tracegrade.judging import (
-    JudgeCache,
-    JudgeReply,
-    JudgeRequest,
-    OpenAICompatibleProvider,
-    TokenLogprob,
-    cache_key,
-)
+from tracegrade.judging import TokenLogprob, cache_key
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
@@ -155,7 +149,7 @@ def test_default_path_sits_beside_the_runs(tmp_path):
 
 
 async def test_each_trial_is_judged_afresh_and_its_own_rerun_is_a_hit(openai_server, tmp_path):
-    from tracegrade.records import RunRecord
+    from tracegrade import RunRecord
 
     def trial(t: int) -> dict:
         return {"run_record": RunRecord(question_id="q", response="same answer", trial=t)}

@@ -13,11 +13,16 @@ import pytest
 from tests import openai_server as loopback
 from tests.openai_server import score
 from tests.runs_support import write_project
-from tracegrade.errors import PluginError, ProviderError
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.execution.run.regrade import regrade_run
-from tracegrade.inputs.config import load_config
-from tracegrade.judging import JudgeRequest, ManagedProvider, build_provider, provider_backends
+from tracegrade import (
+    JudgeRequest,
+    PluginError,
+    ProviderError,
+    build_provider,
+    load_config,
+    regrade_run,
+    start_run,
+)
+from tracegrade.judging import ManagedProvider, provider_backends
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 
@@ -62,7 +67,7 @@ def test_the_grader_judge_closure_goes_through_the_cache(tmp_path, openai_server
 
 
 async def test_every_prompt_part_is_redacted_before_it_leaves(tmp_path, openai_server):
-    from tracegrade.graders.base import GraderServices
+    from tracegrade.graders import GraderServices
     from tracegrade.graders.judges import GRADERS
 
     relevance = {cls.id: cls for cls in GRADERS}["relevance_grader"]

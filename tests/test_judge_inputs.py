@@ -13,14 +13,10 @@ import yaml
 from tests import openai_server as loopback
 from tests.openai_server import reply, score
 from tests.runs_support import write_project
+from tracegrade import OpenAICompatibleProvider, grader, load_config, regrade_run, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.execution.run.regrade import regrade_run
-from tracegrade.graders.base import GraderServices
-from tracegrade.graders.code import grader
+from tracegrade.graders import GraderServices
 from tracegrade.graders.judges import GRADERS
-from tracegrade.inputs.config import load_config
-from tracegrade.judging import OpenAICompatibleProvider
 from tracegrade.rundir.identity import grader_code_hash
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request

@@ -12,10 +12,10 @@ import pytest
 from tests import openai_server as loopback
 from tests.openai_server import rate_limited, score, server_error, slow
 from tests.runs_support import write_project
+from tracegrade import JudgeRequest, OpenAICompatibleProvider, ProviderError
 from tracegrade.cli import main
-from tracegrade.errors import ProviderError
 from tracegrade.graders.judges import GRADERS
-from tracegrade.judging import CircuitBreaker, JudgeRequest, OpenAICompatibleProvider
+from tracegrade.judging import CircuitBreaker
 
 openai_server = loopback.openai_server  # the fixtures, by the names tests request
 hanging_server = loopback.hanging_server

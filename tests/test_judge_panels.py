@@ -13,10 +13,9 @@ import yaml
 
 from tests import openai_server as loopback
 from tests.openai_server import OpenAIServer, score, server_error
+from tracegrade import JudgeRequest, build_provider
 from tracegrade.cli import main
-from tracegrade.graders.base import GraderServices
-from tracegrade.judging import build_provider
-from tracegrade.judging.provider import JudgeRequest
+from tracegrade.graders import GraderServices
 from tracegrade.redaction import RedactionPolicy
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request

@@ -17,12 +17,17 @@ from tests.openai_server import (
     server_error,
     slow,
 )
-from tracegrade.errors import ConfigError, JudgeError
-from tracegrade.graders.base import GraderServices
-from tracegrade.graders.judges import GRADERS, LlmJudge
+from tracegrade import (
+    ConfigError,
+    JudgeError,
+    OpenAICompatibleProvider,
+    Outcome,
+    ToolCall,
+    ToolRecord,
+)
+from tracegrade.graders import GraderServices, LlmJudge
+from tracegrade.graders.judges import GRADERS
 from tracegrade.graders.judges.base import parse_verdict
-from tracegrade.judging import OpenAICompatibleProvider
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

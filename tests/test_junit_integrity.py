@@ -5,10 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tracegrade import QuestionResult
+from tracegrade import QuestionResult, RunOutcome
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.junit import render_junit
-from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.rundir.outcome import TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,

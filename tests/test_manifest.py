@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.runs_support import write_project
+from tracegrade import RunManifest, Selection
 from tracegrade.cli import main
 from tracegrade.rundir import manifest as manifest_module
 from tracegrade.rundir.directory import RunDirectory
@@ -24,13 +25,11 @@ from tracegrade.rundir.manifest import (
     GradingModuleRef,
     MergedShard,
     RubricFile,
-    RunManifest,
     RunSource,
     SelectionRecord,
     TargetManifest,
     VariantRef,
 )
-from tracegrade.rundir.outcome import Selection
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OLD_RUNS = sorted(p.name for p in FIXTURES.iterdir() if (p / "identity.json").is_file())
@@ -271,7 +270,7 @@ def test_no_module_reads_the_manifest_as_a_dict():
 
 
 def test_the_run_and_its_outcome_hand_out_the_typed_manifest_only():
-    from tracegrade.rundir.outcome import RunOutcome
+    from tracegrade import RunOutcome
 
     assert not hasattr(RunDirectory, "identity")
     assert "identity" not in RunOutcome.__dataclass_fields__

@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from tracegrade.errors import ConfigError, InputError, PluginError
-from tracegrade.graders.registry import load_registry
+from tracegrade import ConfigError, InputError, PluginError, build_provider
+from tracegrade.graders import load_registry
 from tracegrade.inputs.sources import dataset_sources
-from tracegrade.judging import build_provider, load_chat_model, provider_backends
+from tracegrade.judging import load_chat_model, provider_backends
 from tracegrade.usercode.loading import import_file, load_object
 from tracegrade.usercode.plugins import installed_entry_points, load_plugins
 

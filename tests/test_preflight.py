@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from tests.runs_support import QUESTIONS, write_project
+from tracegrade import load_config
 from tracegrade.cli import main
 from tracegrade.execution.run.preflight import preflight
-from tracegrade.inputs.config import load_config, load_object
+from tracegrade.inputs.config import load_object
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -90,7 +91,7 @@ def test_missing_factory_attribute_suggests_the_modules_callables(capsys, tmp_pa
 
 def test_factory_attribute_with_nothing_close_lists_the_callables(tmp_path: Path) -> None:
     write_project(tmp_path)
-    from tracegrade.errors import ConfigError
+    from tracegrade import ConfigError
 
     with pytest.raises(ConfigError) as info:
         load_object("agent.py:zzz", base_dir=tmp_path)

@@ -17,13 +17,14 @@ from tests.openai_server import (
     server_error,
     slow,
 )
-from tracegrade.errors import ConfigError, ProviderError
-from tracegrade.judging import (
+from tracegrade import (
+    ConfigError,
     JudgeRequest,
     OpenAICompatibleProvider,
-    RateLimiter,
+    ProviderError,
     build_provider,
 )
+from tracegrade.judging import RateLimiter
 from tracegrade.judging.retry import RetryPolicy, parse_retry_after
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request

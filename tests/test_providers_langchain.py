@@ -12,10 +12,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from tracegrade.errors import ConfigError, ProviderError
-from tracegrade.graders.base import GraderServices
+from tracegrade import ConfigError, JudgeRequest, LangChainProvider, ProviderError, build_provider
+from tracegrade.graders import GraderServices
 from tracegrade.graders.judges import RelevanceGrader
-from tracegrade.judging import JudgeRequest, LangChainProvider, build_provider
 
 REQUEST = JudgeRequest(messages=({"role": "user", "content": "grade"},))
 LOGPROBS = {

@@ -30,8 +30,8 @@ from tests.test_grade_traces import (
     _project,
     _verdicts,
 )
+from tracegrade import load_config
 from tracegrade.cli import main
-from tracegrade.inputs.config import load_config
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.rundir.store import ResultStore
 from tracegrade.traces.live.assembly import Assembler, Limits, sampled

@@ -16,13 +16,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from agents.routed_desk import build_graph
-from tracegrade.capture.recorder import Recorder
+from tracegrade import Outcome, Recorder, ToolCall, ToolRecord
 from tracegrade.capture.tracefile import TraceFileExporter
 from tracegrade.cli import main
 from tracegrade.graders.claims import ClaimsGrader
 from tracegrade.graders.nodes import NodesGrader
 from tracegrade.graders.record_checks import RecordChecksGrader
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 CLAIMS = {"opened (a )?ticket": "create_ticket", "refund(ed| has been issued)": "issue_refund"}
 QUESTIONS = [

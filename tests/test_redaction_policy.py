@@ -11,14 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.runs_support import write_project
-from tracegrade import QuestionResult
+from tracegrade import JudgeReply, JudgeRequest, QuestionAnswer, QuestionResult
 from tracegrade.capture.tracefile import redacted_attributes
 from tracegrade.cli import main
-from tracegrade.judging.provider import JudgeReply, JudgeRequest, TokenLogprob
+from tracegrade.judging.provider import TokenLogprob
 from tracegrade.judging.redacting import RedactingProvider
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, RedactionPolicy
 from tracegrade.rundir.store import ResultStore
-from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 # (as planted, the part that must not survive): one of every kind.
@@ -302,8 +301,8 @@ def test_validate_never_prints_a_rejected_secret(tmp_path, capsys):
 
 
 def test_the_configured_policy_decides_the_judges_tool_calls_block():
+    from tracegrade import Outcome, ToolCall
     from tracegrade.judging.rendering import render_tool_calls
-    from tracegrade.records import Outcome, ToolCall
 
     call = ToolCall(
         seq=0,

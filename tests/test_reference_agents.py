@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from agents import content_agent, support_desk
 from agents.scripted import ScriptedChatModel, call, say
 from agents.tool_loop import LATENCY_ENV, demo_latency
-from tracegrade.capture.recorder import Recorder
+from tracegrade import Recorder
 
 
 def tool_calls(state) -> list[tuple[str, dict]]:

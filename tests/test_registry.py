@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade.errors import InputError, PluginError
-from tracegrade.graders import Grader, GraderServices, build_context, load_registry
-from tracegrade.graders.registry import GROUP, GraderRegistry, validate_grader_class
-from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade import InputError, Outcome, PluginError, ToolCall, ToolRecord
+from tracegrade.graders import Grader, GraderRegistry, GraderServices, build_context, load_registry
+from tracegrade.graders.registry import GROUP, validate_grader_class
 
 SAMPLE = Path(__file__).parent / "plugins" / "tracegrade_sample_plugin"
 

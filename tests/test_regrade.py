@@ -9,10 +9,8 @@ import textwrap
 from tests import openai_server as loopback
 from tests.openai_server import score, server_error
 from tests.runs_support import write_project
+from tracegrade import load_config, regrade_run, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.execution.run.regrade import regrade_run
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request

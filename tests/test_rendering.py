@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracegrade import Outcome, ToolCall, ToolRecord
 from tracegrade.judging import (
     NO_TOOLS_CALLED,
     TOOL_CALLS_HEADER,
@@ -17,7 +18,6 @@ from tracegrade.judging import (
     fence,
     render_tool_calls,
 )
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 from tracegrade.redaction import SECRET_NAME_FRAGMENTS, redact_text
 
 HEADER_LINES = len(TOOL_CALLS_HEADER.splitlines())

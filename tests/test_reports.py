@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade import QuestionResult
+from tracegrade import QuestionResult, RunManifest, RunOutcome
 from tracegrade.cost.pricing import PriceTable, priced, question_usage
 from tracegrade.cost.usage import ModelCall, QuestionUsage
 from tracegrade.inputs.config import GateConfig
@@ -17,8 +17,7 @@ from tracegrade.reports.console import render_console
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
-from tracegrade.rundir.manifest import RunManifest
-from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.rundir.outcome import TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,

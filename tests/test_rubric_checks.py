@@ -11,9 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracegrade.errors import RubricError
-from tracegrade.graders.base import GraderServices
-from tracegrade.graders.rubrics import Check, Rubric, RubricChecksGrader, RubricStore
+from tracegrade import RubricError
+from tracegrade.graders import Check, GraderServices, Rubric, RubricStore
+from tracegrade.graders.rubrics import RubricChecksGrader
 from tracegrade.graders.rubrics.executable import run_check
 from tracegrade.graders.rubrics.rubric_checks import combine
 

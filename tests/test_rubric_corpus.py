@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade.graders.rubrics import Rubric, validate_rubric_file
+from tracegrade.graders import Rubric, validate_rubric_file
 from tracegrade.inputs.sourcefile import load_document, load_schema
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,11 +12,16 @@ import yaml
 
 from tests import openai_server as loopback
 from tests.openai_server import Answer, reply, server_error
-from tracegrade.errors import ConfigError
-from tracegrade.graders.base import GraderServices
-from tracegrade.graders.rubrics import RubricJudgeGrader, RubricStore
-from tracegrade.judging import JudgeCache, OpenAICompatibleProvider
-from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade import (
+    ConfigError,
+    JudgeCache,
+    OpenAICompatibleProvider,
+    Outcome,
+    ToolCall,
+    ToolRecord,
+)
+from tracegrade.graders import GraderServices, RubricStore
+from tracegrade.graders.rubrics import RubricJudgeGrader
 
 openai_server = loopback.openai_server  # the fixture, by the name tests request
 

@@ -8,13 +8,13 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tracegrade import QuestionResult
+from tracegrade import QuestionResult, RunOutcome
 from tracegrade.inputs.config import GateConfig
 from tracegrade.reports.console import render_console
 from tracegrade.reports.json_report import build_json_report
 from tracegrade.reports.junit import render_junit
 from tracegrade.reports.markdown import render_markdown
-from tracegrade.rundir.outcome import RunOutcome, TargetResult
+from tracegrade.rundir.outcome import TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,

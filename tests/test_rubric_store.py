@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade.errors import ExitCode, RubricError
-from tracegrade.graders.rubrics import RubricStore, append_criteria, criteria_text, parse_ref
+from tracegrade import ExitCode, RubricError
+from tracegrade.graders import RubricStore, criteria_text
+from tracegrade.graders.rubrics import append_criteria, parse_ref
 
 ROOT = Path(__file__).resolve().parents[1]
 

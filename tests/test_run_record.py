@@ -12,13 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tracegrade import QuestionResult
-from tracegrade.errors import InputError
-from tracegrade.rundir.history import load_outcome, load_stored_run
+from tracegrade import InputError, QuestionAnswer, QuestionResult, load_outcome
+from tracegrade.rundir.history import load_stored_run
 from tracegrade.rundir.identity import read_manifest
 from tracegrade.rundir.record import question_fingerprint
 from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
-from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "run_v0"

@@ -9,10 +9,7 @@ import sys
 import pytest
 
 from tests.runs_support import write_project
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
-from tracegrade.records import ToolRecord
-from tracegrade.rundir.outcome import Selection
+from tracegrade import Selection, ToolRecord, load_config, start_run
 from tracegrade.rundir.store import ResultStore
 
 
@@ -125,7 +122,7 @@ def test_chat_mode_has_no_record_and_tool_grader_falls_back(tmp_path):
 
 
 def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
-    from tracegrade.capture.recorder import Recorder
+    from tracegrade import Recorder
 
     class BrokenRecorder(Recorder):
         def seal(self, final_state=None):
@@ -134,12 +131,12 @@ def test_incomplete_record_errors_the_question_never_evidence(tmp_path):
 
     import asyncio
 
+    from tracegrade import load_dataset
     from tracegrade.execution.question.grading import attach_graders
     from tracegrade.execution.question.runner import arun_target
     from tracegrade.execution.run.prepare import plan_of as _plan
     from tracegrade.execution.run.prepared import RunSettings
     from tracegrade.execution.run.services import run_services
-    from tracegrade.inputs.dataset import load_dataset
 
     config = load_config(write_project(tmp_path, questions=["paris"]))
     target = config.targets["t"]
@@ -179,7 +176,7 @@ def test_every_finished_question_is_a_committed_row_without_tool_arguments(tmp_p
 
 
 def test_nothing_selected_is_exit_5(tmp_path):
-    from tracegrade.errors import NothingToRunError
+    from tracegrade import NothingToRunError
 
     config = load_config(write_project(tmp_path))
     with pytest.raises(NothingToRunError):
@@ -190,7 +187,7 @@ def test_nothing_selected_is_exit_5(tmp_path):
 async def test_async_twin_runs_inside_a_callers_event_loop(tmp_path):
     # A notebook or an async service already has a loop: astart_run must be awaitable there
     # (start_run would fail with "asyncio.run() cannot be called from a running event loop").
-    from tracegrade.execution.run.lifecycle import astart_run
+    from tracegrade import astart_run
 
     config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
     outcome = await astart_run(config)

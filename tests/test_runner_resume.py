@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
-from tracegrade.execution.run.lifecycle import resume_run, start_run
-from tracegrade.inputs.config import load_config
+from tracegrade import load_config, resume_run, start_run
 from tracegrade.rundir.store import ResultStore
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ import pydantic
 import pytest
 from jsonschema import Draft202012Validator
 
-from tracegrade.errors import DatasetError
-from tracegrade.inputs.dataset import Dataset, load_dataset, validate_dataset_file
+from tracegrade import Dataset, DatasetError, load_dataset
+from tracegrade.inputs.dataset import validate_dataset_file
 from tracegrade.inputs.sourcefile import _validator, load_document, load_schema
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "schema" / "examples"

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracegrade import QuestionResult
+from tracegrade import GradeResult, QuestionResult
 from tracegrade.inputs.config import GateConfig
-from tracegrade.records import GradeResult
 from tracegrade.verdicts.gate import combine_exit_codes, evaluate_gate
 from tracegrade.verdicts.scoring import (
     GraderVerdict,

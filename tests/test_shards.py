@@ -13,9 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.runs_support import write_project
-from tracegrade.capture.tracefile import read_records
+from tracegrade import InputError, read_records
 from tracegrade.cli import main
-from tracegrade.errors import InputError
 from tracegrade.execution.run.shards import parse_shard, shard_of
 from tracegrade.rundir.store import ResultStore
 

@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tracegrade.errors import JudgeError
+from tracegrade import JudgeError, load_config, start_run
 from tracegrade.execution.question.simulated_user import build_user_prompt, parse_user_answer
-from tracegrade.execution.run.lifecycle import start_run
 from tracegrade.inputs.blocks.conversation import SimulatedUser
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 
 AGENT = Path(__file__).resolve().parents[1] / "agents" / "refund_desk.py"
@@ -83,7 +81,7 @@ def test_a_simulated_user_over_its_budget_ends_user_budget_never_a_pass(tmp_path
 
 
 def test_a_simulated_user_without_a_judge_block_is_refused_before_the_run(tmp_path):
-    from tracegrade.errors import ConfigError
+    from tracegrade import ConfigError
 
     with pytest.raises(ConfigError, match="simulated user"):
         start_run(load_config(project(tmp_path, [simulated("x A-17")], judge=False)))
@@ -107,7 +105,7 @@ def test_an_unusable_user_answer_is_an_error_never_a_default(text):
 
 
 def test_a_regrade_of_a_simulated_conversation_sees_the_same_transcript(tmp_path):
-    from tracegrade.execution.run.regrade import regrade_run
+    from tracegrade import regrade_run
 
     question = {**simulated("Get order A-17 refunded."), "criteria": "Refunds A-17."}
     question["expected_tools"] = [{"tool": "lookup_order", "should_run": True}]

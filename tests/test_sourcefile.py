@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.errors import ConfigError, DatasetError, ExitCode
+from tracegrade import ConfigError, DatasetError, ExitCode
 from tracegrade.inputs.sourcefile import (
     Problem,
     load_document,

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.inputs.dataset import load_dataset, select_questions
+from tracegrade import load_dataset, select_questions
 from tracegrade.inputs.splits import SPLIT_NAMES, UNCOVERED, assign_split, bucket_of, hash_fraction
 
 RATIOS = {"train": 0.6, "validation": 0.2, "test": 0.2}

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracegrade.environment import SQLiteEnvironment
-from tracegrade.graders.context import build_context
-from tracegrade.graders.state import StateGrader
+from tracegrade import SQLiteEnvironment
+from tracegrade.graders import StateGrader, build_context
 
 GRADER = StateGrader()
 SCHEMA = """

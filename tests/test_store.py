@@ -6,9 +6,8 @@ import sqlite3
 
 import pytest
 
-from tracegrade import QuestionResult
+from tracegrade import QuestionAnswer, QuestionResult
 from tracegrade.rundir.store import ResultStore
-from tracegrade.verdicts.result import QuestionAnswer
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import write_project
-from tracegrade import load_config, start_run
+from tracegrade import QuestionResult, load_config, start_run
 from tracegrade.cli import main
 from tracegrade.reports.json_report import write_json_report
 from tracegrade.rundir.history import load_results_file, load_stored_run
-from tracegrade.rundir.record import QuestionResult
 from tracegrade.rundir.store import SCHEMA_VERSION, ResultStore
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -16,9 +16,8 @@ from opentelemetry import trace
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import lookup, react_agent
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
-from tracegrade.capture.recorder import Recorder
-from tracegrade.capture.telemetry import RunTelemetry
-from tracegrade.capture.tracefile import read_records, redacted_attributes
+from tracegrade import Recorder, RunTelemetry, read_records
+from tracegrade.capture.tracefile import redacted_attributes
 from tracegrade.redaction import REDACTED, SECRET_NAME_FRAGMENTS
 
 BEARER = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"

@@ -8,7 +8,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.testing_graphs import delegating_tool, lookup, react_agent, supervisor_with_subgraph
-from tracegrade.capture.recorder import Recorder
+from tracegrade import Recorder
 from tracegrade.capture.toolcatalog import tool_catalog
 
 

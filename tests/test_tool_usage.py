@@ -7,15 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.graders.context import build_context
-from tracegrade.graders.tool_usage import (
-    FALLBACK_MARKER,
-    ToolUsageGrader,
-    args_match,
-    same_scalar,
-    scrape_tool_markers,
-)
-from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade import Outcome, ToolCall, ToolRecord
+from tracegrade.graders import FALLBACK_MARKER, ToolUsageGrader, build_context
+from tracegrade.graders.tool_usage import args_match, same_scalar, scrape_tool_markers
 
 GRADER = ToolUsageGrader()
 

@@ -117,7 +117,7 @@ def test_receive_grades_the_conversation_once_it_is_quiet(tmp_path):
 
 
 def test_bounds_hold_a_trace_alone_and_say_so():
-    from tracegrade.records import ToolRecord
+    from tracegrade import ToolRecord
     from tracegrade.traces.dialects import AgentTrace
 
     def trace(n: int, conversation: str) -> AgentTrace:

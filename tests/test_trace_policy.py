@@ -12,8 +12,8 @@ import yaml
 
 from tests.test_grade_traces import _genai_request, _genai_trace, _project
 from tests.test_receive import _graded, receiving
+from tracegrade import load_config
 from tracegrade.cli import main
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 from tracegrade.traces.policy import trace_policy
 

@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracegrade import Outcome, ToolCall, ToolRecord
 from tracegrade.capture.tracefile import graph_attributes, redacted_attributes
 from tracegrade.otel import semconv as sc
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.traces.dialects import AgentTrace
 from tracegrade.traces.grade import record_line

@@ -28,19 +28,15 @@ from agents.testing_graphs import (
     react_agent,
     set_flag,
 )
+from tracegrade import InputError, Outcome, Recorder, RunTelemetry, read_records
 from tracegrade.capture import recorder as recorder_module
-from tracegrade.capture.recorder import Recorder
-from tracegrade.capture.telemetry import RunTelemetry
 from tracegrade.capture.tracefile import (
     QuestionRunKey,
     encode_line,
     encode_spans,
     read_question_runs,
-    read_records,
     redacted_attributes,
 )
-from tracegrade.errors import InputError
-from tracegrade.records import Outcome
 from tracegrade.redaction import REDACTED, redact_text
 
 

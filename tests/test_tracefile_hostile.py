@@ -10,7 +10,7 @@ import math
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tracegrade.capture.telemetry import RunTelemetry
+from tracegrade import RunTelemetry
 from tracegrade.capture.tracefile import TraceFileExporter
 
 LONE = json.loads('"\\ud83d"')
@@ -62,9 +62,7 @@ def test_a_failed_write_is_counted_in_the_report(tmp_path):
 
 def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
     from tests.runs_support import write_project
-    from tracegrade.execution.run.lifecycle import start_run
-    from tracegrade.execution.run.regrade import regrade_run
-    from tracegrade.inputs.config import load_config
+    from tracegrade import load_config, regrade_run, start_run
 
     path = write_project(tmp_path, questions=["paris"])
     agent = tmp_path / "agent.py"
@@ -82,9 +80,8 @@ def test_a_run_whose_tool_returns_a_lone_surrogate_keeps_its_record(tmp_path):
 
 def test_failed_trace_file_writes_make_the_run_incomplete(tmp_path, monkeypatch):
     from tests.runs_support import write_project
+    from tracegrade import load_config, start_run
     from tracegrade.capture import tracefile
-    from tracegrade.execution.run.lifecycle import start_run
-    from tracegrade.inputs.config import load_config
 
     def broken(*args, **kwargs):
         raise OSError("No space left on device")

@@ -14,10 +14,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from agents.scripted import ScriptedChatModel, call, say, tool_call
 from agents.support_desk import make_environment, make_tools
 from agents.testing_graphs import boom, delegating_tool, flaky, react_agent
-from tracegrade.capture.recorder import Recorder
-from tracegrade.graders.context import build_context
-from tracegrade.graders.trajectory.grader import TrajectoryGrader, request_order
-from tracegrade.records import Outcome, ToolRecord
+from tracegrade import Outcome, Recorder, ToolRecord
+from tracegrade.graders import TrajectoryGrader, build_context
+from tracegrade.graders.trajectory.grader import request_order
 
 GRADER = TrajectoryGrader()
 ANA = "ana@example.com"
@@ -624,7 +623,7 @@ def test_setup_failures_score_zero_naming_the_key(booking, trajectory, why):
 
 
 def test_registered_through_the_entry_point_group():
-    from tracegrade.graders.registry import load_registry
+    from tracegrade.graders import load_registry
 
     registry = load_registry()
     assert "trajectory_grader" in registry.ids()
@@ -699,7 +698,7 @@ def test_assert_tool_calls_checks_expected_tools_and_a_trajectory_together(booki
 
 
 def _desk_trajectories():
-    from tracegrade.inputs.dataset import load_dataset
+    from tracegrade import load_dataset
 
     dataset = load_dataset(
         Path(__file__).resolve().parents[1] / "examples/datasets/support_desk.yaml"

@@ -11,10 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tracegrade.graders.context import build_context
-from tracegrade.graders.trajectory.grader import TrajectoryGrader
+from tracegrade import Outcome, ToolCall, ToolRecord
+from tracegrade.graders import TrajectoryGrader, build_context
 from tracegrade.graders.trajectory.matching import align_in_groups, align_in_order, max_matching
-from tracegrade.records import Outcome, ToolCall, ToolRecord
 
 GRADER = TrajectoryGrader()
 TOOLS = ["search", "book", "cancel"]

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tracegrade.inputs.dataset import Dataset, validate_dataset_file
+from tracegrade import Dataset
+from tracegrade.inputs.dataset import validate_dataset_file
 from tracegrade.inputs.sourcefile import (
     Document,
     conforms,
@@ -123,7 +124,7 @@ def test_the_fast_path_agrees_with_the_schema(data):
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_the_fast_path_agrees_with_the_schema_on_the_corpus(path):
-    from tracegrade.errors import DatasetError
+    from tracegrade import DatasetError
 
     try:
         doc = load_document(path, error_cls=DatasetError)

@@ -18,9 +18,8 @@ from tests.otlp_receiver import otlp_receiver  # noqa: F401  (fixture)
 from tests.runs_support import write_project
 from tests.test_crash_safety import _questions, _rows
 from tests.test_shards import _records
+from tracegrade import load_config, resume_run, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import resume_run, start_run
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]

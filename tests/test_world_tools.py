@@ -12,10 +12,8 @@ import pytest
 import yaml
 
 from tests import world_agent
-from tracegrade.capture.tracefile import read_records
+from tracegrade import load_config, read_records, start_run
 from tracegrade.cli import main
-from tracegrade.execution.run.lifecycle import start_run
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.directory import RunDirectory
 
 CHARGE = {

@@ -26,7 +26,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from agents.scripted import ScriptedChatModel, call, say
 from agents.tool_loop import model_node, tool_from
-from tracegrade.environment import SQLiteEnvironment
+from tracegrade import SQLiteEnvironment
 
 __all__ = ["SENT_RECEIPTS", "build_careful", "build_careless", "build_graph", "make_environment"]
 

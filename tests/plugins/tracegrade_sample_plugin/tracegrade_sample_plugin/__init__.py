@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tracegrade import GradeResult
 from tracegrade.graders import Grader
-from tracegrade.records import GradeResult
 
 DEFAULT_PREFIXES = ("create_", "update_", "delete_", "edit_", "save_")
 
