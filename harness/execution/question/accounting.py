@@ -5,11 +5,15 @@ JSON), and the judges' calls of a grading laid beside them (`with_judges`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...cost.pricing import priced, question_usage
 from ...cost.usage import ModelCall, QuestionUsage
 from ...records import Outcome, ToolRecord
+
+if TYPE_CHECKING:
+    from ...cost.pricing import PriceTable
+    from .runner import TargetPlan
 
 __all__ = ["account", "with_judges"]
 
@@ -18,7 +22,7 @@ _NEVER_RAN = (Outcome.NOT_EXECUTED, Outcome.DECLINED)
 
 
 def account(
-    plan: Any, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
+    plan: TargetPlan, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
 ) -> dict[str, Any]:
     """The question's accounting as the store keeps it (`tracegrade.cost.usage.QuestionUsage` as
     JSON): the agent's model calls priced by the run's table (`plan.services.prices`), and each
@@ -32,7 +36,7 @@ def account(
 
 
 def with_judges(
-    usage: dict[str, Any], judge_calls: Sequence[ModelCall], prices: Any
+    usage: dict[str, Any], judge_calls: Sequence[ModelCall], prices: PriceTable | None
 ) -> QuestionUsage | None:
     """The question's stored accounting with the judges' calls of this grading, priced; None
     for a run that recorded none."""

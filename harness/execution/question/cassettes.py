@@ -7,12 +7,18 @@ Nothing here is imported, and nothing wraps a model, unless a target configures 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...capture.replay import ReplaySession
+    from ...inputs.dataset import Question
+    from ...records import RunRecord
+    from .runner import TargetPlan
 
 __all__ = ["close_session", "open_session"]
 
 
-def open_session(plan: Any, question: Any, trial: int) -> Any:
+def open_session(plan: TargetPlan, question: Question, trial: int) -> ReplaySession | None:
     """The question run's `ReplaySession`; None when its target has no cassettes."""
     settings = plan.target.cassettes
     if settings is None:
@@ -35,7 +41,7 @@ def open_session(plan: Any, question: Any, trial: int) -> Any:
     )
 
 
-def close_session(session: Any, run: Any) -> None:
+def close_session(session: ReplaySession, run: RunRecord) -> None:
     """Fold the session into the question's `RunRecord`: a refused call is its error (the
     first miss, and how many more), then write the cassette when this mode recorded."""
     from .errortext import bounded

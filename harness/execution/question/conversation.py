@@ -15,12 +15,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ...graders.context import build_context
 from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
 from .simulated_user import ask_simulated_user
 from .world import opening_inputs
+
+if TYPE_CHECKING:
+    from ...capture.recorder import Recorder
+    from ...environment import Environment
+    from ...graders.base import GraderServices
+    from ...inputs.config import TargetConfig
+    from ...inputs.conversation import Turn
+    from ...inputs.dataset import Question
+    from ...judging.client import JudgeClient
+    from ...records import RunRecord, ToolRecord
+    from ...verdicts.scoring import GraderVerdict
+    from .grading import AttachedGrader
 
 __all__ = [
     "Ending",
@@ -52,7 +65,7 @@ class TurnResult:
 class Ending:
     """How a conversation ended."""
 
-    state: Any
+    state: object
     """The graph's last state."""
     outcome: str | None = None
     """`interrupted` when it ended waiting on an interrupt, `user_budget` when a simulated
@@ -65,7 +78,7 @@ class Ending:
     """The user turns sent (a conversation of `turns` or a simulated user); [] otherwise."""
 
 
-def with_checkpointer(graph: Any, question: Any) -> Any:
+def with_checkpointer(graph: Any, question: Question) -> Any:
     """`graph` with a fresh in-memory checkpointer (a per-question copy; the shared graph is left
     as it is) when it was compiled without one and this question run needs one: an interrupt
     to resume (`resume:`), later turns on the same thread (`turns`, a simulated `user`), a
@@ -84,7 +97,7 @@ def with_checkpointer(graph: Any, question: Any) -> Any:
     return graph.copy(update={"checkpointer": saver})
 
 
-def _needs_checkpointer(graph: Any, question: Any) -> bool:
+def _needs_checkpointer(graph: object, question: Question) -> bool:
     if getattr(graph, "interrupt_before_nodes", None) or getattr(
         graph, "interrupt_after_nodes", None
     ):
@@ -97,7 +110,7 @@ def _needs_checkpointer(graph: Any, question: Any) -> bool:
     return len(turns) > 0
 
 
-def outcome_expected(row: Mapping[str, Any], outcome: str) -> bool:
+def outcome_expected(row: Mapping[str, object], outcome: str) -> bool:
     """Whether the question says its conversation ends this way (then it is no failure)."""
     if outcome == "interrupted":
         expected = row.get("expected_interrupts")
@@ -105,21 +118,21 @@ def outcome_expected(row: Mapping[str, Any], outcome: str) -> bool:
     return False
 
 
-def pending_interrupts(state: Any) -> list[Any]:
+def pending_interrupts(state: object) -> list[object]:
     """The interrupts a returned state is waiting on (LangGraph's `__interrupt__`)."""
     found = state.get("__interrupt__") if isinstance(state, Mapping) else None
     return list(found) if isinstance(found, list | tuple) else []
 
 
-def payload_of(value: Any) -> Mapping[str, Any]:
+def payload_of(value: object) -> Mapping[str, object]:
     """An interrupt payload as a mapping for matchers (see `Interruption.payload`)."""
     return value if isinstance(value, Mapping) else {"value": value}
 
 
 @dataclass(slots=True)
 class _Entry:
-    answer: Any
-    test: Callable[[Mapping[str, Any]], bool] | None = None
+    answer: object
+    test: Callable[[Mapping[str, object]], bool] | None = None
     used: bool = False
 
 
@@ -137,7 +150,7 @@ class ResumeScript:
 
     @classmethod
     def from_row(
-        cls, raw: Sequence[Any] | None, *, fallback: ResumeScript | None = None
+        cls, raw: Sequence[object] | None, *, fallback: ResumeScript | None = None
     ) -> ResumeScript:
         from ...graders.trajectory.matchers import compile_args
 
@@ -150,7 +163,7 @@ class ResumeScript:
                 entries.append(_Entry(item))
         return cls(entries, fallback)
 
-    def answer(self, value: Any) -> tuple[bool, Any]:
+    def answer(self, value: object) -> tuple[bool, object]:
         """(found, answer) for an interrupt with payload `value`."""
         payload = payload_of(value)
         for entry in self.entries:
@@ -163,7 +176,9 @@ class ResumeScript:
         return False, None
 
 
-def transcript(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def transcript(
+    messages: Sequence[Mapping[str, object]],
+) -> tuple[str, list[dict[str, object]]]:
     """(`input`, `messages`) for graders of a conversation: every user and system message and
     every assistant message with text (tool traffic left out), before the final answer."""
     kept = [
@@ -177,14 +192,14 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[st
     return "\n".join(f"{m['role']}: {m['content']}" for m in kept), kept
 
 
-def describe_pending(interrupts: Sequence[Any]) -> str:
+def describe_pending(interrupts: Sequence[object]) -> str:
     """`waiting on interrupt {'question': 'approve refund?'}`: for reports."""
     shown = "; ".join(repr(getattr(i, "value", i))[:200] for i in interrupts)
     return f"waiting on interrupt {shown}: no resume answer fits it"
 
 
 async def arun_graph(
-    graph: Any, inputs: Any, config: dict[str, Any], script: ResumeScript
+    graph: Any, inputs: object, config: dict[str, object], script: ResumeScript
 ) -> Ending:
     """Invoke `graph`, resuming each interrupt from `script`, until it finishes or waits on
     one the script has no answer for."""
@@ -196,7 +211,7 @@ async def arun_graph(
         waiting = pending_interrupts(state)
         if not waiting:
             return Ending(state=state, resumes=resumes)
-        answers: dict[str, Any] = {}
+        answers: dict[str, object] = {}
         unanswered = []
         for item in waiting:
             found, answer = script.answer(getattr(item, "value", item))
@@ -216,7 +231,7 @@ async def arun_graph(
         resumes += 1
 
 
-def _messages_of(state: Any) -> list[Any]:
+def _messages_of(state: object) -> list[object]:
     found = (
         state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
     )
@@ -225,13 +240,13 @@ def _messages_of(state: Any) -> list[Any]:
 
 async def arun_conversation(
     graph: Any,
-    question: Any,
-    messages: list[dict[str, Any]],
-    config: dict[str, Any],
+    question: Question,
+    messages: list[dict[str, str]],
+    config: dict[str, object],
     *,
-    recorder: Any,
-    answer_of: Callable[[list[Any]], str],
-    user_client: Any = None,
+    recorder: Recorder,
+    answer_of: Callable[[list[object]], str],
+    user_client: JudgeClient | None = None,
     sample_index: int = 0,
 ) -> Ending:
     """One question run: `messages` sent, interrupts answered from the question's `resume`;
@@ -295,14 +310,14 @@ SIMULATED_USER = "simulated_user"
 recorded as such."""
 
 
-def _user_message(content: str, *, simulated: bool) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "user", "content": content}
+def _user_message(content: str, *, simulated: bool) -> dict[str, str]:
+    message = {"role": "user", "content": content}
     if simulated:
         message["name"] = SIMULATED_USER
     return message
 
 
-def _spoken(messages: Sequence[Any]) -> list[dict[str, Any]]:
+def _spoken(messages: Sequence[object]) -> list[dict[str, str]]:
     """The conversation as the user saw it: user messages and the agent's texts."""
     out = []
     for m in messages:
@@ -321,7 +336,9 @@ _TURN_KEYS = ("expected_tools", "trajectory", "criteria")
 """The keys a turn may carry of its own; every other check reads the whole conversation."""
 
 
-def turn_rows(row: Mapping[str, Any], turns: Sequence[Any]) -> list[tuple[int, dict[str, Any]]]:
+def turn_rows(
+    row: Mapping[str, object], turns: Sequence[Turn]
+) -> list[tuple[int, dict[str, object]]]:
     """(turn index, the row its graders read) for each turn with checks of its own: the
     question's id and the turn's keys, nothing that belongs to the whole conversation."""
     out = []
@@ -332,7 +349,9 @@ def turn_rows(row: Mapping[str, Any], turns: Sequence[Any]) -> list[tuple[int, d
     return out
 
 
-def combine_turns(whole: Any, per_turn: Sequence[tuple[int, Any]]) -> Any:
+def combine_turns(
+    whole: GraderVerdict, per_turn: Sequence[tuple[int, GraderVerdict]]
+) -> GraderVerdict:
     """One grader's verdict over a conversation: the whole conversation's and each turn's that
     applied (skips left out); the lowest score stands (a grader passes only when it passes
     on every turn), any error errs, and the reason names each part."""
@@ -344,7 +363,7 @@ def combine_turns(whole: Any, per_turn: Sequence[tuple[int, Any]]) -> Any:
         return whole
     errored = [g for _, g in applied if g.error]
     scored = [g for _, g in applied if g.score is not None]
-    lowest = min(scored, key=lambda g: g.score) if scored else None
+    lowest = min(scored, key=lambda g: g.score or 0.0) if scored else None
     reason = "; ".join(f"{name}: {g.reason}" for name, g in applied)
     return whole.model_copy(
         update={
@@ -361,8 +380,8 @@ def combine_turns(whole: Any, per_turn: Sequence[tuple[int, Any]]) -> Any:
 
 
 def _turn_views(
-    messages: Sequence[Mapping[str, Any]], response: str, turns: int
-) -> list[tuple[str, list[dict[str, Any]], str]]:
+    messages: Sequence[Mapping[str, object]], response: str, turns: int
+) -> list[tuple[str, list[dict[str, object]], str]]:
     """(input, messages, answer) each turn's graders read, from the conversation transcript
     (`transcript`: the final answer left out) and the final answer: the conversation before
     the turn's answer, and that answer."""
@@ -381,27 +400,33 @@ def _turn_views(
 
 
 async def agrade_conversation(
-    attached: Sequence[Any],
+    attached: Sequence[AttachedGrader],
     *,
-    services: Any,
-    target: Any,
-    row: Mapping[str, Any],
+    services: GraderServices,
+    target: TargetConfig,
+    row: Mapping[str, object],
     input: str,
-    messages: list[dict[str, Any]],
+    messages: Sequence[Mapping[str, object]],
     response: str,
-    record: Any,
-    environment: Any,
-    run: Any,
-    turns: Sequence[Any] = (),
-    workdir: Any = None,
-) -> list[Any]:
+    record: ToolRecord | None,
+    environment: Environment | None,
+    run: RunRecord,
+    turns: Sequence[Turn] = (),
+    workdir: Path | None = None,
+) -> list[GraderVerdict]:
     """Every attached grader on the answer; for a conversation whose turns carry checks of
     their own (`turns`: the Turn models sent), also on each such turn (the conversation up to
     its answer, that answer, that turn's calls), folded per grader by `combine_turns`. The run
     and a re-grade both grade through here, so they reach one verdict."""
     deadline = grading_deadline(target, services)
 
-    async def grade(row: Mapping[str, Any], text: str, said: list, answer: str, calls: Any):
+    async def grade(
+        row: Mapping[str, object],
+        text: str,
+        said: Sequence[Mapping[str, object]],
+        answer: str,
+        calls: ToolRecord | None,
+    ) -> list[GraderVerdict]:
         context = build_context(
             dict(row),
             messages=said,
@@ -422,7 +447,7 @@ async def agrade_conversation(
     if not own:
         return whole
     views = _turn_views(messages, response, len(turns))
-    per_turn: list[list[tuple[int, Any]]] = [[] for _ in whole]
+    per_turn: list[list[tuple[int, GraderVerdict]]] = [[] for _ in whole]
     for index, turn_row in own:
         text, said, answer = views[index]
         calls = record.turn(index) if record is not None else None

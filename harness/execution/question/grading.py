@@ -13,10 +13,10 @@ import asyncio
 import functools
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError, RubricError
 from ...graders.base import Attachment, Grader, GraderServices, with_safe_defaults
@@ -28,6 +28,11 @@ from ...rundir.identity import grader_code_hash
 from ...rundir.manifest import GraderRecord
 from ...usercode.abandon import in_daemon_thread
 from ...verdicts.scoring import GraderVerdict, aggregate_samples
+
+if TYPE_CHECKING:
+    from ...graders.registry import GraderRegistry
+    from ...graders.rubrics import RubricStore
+    from ...inputs.config import TargetConfig
 from .errortext import (
     MAX_ERROR_CHARS,
     bounded,
@@ -151,7 +156,7 @@ def _spec_of(
 
 
 def _registry_attachment(
-    registry: Any, entry: GraderEntry, services: GraderServices
+    registry: GraderRegistry, entry: GraderEntry, services: GraderServices
 ) -> AttachedGrader:
     options = dict(entry.options)
     cls = registry.get(entry.id)
@@ -204,11 +209,11 @@ def _check_pass_bar(att: Attachment, entry: GraderEntry, config_file: str | None
 
 
 def attach_graders(
-    specs: Sequence[Any],
+    specs: Sequence[GraderEntry | GraderRecord],
     *,
     grading_module: Path | None,
     services: GraderServices,
-    registry: Any = None,
+    registry: GraderRegistry | None = None,
     module_label: str | None = None,
     config_file: str | None = None,
 ) -> list[AttachedGrader]:
@@ -254,7 +259,7 @@ def attach_from_specs(
     *,
     run_dir: Path,
     services: GraderServices,
-    registry: Any = None,
+    registry: GraderRegistry | None = None,
 ) -> list[AttachedGrader]:
     """Rebuild the graders a run used from its identity snapshot: registry graders by id and
     stored options, module graders from the copy of the grading module in the run dir."""
@@ -283,7 +288,7 @@ def attach_from_specs(
     return attached
 
 
-def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
+def criteria_with_rubric(row: Mapping[str, object], rubrics: RubricStore | None) -> str | None:
     """The question's criteria with its rubric's check descriptions appended (seed 000); None
     when the question has no `rubric_ref` (the row's own criteria stand)."""
     ref = row.get("rubric_ref")
@@ -297,7 +302,7 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
         )
     from ...graders.rubrics import criteria_text
 
-    rubric = rubrics.resolve(ref)
+    rubric = rubrics.resolve(str(ref))
     text = criteria_text(rubric)
     base = row.get("criteria")
     if isinstance(base, list | tuple):
@@ -305,14 +310,14 @@ def criteria_with_rubric(row: Mapping[str, Any], rubrics: Any) -> str | None:
     return f"{base}\n\n{text}" if base else text
 
 
-def grading_deadline(target: Any, services: GraderServices) -> float | None:
+def grading_deadline(target: TargetConfig, services: GraderServices) -> float | None:
     """Seconds all graders of one question may take: the target's `grading_deadline_s`, else
     the judge block's, else the default."""
     own = getattr(target, "grading_deadline_s", None)
     return float(own) if own else services.judge_settings.get("grading_deadline_s")
 
 
-def target_policy(target: Any) -> str | None:
+def target_policy(target: TargetConfig) -> str | None:
     """The text of the target's `policy:` file (evidence for rubric judge checks), or None.
     Read once per file and modification time: every question of the target shares it."""
     path = getattr(target, "policy", None)
@@ -364,7 +369,7 @@ async def _one(
     return result
 
 
-def _unusable(result: Any) -> str | None:
+def _unusable(result: object) -> str | None:
     """Why a grader's own answer cannot be a score, or None when it can: a NaN, an infinity or
     a number outside the scale it declares is that grader's error on that question, never a
     score (one such number would lift or sink a whole mean)."""
@@ -433,7 +438,10 @@ async def agrade_question(
 
 
 async def _within_deadline(
-    graders: Sequence[AttachedGrader], one_grader: Any, *, deadline_s: float
+    graders: Sequence[AttachedGrader],
+    one_grader: Callable[[AttachedGrader], Awaitable[GraderVerdict]],
+    *,
+    deadline_s: float,
 ) -> list[GraderVerdict]:
     tasks = [asyncio.ensure_future(one_grader(a)) for a in graders]
     try:

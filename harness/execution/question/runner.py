@@ -25,12 +25,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...cost.usage import ModelCall, judge_meter
 from ...errors import ConfigError
 from ...graders.base import GraderServices
 from ...inputs.config import TargetConfig
+from ...inputs.dataset import Question
 from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
@@ -63,6 +64,12 @@ from .messages import (
 )
 from .world import WORLD_KEY, question_world
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+    from ...capture.recorder import Recorder
+    from ...environment import Environment
+
 __all__ = [
     "TargetPlan",
     "arun_target",
@@ -81,7 +88,7 @@ class TargetPlan:
     """One target ready to run: its questions, graders and agent factory."""
 
     target: TargetConfig
-    questions: list[Any]
+    questions: list[Question]
     """`tracegrade.inputs.dataset.Question`s still to run, in selection order."""
     attached: list[AttachedGrader]
     services: GraderServices
@@ -90,7 +97,7 @@ class TargetPlan:
     """Question id -> position in the full selection (kept across resumes)."""
     factory: Any = None
     """The loaded agent factory (agent mode) or chat model / factory (chat mode)."""
-    environment_factory: Callable[[], Any] | None = None
+    environment_factory: Callable[[], Environment] | None = None
     shared: Any = None
     """The runnable every question shares, built before the run (`build_shared`); None:
     built by `arun_target`, or per question when the target has an environment."""
@@ -102,7 +109,7 @@ class TargetPlan:
     message_chars: int | None = None
     """`telemetry.capture_messages`: chat spans carry prompts and answers cut to this length."""
 
-    def work(self) -> Iterator[tuple[Any, int]]:
+    def work(self) -> Iterator[tuple[Question, int]]:
         """(question, trial) pairs to run, trials of a question together."""
         for question in self.questions:
             trials = (
@@ -129,7 +136,7 @@ def _chat_model(factory: Any) -> Any:
     raise ConfigError(f"chat_model {factory!r} is neither a chat model nor a factory of one")
 
 
-def _call_factory(plan: TargetPlan, environment: Any) -> Any:
+def _call_factory(plan: TargetPlan, environment: Environment | None) -> Any:
     if environment is not None:
         return plan.factory(environment=environment)
     return plan.factory()
@@ -146,7 +153,7 @@ def build_shared(plan: TargetPlan) -> Any:
     return _build_graph(plan, None)
 
 
-def _build_graph(plan: TargetPlan, environment: Any) -> Any:
+def _build_graph(plan: TargetPlan, environment: Environment | None) -> Any:
     try:
         return _call_factory(plan, environment)
     except (Exception, SystemExit, GeneratorExit) as exc:
@@ -162,18 +169,18 @@ class NoAIMessage(Exception):
     """The agent returned something that is not a state holding an AI message."""
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, dict):
         return f"a mapping with keys {sorted(map(str, value))[:5]}"
     return f"{type(value).__name__} {_short(value)}" if value is not None else "None"
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
+def configurable_for(target: TargetConfig, question: Question) -> dict[str, object]:
     """LangGraph's `config["configurable"]` for one question run: the question's keys over the
     target's, and a fresh `thread_id` unless one is given, so a checkpointer never carries one
     question's state into another (or into a re-run of the same question)."""
@@ -185,18 +192,18 @@ def configurable_for(target: TargetConfig, question: Any) -> dict[str, Any]:
 async def _invoke(
     plan: TargetPlan,
     runnable: Any,
-    messages: list[dict],
-    recorder: Any,
-    configurable: dict,
-    question: Any = None,
-) -> tuple[str, list, Any, Ending | None]:
+    messages: list[dict[str, str]],
+    recorder: Recorder,
+    configurable: dict[str, object],
+    question: Question,
+) -> tuple[str, list[object], object, Ending | None]:
     """(response text, final messages, final state, how it ended) of one agent or chat-model
     run; interrupts are answered from the question's resume script.
 
     An agent that returns no AI message (`{"messages": []}`, None, a string, only the input)
     raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent. One that
     stopped waiting on an interrupt is no such agent: it ended `interrupted`."""
-    config = {"callbacks": [recorder], "configurable": configurable}
+    config: dict[str, object] = {"callbacks": [recorder], "configurable": configurable}
     async with recorder.question_span():
         if plan.target.mode == "chat":
             reply = await runnable.ainvoke(messages, config=config)
@@ -284,7 +291,7 @@ def _removals_done() -> None:
         wait(list(_folders[2]))
 
 
-def _label(question: Any, trial: int) -> str:
+def _label(question: Question, trial: int) -> str:
     return f"{question.id}#{trial}" if trial else str(question.id)
 
 
@@ -304,11 +311,11 @@ def _user_failure(exc: BaseException) -> bool:
 
 async def _run_one(
     plan: TargetPlan,
-    question: Any,
+    question: Question,
     *,
-    tracer: Any,
+    tracer: Tracer,
     shared: Any,
-    record_class: Any,
+    record_class: type[Recorder],
     trial: int = 0,
 ) -> QuestionResult:
     target = plan.target
@@ -318,9 +325,9 @@ async def _run_one(
     started = time.perf_counter()
     run = RunRecord(question_id=str(question.id), trial=trial)
     record: ToolRecord | None = None
-    environment: Any = None
+    environment: Environment | None = None
     workdir: Path | None = None  # made once the agent is built; the cleanup below reads it
-    recorder: Any = None
+    recorder: Recorder | None = None
     graded: QuestionResult | None = None
     try:
         try:
@@ -356,7 +363,7 @@ async def _run_one(
         )
         if hasattr(recorder, "hold_question"):  # its grades go on the question span
             recorder.hold_question()
-        state: Any = None
+        state: object = None
         ending: Ending | None = None
         # A deadline on this task rather than wait_for's extra task per question; it tells the
         # run's own timeout apart from a TimeoutError the agent raised itself, holds for code
@@ -441,7 +448,7 @@ async def _run_one(
                 )
 
 
-def _release_question(recorder: Any, graded: QuestionResult | None) -> None:
+def _release_question(recorder: Recorder, graded: QuestionResult | None) -> None:
     """The question span to the exporters, its grades on it as `gen_ai.evaluation.result`
     events (none when grading never finished: the span still goes)."""
     events: list = []
@@ -459,11 +466,11 @@ def _release_question(recorder: Any, graded: QuestionResult | None) -> None:
 
 async def agrade_recorded(
     plan: TargetPlan,
-    question: Any,
+    question: Question,
     run: RunRecord,
     record: ToolRecord | None,
     *,
-    environment: Any = None,
+    environment: Environment | None = None,
     ending: Ending | None = None,
     workdir: Path | None = None,
 ) -> QuestionResult:
@@ -475,6 +482,9 @@ async def agrade_recorded(
     row = question.row()
     graders: list = []
     judge_calls: list[ModelCall] = []
+    # role/content (and name) JSON, as the answer keeps it
+    graded_messages: list[dict[str, Any]]
+    graded: tuple[str, list[dict[str, Any]]]
     graded = graded_input, graded_messages = grader_input(question, target.system_prompt)
     turns = ending.turns if ending is not None else []
     if turns:
@@ -501,12 +511,12 @@ async def agrade_recorded(
 
 def _finish(
     plan: TargetPlan,
-    question: Any,
-    row: dict,
+    question: Question,
+    row: dict[str, Any],
     run: RunRecord,
     record: ToolRecord | None,
     graders: list,
-    graded: tuple[str, list[dict]] | None = None,
+    graded: tuple[str, list[dict[str, Any]]] | None = None,
     judge_calls: Sequence[ModelCall] = (),
 ) -> QuestionResult:
     """The question's result, its answer included (`graded`: the input and messages the
@@ -546,7 +556,7 @@ def _finish(
     return result
 
 
-def _attr(question: Any, row: dict, name: str) -> Any:
+def _attr(question: Question, row: dict[str, Any], name: str) -> Any:
     value = getattr(question, name, None)
     return value if value is not None else row.get(name)
 
@@ -555,8 +565,8 @@ async def arun_target(
     plan: TargetPlan,
     *,
     commit: Callable[[QuestionResult], None],
-    tracer: Any,
-    record_class: Any = None,
+    tracer: Tracer,
+    record_class: type[Recorder] | None = None,
     before_commit: Callable[[], None] | None = None,
 ) -> int:
     """Run every question of `plan` with `concurrency` workers, handing each to `commit` (which
@@ -566,7 +576,10 @@ async def arun_target(
     a row is never on disk before its record). Scores are not kept in memory (the store has
     them), so memory stays flat in the number of questions."""
     if record_class is None:
-        from ...capture.recorder import Recorder as record_class
+        from ...capture.recorder import Recorder
+
+        record_class = Recorder
+    recorder_class = record_class  # narrowed, for the worker below
     shared = plan.shared if plan.shared is not None else build_shared(plan)
     pending = plan.work()
     total = plan.work_count()
@@ -587,7 +600,7 @@ async def arun_target(
                 question,
                 tracer=tracer,
                 shared=shared,
-                record_class=record_class,
+                record_class=recorder_class,
                 trial=trial,
             )
             batch.add(result)

@@ -14,10 +14,14 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import JudgeError
 from ...judging.rendering import escape_fences
+
+if TYPE_CHECKING:
+    from ...inputs.conversation import SimulatedUser
+    from ...judging.client import JudgeClient
 
 __all__ = ["UserTurn", "ask_simulated_user", "build_user_prompt", "parse_user_answer"]
 
@@ -39,7 +43,7 @@ def _fenced(tag: str, text: str) -> str:
     return f"<{tag}>\n{escape_fences(text, _TAGS)}\n</{tag}>"
 
 
-def build_user_prompt(spec: Any, conversation: Sequence[Mapping[str, Any]]) -> str:
+def build_user_prompt(spec: SimulatedUser, conversation: Sequence[Mapping[str, object]]) -> str:
     """The request the user model gets: who it is, what it wants, the conversation as data."""
     lines = [
         "You play a user talking to an AI agent, to test the agent. Stay in character.",
@@ -85,7 +89,11 @@ def parse_user_answer(text: str) -> UserTurn:
 
 
 async def ask_simulated_user(
-    client: Any, spec: Any, conversation: Sequence[Mapping[str, Any]], *, sample_index: int = 0
+    client: JudgeClient | None,
+    spec: SimulatedUser,
+    conversation: Sequence[Mapping[str, object]],
+    *,
+    sample_index: int = 0,
 ) -> UserTurn:
     """One turn of the simulated user on the judge client (redaction, cache, retries)."""
     from ...judging.provider import JudgeRequest

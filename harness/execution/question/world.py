@@ -9,18 +9,22 @@ first time a question that overrides them runs on it, once per graph.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...world import WORLD_KEY, ToolWorld, merged_overrides
 
+if TYPE_CHECKING:
+    from ...inputs.config import TargetConfig
+    from ...inputs.dataset import Question
+
 __all__ = ["WORLD_KEY", "opening_inputs", "question_world"]
 
-_proxied: weakref.WeakSet[Any] = weakref.WeakSet()
+_proxied: weakref.WeakSet[object] = weakref.WeakSet()
 """Graphs whose tools are proxied already."""
 
 
-def question_world(runnable: Any, target: Any, question: Any) -> ToolWorld | None:
+def question_world(runnable: object, target: TargetConfig, question: Question) -> ToolWorld | None:
     """The question run's `ToolWorld` (its overrides over the target's), the graph's tools
     proxied; None when neither sets `tools:`."""
     own = getattr(question, "tools", None)
@@ -35,8 +39,11 @@ def question_world(runnable: Any, target: Any, question: Any) -> ToolWorld | Non
 
 
 async def opening_inputs(
-    graph: Any, question: Any, messages: list[dict[str, Any]], config: Mapping[str, Any]
-) -> Any:
+    graph: Any,
+    question: Question,
+    messages: Sequence[Mapping[str, object]],
+    config: Mapping[str, object],
+) -> dict[str, object] | None:
     """What the first invoke of a question run sends: the messages and the question's `state:`
     keys; with `start_at:`, that state is written as the node's output on the question's
     thread (LangGraph's `update_state(as_node=...)`) and the run continues from it (None)."""
