@@ -23,6 +23,7 @@ from ..otel import semconv as sc
 from ..rundir.directory import RunDirectory
 from ..rundir.manifest import MergedShard, RunManifest
 from ..rundir.monitoring import MONITOR_META
+from ..rundir.store import ResultStore
 from .run.shards import MergeResult, _differences, _Verbatim, copy_annotation, merge_runs, staged
 
 __all__ = ["is_monitor_run", "merge_any", "merge_monitor_runs"]
@@ -141,7 +142,7 @@ def _scope_and_meta(run: RunDirectory) -> tuple[dict[str, Any], Any]:
 
 
 def _copy_rows(
-    run: RunDirectory, store: Any, grading_id: int, following: Counter[tuple[str, str]]
+    run: RunDirectory, store: ResultStore, grading_id: int, following: Counter[tuple[str, str]]
 ) -> dict[tuple[str, str, int], int]:
     """The run's rows (the grading its receiver ran), each question's trials numbered on from
     `following`; returns (target, question, old trial) -> new trial."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TypeVar
 
 from ...usercode.abandon import Abandoned
 
@@ -14,8 +14,10 @@ __all__ = ["run_without_loop"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 
-def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
+
+def run_without_loop(name: str, make: Callable[[], Coroutine[object, object, T]]) -> T:
     """Run `make()` on a fresh event loop (see `_run_loop`); refused inside a running loop."""
     try:
         asyncio.get_running_loop()
@@ -24,7 +26,9 @@ def run_without_loop(name: str, make: Callable[[], Any]) -> Any:
     raise RuntimeError(f"{name}() called inside a running event loop: await a{name}() instead")
 
 
-def _quiet_delivered_interrupts(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+def _quiet_delivered_interrupts(
+    loop: asyncio.AbstractEventLoop, context: dict[str, object]
+) -> None:
     """A Ctrl-C or SIGTERM that lands inside one of the run's tasks (a grader's, say) leaves
     `run_until_complete` as well, and the caller reports it once; the task keeps a copy that
     asyncio would log when it is collected, a traceback after the CLI's clean "interrupted"."""
@@ -33,7 +37,7 @@ def _quiet_delivered_interrupts(loop: asyncio.AbstractEventLoop, context: dict[s
     loop.default_exception_handler(context)
 
 
-def _run_loop(coro: Any) -> Any:
+def _run_loop(coro: Coroutine[object, object, T]) -> T:
     """`asyncio.run`, minus two ways user code could end or hang the run:
 
     - a `SystemExit` raised by an agent inside a task of its own (LangChain runs each runnable

@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, ClassVar
 
 from ...usercode.abandon import Abandoned, interrupt_thread
@@ -84,17 +85,17 @@ class QuestionDeadline:
     timeout_s: float
     label: str = ""
     started: float = 0.0
-    task: Any = None
+    task: asyncio.Task[object] | None = None
     overran: float | None = None
     """Seconds the question held the loop when it was interrupted (None: never)."""
     blocked_by: dict[str, float] = field(default_factory=dict)
     """Question label -> seconds this question waited on the loop that question held."""
     _expired: bool = False
-    _handle: Any = None
+    _handle: asyncio.TimerHandle | None = None
     _watch: LoopWatch | None = None
     _cancelling: int = 0
-    _token: Any = None
-    tasks: list[Any] | None = None
+    _token: contextvars.Token[QuestionDeadline | None] | None = None
+    tasks: list[asyncio.Future[object]] | None = None
     """The tasks made inside the question while it runs (the loop watch's task factory adds
     them), so a stall is blamed on its question; None once it ended."""
 
@@ -123,9 +124,15 @@ class QuestionDeadline:
             self._handle = asyncio.get_running_loop().call_later(left, self._fire)
             return
         self._expired = True
-        self.task.cancel()
+        if self.task is not None:  # set on entry, before this timer
+            self.task.cancel()
 
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._handle is not None:
             self._handle.cancel()
         assert self._watch is not None
@@ -133,6 +140,7 @@ class QuestionDeadline:
         if (
             self._expired
             and exc_type is asyncio.CancelledError
+            and self.task is not None
             and self.task.uncancel() <= self._cancelling
         ):
             raise TimeoutError from exc
@@ -141,7 +149,9 @@ class QuestionDeadline:
 class LoopWatch:
     """Beats on one event loop and watches the beats from a thread; see the module doc."""
 
-    _watches: ClassVar[weakref.WeakKeyDictionary[Any, LoopWatch]] = weakref.WeakKeyDictionary()
+    _watches: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopWatch]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     @classmethod
     def of_running_loop(cls) -> LoopWatch:
@@ -151,7 +161,7 @@ class LoopWatch:
             watch = cls._watches[loop] = cls(loop)
         return watch
 
-    def __init__(self, loop: Any) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         # LangGraph runs each node in a task of its own: a task made inside a question belongs
         # to it (the factory adds it to the question's `tasks`, from the creating context), so
@@ -159,7 +169,7 @@ class LoopWatch:
         self._inner_factory = loop.get_task_factory()
         loop.set_task_factory(self._task_factory)
         self.loop_thread = threading.get_ident()
-        self.active: dict[Any, QuestionDeadline] = {}
+        self.active: dict[object, QuestionDeadline] = {}
         self.stalls: list[_Stall] = []
         self.last_beat = time.monotonic()
         self._lock = threading.Lock()
@@ -170,6 +180,7 @@ class LoopWatch:
         threading.Thread(target=self._watch, name="tracegrade-loop-watch", daemon=True).start()
 
     # -- on the loop ------------------------------------------------------------------------
+    # typeshed's task factory is generic in the coroutine's result: not worth spelling here
     def _task_factory(self, loop: Any, coro: Any, context: Any = None) -> Any:
         if self._inner_factory is not None:
             kwargs = {} if context is None else {"context": context}
@@ -183,7 +194,7 @@ class LoopWatch:
                 tasks.append(task)
         return task
 
-    def owner(self, task: Any) -> QuestionDeadline | None:
+    def owner(self, task: object) -> QuestionDeadline | None:
         """The question `task` works for (its own task, or one made inside it while it ran)."""
         found = self.active.get(task)
         if found is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...inputs.files import not_a_file
@@ -15,12 +15,15 @@ from ...rundir.identity import sha256_file
 from ...rundir.manifest import RunManifest
 from .prepared import RunSettings
 
+if TYPE_CHECKING:
+    from ...graders.rubrics import RubricStore
+
 __all__ = ["changed_file_error", "refuse_changed_rubrics", "refuse_other_config", "rubric_files"]
 
 HINT = "start a new run to grade the changed inputs; this run keeps what it started with"
 
 
-def rubric_files(rubrics: Any, refs: Iterable[str]) -> dict[str, dict[str, str]]:
+def rubric_files(rubrics: RubricStore | None, refs: Iterable[str]) -> dict[str, dict[str, str]]:
     """`rubric_ref -> {"path", "sha256"}` of each rubric file the questions name (recorded in
     the run's identity, so a later re-grade can tell an edit in place)."""
     out: dict[str, dict[str, str]] = {}

@@ -6,21 +6,27 @@ A config that never ran under the old defaults gets no notice: its failure is a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...graders.base import gates_by_default
 from ...records import GraderSpec
 from ...rundir.manifest import RunManifest
 
+if TYPE_CHECKING:
+    from ...graders.registry import GraderRegistry
+    from ...inputs.config import TargetConfig
+    from ...rundir.outcome import TargetResult
+    from ...verdicts.scoring import GraderVerdict
+
 __all__ = ["changed_defaults_notice"]
 
 
 def changed_defaults_notice(
-    target: Any,
-    result: Any,
+    target: TargetConfig,
+    result: TargetResult,
     *,
-    registry: Any = None,
+    registry: GraderRegistry | None = None,
     earlier: Callable[[], Iterable[RunManifest]] = tuple,
 ) -> str | None:
     """One line when the safe defaults decided this target's verdict: it failed, it leaves to
@@ -55,7 +61,7 @@ def changed_defaults_notice(
         return None
     by_id = dict(relied)
 
-    def old_spec(g: Any) -> Any:
+    def old_spec(g: GraderVerdict) -> GraderVerdict:
         values = {**g.spec.model_dump(), "must_pass": False}
         if by_id[g.grader_id]:
             values["threshold"] = 0.0

@@ -4,13 +4,18 @@ pytest plugin and the trace graders all attach, decided once per target before a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...inputs.config import GraderEntry, TargetConfig
 from ...verdicts.plan import CheckPlan, check_plan
 from ..question.grading import AttachedGrader, attach_graders
+
+if TYPE_CHECKING:
+    from ...graders.base import GraderServices
+    from ...graders.registry import GraderRegistry
+    from ...inputs.dataset import Question
 
 __all__ = ["GOAL_JUDGE", "PLAN_HINT", "attach_planned", "effective_graders", "planned"]
 
@@ -37,12 +42,12 @@ def effective_graders(
 
 def planned(
     target: TargetConfig,
-    questions: Sequence[Any],
+    questions: Sequence[Question | Mapping[str, object]],
     attached: list[AttachedGrader],
     *,
-    services: Any,
+    services: GraderServices,
     source: str,
-    registry: Any = None,
+    registry: GraderRegistry | None = None,
 ) -> tuple[list[AttachedGrader], CheckPlan]:
     """`attached` as the target's check plan has it (owners of unattached dataset keys attached
     with the safe defaults; graders not applicable to `source` left out), and the plan."""
@@ -66,12 +71,12 @@ def planned(
 
 def attach_planned(
     target: TargetConfig,
-    questions: Sequence[Any],
+    questions: Sequence[Question],
     *,
-    services: Any,
+    services: GraderServices,
     source: str = "run",
     goal: str | None = None,
-    registry: Any = None,
+    registry: GraderRegistry | None = None,
 ) -> tuple[list[AttachedGrader], CheckPlan]:
     """The target's graders (its `graders:` and grading module, or the goal judge) attached
     and planned over `questions` for `source`."""

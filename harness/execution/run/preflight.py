@@ -24,12 +24,20 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import InputError, TracegradeError, suggest
 from ...inputs.config import Config, TargetConfig
 from ...inputs.sourcefile import Problem
 from ...records import GraderSpec
+
+if TYPE_CHECKING:
+    from ...graders.base import Grader, GraderServices
+    from ...graders.registry import GraderRegistry
+    from ...graders.rubrics import RubricStore
+    from ...inputs.config import GraderEntry
+    from ...inputs.dataset import Question
+    from ..question.grading import AttachedGrader
 from .graph_checks import (
     _DatasetLines,
     built_graph,
@@ -69,12 +77,12 @@ class Preflight:
     """Everything a run would reject, in config then dataset order."""
     notes: list[str] = field(default_factory=list)
     """What was not checked, and why (a graph not built, a graph whose tools are hidden)."""
-    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plans: dict[str, dict[str, object]] = field(default_factory=dict)
     """Each target's check plan over its whole dataset (`CheckPlan.as_dict()`)."""
 
 
 def check_simulated_users(
-    target: TargetConfig, questions: Iterable[Any], *, judge_configured: bool
+    target: TargetConfig, questions: Iterable[Question], *, judge_configured: bool
 ) -> list[Problem]:
     """A question with a simulated user (`user:`) needs the judge model to play it."""
     users = [str(q.id) for q in questions if getattr(q, "user", None) is not None]
@@ -92,7 +100,11 @@ def check_simulated_users(
 
 
 def check_goals(
-    target: TargetConfig, questions: Iterable[Any], *, goal: str | None, judge_configured: bool
+    target: TargetConfig,
+    questions: Iterable[Question],
+    *,
+    goal: str | None,
+    judge_configured: bool,
 ) -> list[Problem]:
     """Problems of a target scored by the goal judge: no `judge:` block to ask, or questions
     with no goal to judge against (its own `goal`, a `goal:` option, or `--goal`)."""
@@ -167,7 +179,9 @@ def _accepted_options(cls: type) -> list[str] | None:
     ]
 
 
-def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) -> list[Problem]:
+def check_graders(
+    target: TargetConfig, *, services: GraderServices, registry: GraderRegistry | None = None
+) -> list[Problem]:
     """Problems of the target's `graders:` list (unknown ids and options, with did-you-mean;
     options a grader rejects) and of its grading module, located in the config."""
     from ..question.grading import attach_graders
@@ -180,7 +194,7 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
     for index, spec in enumerate(target.graders):
         listed = target.raw.get("graders") or []
         written_as_id = index < len(listed) and isinstance(listed[index], str)
-        at: tuple[Any, ...] = ("graders", index)
+        at: tuple[str | int, ...] = ("graders", index)
         try:
             cls = registry.get(spec.id)
         except InputError as exc:
@@ -232,7 +246,9 @@ def check_graders(target: TargetConfig, *, services: Any, registry: Any = None) 
     return problems
 
 
-def _judges_without_a_judge(target: TargetConfig, attached: Sequence[Any]) -> list[Problem]:
+def _judges_without_a_judge(
+    target: TargetConfig, attached: Sequence[AttachedGrader]
+) -> list[Problem]:
     """A grader that asks a judge model, on a config with no `judge:` block: every agent would
     run and then every judge error (exit 3); refused up front instead. The goal judge has its
     own check (`check_goals`)."""
@@ -242,7 +258,9 @@ def _judges_without_a_judge(target: TargetConfig, attached: Sequence[Any]) -> li
         gid = a.grader.id
         if not getattr(a.grader, "llm", False) or gid == GOAL_JUDGE:
             continue
-        at: tuple[Any, ...] = ("graders", listed.index(gid)) if gid in listed else ("graders",)
+        at: tuple[str | int, ...] = (
+            ("graders", listed.index(gid)) if gid in listed else ("graders",)
+        )
         problems.append(
             target.problem(
                 at,
@@ -255,7 +273,9 @@ def _judges_without_a_judge(target: TargetConfig, attached: Sequence[Any]) -> li
     return problems
 
 
-def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any) -> list[Problem]:
+def check_rubric_refs(
+    dataset_path: Path, questions: Iterable[Question], rubrics: RubricStore | None
+) -> list[Problem]:
     """A problem for every `rubric_ref` that names no rubric, at its line in the dataset."""
     from ..question.grading import criteria_with_rubric
 
@@ -274,7 +294,10 @@ def check_rubric_refs(dataset_path: Path, questions: Iterable[Any], rubrics: Any
 
 
 def check_state_environment(
-    target: TargetConfig, dataset_path: Path, questions: Iterable[Any], specs: Sequence[Any]
+    target: TargetConfig,
+    dataset_path: Path,
+    questions: Iterable[Question],
+    specs: Sequence[GraderEntry | Grader],
 ) -> list[Problem]:
     """State assertions (`metadata.state`) graded by `state_grader` on a target without an
     `environment:` factory: there is no state to check them against, so every such question
@@ -300,7 +323,12 @@ def check_state_environment(
 
 
 def _check_target(
-    target: TargetConfig, *, services: Any, registry: Any, build: bool, result: Preflight
+    target: TargetConfig,
+    *,
+    services: GraderServices,
+    registry: GraderRegistry | None,
+    build: bool,
+    result: Preflight,
 ) -> None:
     from ...inputs.dataset import load_dataset
 
@@ -360,7 +388,11 @@ def _check_target(
 
 
 def preflight(
-    config: Config, *, targets: Sequence[str] = (), build: bool = True, registry: Any = None
+    config: Config,
+    *,
+    targets: Sequence[str] = (),
+    build: bool = True,
+    registry: GraderRegistry | None = None,
 ) -> Preflight:
     """Every problem `run` would find in the selected targets (all by default), before it
     runs anything. `build=False` skips building graphs (and so the tool-name check)."""

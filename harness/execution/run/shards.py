@@ -20,11 +20,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import InputError
 from ...rundir.directory import RunDirectory
 from ...rundir.manifest import MergedShard, RunManifest, TargetManifest
+
+if TYPE_CHECKING:
+    from ...inputs.dataset import Question
+    from ...rundir.annotations import Annotation
+    from ...rundir.outcome import RunOutcome
+    from ...rundir.store import ResultStore
+
+T = TypeVar("T")
 
 __all__ = [
     "MergeResult",
@@ -47,7 +55,9 @@ def in_shard(target: str, question_id: str, shard: tuple[int, int] | None) -> bo
     return shard is None or shard_of(target, question_id, shard[1]) == shard[0]
 
 
-def shard_questions(target: str, questions: Sequence[Any], shard: tuple[int, int] | None) -> list:
+def shard_questions(
+    target: str, questions: Sequence[Question], shard: tuple[int, int] | None
+) -> list[Question]:
     """The questions of `questions` in `shard` (I, N), in their order."""
     return [q for q in questions if in_shard(target, str(q.id), shard)]
 
@@ -81,7 +91,7 @@ class MergeResult:
 
 
 # What must be equal in every shard of one run; the label names it in the refusal.
-_TARGET_KEYS: tuple[tuple[Callable[[TargetManifest], Any], str], ...] = (
+_TARGET_KEYS: tuple[tuple[Callable[[TargetManifest], object], str], ...] = (
     (lambda t: t.mode, "mode"),
     (lambda t: t.repeats, "repeats"),
     (lambda t: t.config, "config"),
@@ -124,7 +134,7 @@ class _Verbatim:
     answer = text
 
     @staticmethod
-    def value(value: Any, **_: Any) -> Any:
+    def value(value: T, **_: object) -> T:
         return value
 
 
@@ -235,7 +245,7 @@ def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunMan
     merged_run.write_manifest(manifest)  # last: only a whole directory is a run
 
 
-def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
+def _copy_rows(shard_run: RunDirectory, store: ResultStore, grading_id: int) -> None:
     with shard_run.read_store() as shard:
         own = shard.own_grading_id()  # the grading the shard ran with
         if own is None:
@@ -250,7 +260,7 @@ def _copy_rows(shard_run: RunDirectory, store: Any, grading_id: int) -> None:
             copy_annotation(store, label, trial=label.trial)
 
 
-def copy_annotation(store: Any, label: Any, *, trial: int) -> None:
+def copy_annotation(store: ResultStore, label: Annotation, *, trial: int) -> None:
     """A label a person gave in another run, on trial `trial` of its question here."""
     store.add_annotation(
         target=label.target,
@@ -265,7 +275,7 @@ def copy_annotation(store: Any, label: Any, *, trial: int) -> None:
     )
 
 
-def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> Any:
+def merged_outcome(run_dir: Path, notes: Sequence[str] = ()) -> RunOutcome:
     """The merged run's `RunOutcome`: the run's one verdict (`decide_run`), one gate per
     target over every shard's questions, with the whole selection's size (a missing shard
     leaves the run incomplete, exit 3) and the must-pass graders the run stored."""
