@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from ...environment import Environment
     from ...graders.base import GraderServices
     from ...inputs.config import TargetConfig
-    from ...inputs.conversation import Turn
-    from ...inputs.dataset import Question
+    from ...inputs.dataset import Question, Turn
     from ...judging.client import JudgeClient
     from ...records import RunRecord, ToolRecord
     from ...verdicts.scoring import GraderVerdict

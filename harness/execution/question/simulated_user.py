@@ -20,7 +20,7 @@ from ...errors import JudgeError
 from ...judging.rendering import escape_fences
 
 if TYPE_CHECKING:
-    from ...inputs.conversation import SimulatedUser
+    from ...inputs.dataset import SimulatedUser  # where the dataset model names it
     from ...judging.client import JudgeClient
 
 __all__ = ["UserTurn", "ask_simulated_user", "build_user_prompt", "parse_user_answer"]
