@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import TracegradeError, suggest
 from ...inputs.blocks.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 from ...inputs.config import TargetConfig
 from ...inputs.sourcefile import Document, Problem, load_document, pointer_of
+
+if TYPE_CHECKING:
+    from ...capture.toolcatalog import ToolCatalog
+    from ...environment import Environment
+    from ...inputs.dataset import Question
 
 __all__ = [
     "built_graph",
@@ -32,7 +37,9 @@ class _DatasetLines:
         self._doc: Document | None = None
         self._index: dict[str, int] = {}
 
-    def problem(self, question_id: str, parts: Sequence[Any], message: str, hint: str | None):
+    def problem(
+        self, question_id: str, parts: Sequence[str | int], message: str, hint: str | None
+    ) -> Problem:
         if self._doc is None:
             doc = load_document(self.path)
             if doc.format == "jsonl":
@@ -50,7 +57,7 @@ class _DatasetLines:
 
 
 def check_expected_tools(
-    dataset_path: Path, questions: Iterable[Any], catalog: Any
+    dataset_path: Path, questions: Iterable[Question], catalog: ToolCatalog
 ) -> list[Problem]:
     """A problem for every `expected_tools` `tool` or `after`, and every tool a `trajectory`
     names (its calls, `forbid`, `only`, `count`), naming nothing the graph can call
@@ -90,15 +97,15 @@ def check_expected_tools(
         if isinstance(trajectory, dict) and trajectory.get("args") != "ignore":
             for i, call in enumerate(trajectory.get("calls") or []):
                 if isinstance(call, dict):
-                    at = ["trajectory", "calls", i]
+                    at: list[str | int] = ["trajectory", "calls", i]
                     problems += _argument_problems(catalog, call, at, lines, qid, matchers=True)
     return problems
 
 
 def _argument_problems(
-    catalog: Any,
+    catalog: ToolCatalog,
     expectation: dict[str, Any],
-    at: list[Any],
+    at: list[str | int],
     lines: _DatasetLines,
     qid: str,
     *,
@@ -161,7 +168,7 @@ def check_built_graph(target: TargetConfig, graph: Any) -> list[Problem]:
     return []
 
 
-def built_graph(target: TargetConfig) -> tuple[Any, Any]:
+def built_graph(target: TargetConfig) -> tuple[Any, Environment | None]:
     """Build the target's graph once, as a run builds it (with a fresh environment from its
     factory): (graph, environment or None); the caller closes the environment (`close_quietly`).
     Errors are `ConfigError`s located at the factory reference."""
@@ -187,13 +194,13 @@ def built_graph(target: TargetConfig) -> tuple[Any, Any]:
         ) from exc
 
 
-def close_quietly(environment: Any) -> None:
+def close_quietly(environment: object) -> None:
     close = getattr(environment, "close", None)
     if callable(close):
         close()
 
 
-def target_catalog(target: TargetConfig) -> Any:
+def target_catalog(target: TargetConfig) -> ToolCatalog:
     """The `ToolCatalog` of the target's graph, built once as a run builds it."""
     from ...capture.toolcatalog import tool_catalog
 
@@ -205,7 +212,7 @@ def target_catalog(target: TargetConfig) -> Any:
 
 
 def check_graph(
-    target: TargetConfig, dataset_path: Path, questions: Sequence[Any], graph: Any
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: Any
 ) -> tuple[list[Problem], list[str]]:
     """What only the built graph can tell, for `validate` and `run` alike: the factory returned
     a compiled graph, and every tool, `after` and argument name the questions' expectations use
@@ -239,7 +246,9 @@ def check_graph(
     return problems + check_expected_tools(dataset_path, questions, catalog), []
 
 
-def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any) -> list[Problem]:
+def check_run_graph(
+    target: TargetConfig, questions: Sequence[Question], shared: Any
+) -> list[Problem]:
     """`check_graph` as `run` calls it (CI recipes call only `run`): on the graph every question
     shares, or on one built for the check when each question builds its own. A factory that
     raises here is left to the run, where it errors each question it is built for."""
@@ -256,13 +265,13 @@ def check_run_graph(target: TargetConfig, questions: Sequence[Any], shared: Any)
         close_quietly(environment)
 
 
-def _expects_tools(question: Any) -> bool:
+def _expects_tools(question: Question) -> bool:
     row = question.row() if hasattr(question, "row") else dict(question)
     return bool(row.get("expected_tools") or row.get("trajectory") or row.get("tools"))
 
 
 def check_world(
-    target: TargetConfig, dataset_path: Path, questions: Sequence[Any], graph: Any
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: Any
 ) -> list[Problem]:
     """Every `state:` key a question seeds is a key of the graph's state, and every
     `start_at:` names one of its nodes; each at its line, with a did-you-mean."""
