@@ -14,7 +14,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.context import ForkServerContext, SpawnContext
+    from multiprocessing.process import BaseProcess
+
+    Pipe = Connection[Any, Any]  # what crosses it is each pool's own protocol
 
 __all__ = [
     "ParentGone",
@@ -43,8 +50,8 @@ class ParentGone(Exception):
 
 # -- the child ------------------------------------------------------------------------------
 def child_main(
-    conn: Any,
-    setup: Callable[[], Callable[[], Coroutine[Any, Any, None]]],
+    conn: Pipe,
+    setup: Callable[[], Callable[[], Coroutine[object, object, None]]],
     *,
     name: str,
     label: str,
@@ -79,7 +86,7 @@ def child_main(
     os._exit(code)
 
 
-def watch_parent(conn: Any) -> threading.Event:
+def watch_parent(conn: Pipe) -> threading.Event:
     """While the child starts up (importing and building the agent can take seconds), a
     closed pipe goes unseen: nothing reads it yet, so a kill -9 of the run left its workers
     running that long. A thread watches the pipe for hang-up (poll, reading nothing) until
@@ -102,7 +109,7 @@ def watch_parent(conn: Any) -> threading.Event:
 
 
 # -- the parent -----------------------------------------------------------------------------
-def process_context() -> Any:
+def process_context() -> ForkServerContext | SpawnContext:
     """`forkserver` where the platform has it: a clean server process (no threads, no open
     run files: never a fork of the run's own process) that loads `_PRELOAD` once and forks each
     child from it; `spawn` elsewhere."""
@@ -116,8 +123,11 @@ def process_context() -> Any:
 
 
 def start_child(
-    ctx: Any, main: Callable[[Any, Any], None], spec: Any, name: str
-) -> tuple[Any, Any]:
+    ctx: ForkServerContext | SpawnContext,
+    main: Callable[[Any, Pipe], None],
+    spec: object,
+    name: str,
+) -> tuple[BaseProcess, Pipe]:
     """(process, the parent's end of its pipe): `main(spec, conn)` started in a child."""
     parent_end, child_end = ctx.Pipe()
     process = ctx.Process(target=main, args=(spec, child_end), name=name, daemon=True)
@@ -126,7 +136,7 @@ def start_child(
     return process, parent_end
 
 
-def how_it_ended(process: Any) -> str:
+def how_it_ended(process: BaseProcess) -> str:
     code = process.exitcode
     if code is None:
         return "did not end"
@@ -138,7 +148,7 @@ def how_it_ended(process: Any) -> str:
     return f"exited with code {code}"
 
 
-def reap(processes: Iterable[Any], wait_s: float) -> None:
+def reap(processes: Iterable[BaseProcess], wait_s: float) -> None:
     """Wait up to `wait_s` in all for `processes` to end (their pipes closed), then kill what
     is left."""
     deadline = time.monotonic() + wait_s

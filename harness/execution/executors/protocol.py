@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...capture.telemetry import ExportReport
+from ...inputs.dataset import Question
 from ...records import RunRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
@@ -108,12 +109,14 @@ class Commits:
         self.commit(result)
         self.count += 1
 
-    def error(self, question: Any, trial: int, why: str, kind: str = "WorkerDied") -> None:
+    def error(self, question: Question, trial: int, why: str, kind: str = "WorkerDied") -> None:
         """Commit `question`'s trial as errored (`kind`, `why`): never lost, never skipped."""
         self(errored(self.plan, question, trial, why, kind))
 
 
-def errored(plan: TargetPlan, question: Any, trial: int, why: str, kind: str) -> QuestionResult:
+def errored(
+    plan: TargetPlan, question: Question, trial: int, why: str, kind: str
+) -> QuestionResult:
     """The result of a (question, trial) that errored outside the agent: `kind`, `why`."""
     run = RunRecord(question_id=str(question.id), trial=trial, error=why)
     run.error_type = kind

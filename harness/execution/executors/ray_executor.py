@@ -26,11 +26,15 @@ import signal
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...capture.telemetry import ExportReport
 from ...errors import ConfigError, EvaluationError
 from .protocol import Commit, Commits, ExecutionPlan
+
+if TYPE_CHECKING:
+    from ...inputs.dataset import Question
+    from ...verdicts.result import QuestionResult
 from .workers import (
     WorkerSpec,
     build_plan,
@@ -80,7 +84,7 @@ class RayWorker:
         self.offset += end
         return data[:end]
 
-    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[Any, bytes]:
+    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[QuestionResult, bytes]:
         result = await run_item(self.plan, self.questions, self.telemetry, qid, trial, ordinal)
         try:  # what cannot be pickled cannot go back: its question errors, the run goes on
             from ray import cloudpickle
@@ -90,7 +94,7 @@ class RayWorker:
             result = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
         return result, self._new_lines()
 
-    def finish(self) -> tuple[dict[str, Any], bytes]:
+    def finish(self) -> tuple[dict[str, object], bytes]:
         report = self.telemetry.shutdown()
         lines = self._new_lines()
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -169,12 +173,12 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
     alive = set(range(len(actors)))
     held = {k: 0 for k in alive}
     pending = iter(plan.work())
-    running: dict[asyncio.Future, tuple[int, Any, int]] = {}
+    running: dict[asyncio.Future[Any], tuple[int, Question, int]] = {}
     if trace_file is not None:
         trace_file.parent.mkdir(parents=True, exist_ok=True)
     sink = trace_file.open("ab") if trace_file is not None else None
 
-    def commit(result: Any, lines: bytes = b"") -> None:
+    def commit(result: QuestionResult, lines: bytes = b"") -> None:
         if sink is not None and lines:
             sink.write(lines)
             sink.flush()  # the record is on disk before its row
