@@ -13,7 +13,6 @@ from ...records import Outcome, ToolRecord
 
 if TYPE_CHECKING:
     from ...cost.pricing import PriceTable
-    from .runner import TargetPlan
 
 __all__ = ["account", "with_judges"]
 
@@ -22,7 +21,7 @@ _NEVER_RAN = (Outcome.NOT_EXECUTED, Outcome.DECLINED)
 
 
 def account(
-    plan: TargetPlan, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
+    plan: Any, calls: Sequence[ModelCall], record: ToolRecord | None, wall_s: float
 ) -> dict[str, Any]:
     """The question's accounting as the store keeps it (`tracegrade.cost.usage.QuestionUsage` as
     JSON): the agent's model calls priced by the run's table (`plan.services.prices`), and each

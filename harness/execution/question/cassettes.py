@@ -7,18 +7,17 @@ Nothing here is imported, and nothing wraps a model, unless a target configures 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...capture.replay import ReplaySession
     from ...inputs.dataset import Question
     from ...records import RunRecord
-    from .runner import TargetPlan
 
 __all__ = ["close_session", "open_session"]
 
 
-def open_session(plan: TargetPlan, question: Question, trial: int) -> ReplaySession | None:
+def open_session(plan: Any, question: Question, trial: int) -> ReplaySession | None:
     """The question run's `ReplaySession`; None when its target has no cassettes."""
     settings = plan.target.cassettes
     if settings is None:
