@@ -1,5 +1,7 @@
 """Shared test setup. Fixtures that start real loopback services live in their own modules
-(`tests/openai_server.py`, `tests/otlp_receiver.py`) and are imported by the tests using them."""
+(`tests/openai_server.py`, `tests/otlp_receiver.py`) and are imported by the tests using them;
+Phoenix's (`tests/phoenix_server.py`) is a plugin here, so that one Phoenix serves the whole
+session (its cold start costs ~17 s of CPU)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from hypothesis import HealthCheck, settings
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+pytest_plugins = ("tests.phoenix_server",)
 
 # Offline by construction: nothing in the suite may reach an exporter configured by the
 # environment of whoever runs it.

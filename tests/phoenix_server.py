@@ -18,9 +18,18 @@ from pathlib import Path
 import httpx
 import pytest
 
-__all__ = ["phoenix"]
+__all__ = ["phoenix", "phoenix_log"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+_LOGS: dict[str, Path] = {}
+
+
+def phoenix_log(url: str, chars: int = 3000) -> str:
+    """The tail of the log of the Phoenix serving `url` (for a failed test's message)."""
+    path = _LOGS.get(url)
+    return path.read_text(errors="replace")[-chars:] if path and path.is_file() else ""
 
 
 def _free_port() -> int:
@@ -40,7 +49,7 @@ def phoenix_python() -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Phoenix's base URL (`http://127.0.0.1:PORT`), up and answering."""
     python = phoenix_python()
@@ -62,8 +71,12 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
+    _LOGS[url] = work / "phoenix.log"
     try:
-        deadline = time.monotonic() + 240  # a cold start on a loaded 2-core machine
+        # a cold start costs ~17 s of CPU: 70 s at load 15 on 2 cores, 130 s for two at once,
+        # past 240 s beside a CPU stress; one per test session (per xdist worker) and a
+        # generous bound
+        deadline = time.monotonic() + 600
         while True:
             if process.poll() is not None:
                 pytest.fail(f"Phoenix exited: {(work / 'phoenix.log').read_text()[-2000:]}")

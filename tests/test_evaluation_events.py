@@ -12,7 +12,6 @@ import yaml
 
 from tests import openai_server as loopback
 from tests.otlp_receiver import otlp_receiver  # noqa: F401  (the fixture)
-from tests.phoenix_server import phoenix  # noqa: F401  (the fixture)
 from tests.runs_support import write_project
 from tracegrade.cli import main
 
@@ -165,7 +164,7 @@ def _annotations(phoenix_url: str, project: str, span_ids: list[str]) -> list[di
 
 def test_phoenix_shows_each_grade_as_an_annotation_updated_in_place(
     tmp_path,
-    phoenix,  # noqa: F811
+    phoenix,
     openai_server,
     capsys,
 ):

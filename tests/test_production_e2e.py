@@ -20,7 +20,7 @@ import yaml
 
 from tests import openai_server as loopback
 from tests.otlp_receiver import OtlpReceiver, otlp_receiver  # noqa: F401  (a fixture)
-from tests.phoenix_server import phoenix  # noqa: F401  (a fixture)
+from tests.phoenix_server import phoenix_log
 from tests.runs_support import write_project
 from tests.test_alerts import webhook  # noqa: F401  (a fixture)
 from tests.test_grade_traces import _load_agent
@@ -71,7 +71,10 @@ def _converse(root: Path, endpoints: list[str], session: str) -> None:
 
     provider = TracerProvider()
     for endpoint in endpoints:
-        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        # the default 10 s timeout loses spans to a Phoenix busy on a loaded machine, and
+        # their annotations then wait for spans that never come
+        exporter = OTLPSpanExporter(endpoint=endpoint, timeout=120)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
@@ -97,13 +100,24 @@ def _phoenix_annotations(url: str, span_ids: list[str]) -> dict[str, dict[str, d
     return out
 
 
+def _annotator_state(receiver, url: str) -> str:
+    """What a failed wait for annotations needs: the counts, the first failure, Phoenix's log."""
+    counts = {k: v for k, v in receiver.counts.items() if "annotation" in k or "graded" in k}
+    annotator = receiver._annotator
+    log = phoenix_log(url)
+    return (
+        f"counts {counts}; first failure {annotator.first_failure if annotator else None}; "
+        f"queued {annotator.queue.qsize() if annotator else 0}; Phoenix log tail:\n{log}"
+    )
+
+
 def _events(span) -> dict[str, dict]:
     return {a["gen_ai.evaluation.name"]: a for name, a in span.events if name == EVENT}
 
 
 def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
     tmp_path,
-    phoenix,  # noqa: F811
+    phoenix,
     openai_server,
     otlp_receiver,  # noqa: F811
     webhook,  # noqa: F811
@@ -121,7 +135,11 @@ def test_a_production_conversation_graded_annotated_forwarded_and_alerted(
     ) as (receiver, url):
         _converse(root, [url, f"{phoenix}/v1/traces"], "session-1")
         _wait_for(lambda: _graded(receiver) == 1, seconds=300)
-        _wait_for(lambda: receiver.counts["annotations_written"] >= 3, seconds=300)
+        _wait_for(
+            lambda: receiver.counts["annotations_written"] >= 3,
+            seconds=300,
+            describe=lambda: _annotator_state(receiver, phoenix),
+        )
         _wait_for(lambda: len(webhook.bodies) == 1, seconds=300)
         # a second failing conversation within the cooldown: no second alert
         _converse(root, [url, f"{phoenix}/v1/traces"], "session-2")

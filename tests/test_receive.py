@@ -65,7 +65,10 @@ def receiving(config_path: Path, run=None, **options):
     )
     thread = threading.Thread(target=receiver.run, daemon=True)
     thread.start()
-    assert receiver.started.wait(30)
+    # worker processes start slowly on a loaded machine: wait generously, but not for a
+    # receiver that already died
+    _wait_for(lambda: receiver.started.is_set() or not thread.is_alive(), seconds=300)
+    assert receiver.started.is_set(), "the receiver stopped before it listened"
     try:
         yield receiver, f"http://127.0.0.1:{receiver.port}/v1/traces"
     finally:
@@ -74,10 +77,12 @@ def receiving(config_path: Path, run=None, **options):
         assert not thread.is_alive()
 
 
-def _wait_for(predicate, seconds: float = 30.0) -> None:
+def _wait_for(predicate, seconds: float = 30.0, describe=None) -> None:
+    """Wait until `predicate()`; past `seconds`, fail with what `describe()` says of the state."""
     deadline = time.monotonic() + seconds
     while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting: {describe() if describe else ''}")
         time.sleep(0.02)
 
 

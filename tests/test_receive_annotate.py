@@ -5,11 +5,12 @@ monitor run), never receiving."""
 
 from __future__ import annotations
 
+import hashlib
+
 import httpx
 import pytest
 
 from tests import openai_server as loopback
-from tests.phoenix_server import phoenix  # noqa: F401  (the fixture)
 from tests.runs_support import write_project
 from tests.test_receive import _graded, _trace, _wait_for, receiving
 from tracegrade.capture.otlp_http import json_to_protobuf
@@ -37,6 +38,17 @@ def _annotations(phoenix_url: str, span_ids: list[str]) -> list[dict]:
     return reply.json()["data"]
 
 
+def _traced(trace_id: str, qid: str) -> dict:
+    """`_trace`, its span ids made its own (the helper's are the same in every trace, and one
+    Phoenix serves the whole session)."""
+    request = _trace(trace_id, qid)
+    for span in request["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("spanId", "parentSpanId"):
+            if key in span:
+                span[key] = hashlib.sha256(f"{trace_id}{span[key]}".encode()).hexdigest()[:16]
+    return request
+
+
 def _root_id(request: dict) -> str:
     spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
     return next(s["spanId"] for s in spans if "parentSpanId" not in s)
@@ -45,13 +57,14 @@ def _root_id(request: dict) -> str:
 @pytest.mark.parametrize("workers", [0, 2])  # graded in the receiver, or by grading workers
 def test_each_grade_is_annotated_in_phoenix_as_traces_are_graded(
     tmp_path,
-    phoenix,  # noqa: F811
+    phoenix,
     openai_server,
     workers,
 ):
     openai_server.default = loopback.score(4, "on topic")
     config = _project(tmp_path, openai_server.base_url)
-    requests = {"paris": _trace("a" * 32, "paris"), "rome": _trace("b" * 32, "rome")}
+    requests = {"paris": _traced("a" * 32, "paris"), "rome": _traced("b" * 32, "rome")}
+    assert _root_id(requests["paris"]) != _root_id(requests["rome"])
     with receiving(
         config,
         forward=f"{phoenix}/v1/traces",
@@ -123,3 +136,57 @@ def test_the_roots_kept_for_open_conversations_are_bounded(monkeypatch):
         assert list(receiver._roots) == [f"{n:032x}" for n in (7, 8, 9)]
     finally:
         sock.close()
+
+
+def _annotation(span_id: str, name: str) -> dict:
+    return {
+        "span_id": span_id,
+        "name": name,
+        "annotator_kind": "CODE",
+        "result": {"label": "pass", "score": 1.0},
+        "identifier": f"tracegrade-{span_id}-{name}",
+    }
+
+
+def _in_phoenix(phoenix_url: str, trace_id: str) -> str:
+    """A trace sent to Phoenix's own OTLP endpoint; its root span's id."""
+    request = _traced(trace_id, "paris")
+    sent = httpx.post(f"{phoenix_url}/v1/traces", content=json_to_protobuf(request), headers=PROTO)
+    assert sent.is_success, sent.text
+    return _root_id(request)
+
+
+def test_a_span_phoenix_never_stored_costs_only_its_own_annotations(phoenix):
+    """Phoenix refuses a whole request (404) when any one span in it is unknown: a batch that
+    mixes a span it never got (not exported there, sampled out) with ones it has still writes
+    those, on export and live."""
+    from collections import Counter
+
+    from tracegrade.traces.phoenix import PhoenixAnnotator, annotate_spans
+
+    missing = "e" * 16  # never sent to Phoenix
+    stored = _in_phoenix(phoenix, "d" * 32)
+    batch = [_annotation(span, name) for span in (stored, missing) for name in ("a", "b")]
+    report = annotate_spans(phoenix, batch, settle_s=3.0)
+    assert (report.written, report.failed) == (2, 2), report
+    assert missing in (report.first_failure or "")
+    assert {a["name"] for a in _annotations(phoenix, [stored])} == {"a", "b"}
+
+    live = _in_phoenix(phoenix, "f" * 32)
+    counts: Counter[str] = Counter()
+
+    async def annotate() -> None:
+        import asyncio
+
+        annotator = PhoenixAnnotator(phoenix, counts, settle_s=3.0)
+        annotator.offer([_annotation(span, name) for span in (missing, live) for name in "cd"])
+        running = asyncio.create_task(annotator.run())
+        await annotator.drain(120)
+        running.cancel()
+
+    import asyncio
+
+    asyncio.run(annotate())
+    assert (counts["annotations_written"], counts["annotations_failed"]) == (2, 2), counts
+    assert not counts["annotations_dropped"]
+    assert {a["name"] for a in _annotations(phoenix, [live])} == {"c", "d"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,33 +59,71 @@ def annotate_spans(
                 failed += len(batch)
                 first = first or f"not sent: {budget.stopped}"
                 continue
+            answered = 0
             try:
-                response = _post(client, url, batch, timeout, settle_s)
+                for part, response in _post(client, url, batch, timeout, settle_s):
+                    answered += len(part)
+                    if 200 <= response.status_code < 300:
+                        written += len(part)
+                    else:
+                        failed += len(part)
+                        first = first or _refusal(response, url)
             except httpx.HTTPError as exc:  # isolation point: counted, described, not raised
                 budget.record(
                     unanswered=isinstance(exc, httpx.TimeoutException | httpx.ConnectError)
                 )
-                failed += len(batch)
+                failed += len(batch) - answered
                 first = first or f"{type(exc).__name__}: {exc or 'no answer'} ({url})"
                 continue
             budget.record(unanswered=False)
-            if 200 <= response.status_code < 300:
-                written += len(batch)
-            else:
-                failed += len(batch)
-                first = first or describe_response(response, url)
     return AnnotationReport(written=written, failed=failed, first_failure=first)
+
+
+def _refusal(response: httpx.Response, url: str) -> str:
+    """What Phoenix said when it refused (its `detail` names the spans it does not have)."""
+    said = " ".join(response.text.split())[:300]
+    return (
+        f"{describe_response(response, url)}: {said}" if said else describe_response(response, url)
+    )
+
+
+def _by_span(part: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`part` split by the span each annotation is on (one list when it names one span)."""
+    spans: dict[str, list[dict[str, Any]]] = {}
+    for annotation in part:
+        spans.setdefault(str(annotation.get("span_id")), []).append(annotation)
+    return list(spans.values())
+
+
+def _settling(part: list[dict[str, Any]], response: httpx.Response, settled: float) -> list:
+    """The parts of `part` to try again: Phoenix refuses a whole request (404) for any one span
+    it has not stored, so a refused part is split by span; the spans it has are written on the
+    next try, the others tried until `settled` (a monotonic time). Empty: `response` is final."""
+    if response.status_code != 404 or time.monotonic() >= settled:
+        return []
+    return _by_span(part)
 
 
 def _post(
     client: httpx.Client, url: str, batch: list[dict[str, Any]], timeout: float, settle_s: float
-) -> httpx.Response:
+) -> Iterator[tuple[list[dict[str, Any]], httpx.Response]]:
+    """Each part of `batch` with Phoenix's final answer to it (see `_settling`)."""
     settled = time.monotonic() + settle_s
-    while True:
-        response = client.post(url, params={"sync": "true"}, json={"data": batch}, timeout=timeout)
-        if response.status_code != 404 or time.monotonic() >= settled:
-            return response
-        time.sleep(0.5)
+    parts = [batch]
+    while parts:
+        again = []
+        for part in parts:
+            response = client.post(
+                url, params={"sync": "true"}, json={"data": part}, timeout=timeout
+            )
+            retry = _settling(part, response, settled)
+            if retry:
+                again.extend(retry)
+            else:
+                yield part, response
+        parts = again
+        if parts:
+            time.sleep(0.5)
 
 
 class PhoenixAnnotator:
@@ -148,7 +186,6 @@ class PhoenixAnnotator:
                 self.in_flight = len(batch)
                 try:
                     await self._post(client, batch)
-                    self.in_flight = 0
                 finally:
                     for _ in batch:
                         self.queue.task_done()
@@ -157,21 +194,30 @@ class PhoenixAnnotator:
         import asyncio
 
         settled = time.monotonic() + self.settle_s
+        parts = [batch]
         try:
-            while True:
-                response = await client.post(
-                    self.url, params={"sync": "true"}, json={"data": batch}
-                )
-                if response.status_code != 404 or time.monotonic() >= settled:
-                    break
-                await asyncio.sleep(0.5)
+            while parts:
+                again = []
+                for part in parts:
+                    response = await client.post(
+                        self.url, params={"sync": "true"}, json={"data": part}
+                    )
+                    retry = _settling(part, response, settled)
+                    if retry:
+                        again.extend(retry)
+                        continue
+                    self.in_flight -= len(part)
+                    if 200 <= response.status_code < 300:
+                        self.counts["annotations_written"] += len(part)
+                    else:
+                        self._failed(len(part), _refusal(response, self.url))
+                parts = again
+                if parts:
+                    await asyncio.sleep(0.5)
         except httpx.HTTPError as exc:  # isolation point: counted, described, never raised
-            self._failed(len(batch), f"{type(exc).__name__}: {exc or 'no answer'} ({self.url})")
-            return
-        if 200 <= response.status_code < 300:
-            self.counts["annotations_written"] += len(batch)
-        else:
-            self._failed(len(batch), describe_response(response, self.url))
+            why = f"{type(exc).__name__}: {exc or 'no answer'} ({self.url})"
+            self._failed(self.in_flight, why)
+            self.in_flight = 0
 
     def _failed(self, count: int, why: str) -> None:
         self.counts["annotations_failed"] += count
