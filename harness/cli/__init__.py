@@ -135,17 +135,14 @@ def _unrecognized(parser: argparse.ArgumentParser, args: Any, extras: list[str])
     return f"{text} ({'; '.join(hints)})" if hints else text
 
 
-def add_id_flag(parser: argparse.ArgumentParser) -> None:
+def add_id_flag(
+    parser: argparse.ArgumentParser,
+    *,
+    help: str = "only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
+    "matching id (repeatable)",
+) -> None:
     """`--id ID` (repeatable, glob patterns), shared by the commands that select questions."""
-    parser.add_argument(
-        "--id",
-        dest="ids",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only the question with this id; a glob pattern (quote it: 'Q0*') selects every "
-        "matching id (repeatable)",
-    )
+    parser.add_argument("--id", dest="ids", action="append", default=[], metavar="ID", help=help)
 
 
 def add_trace_policy_flags(parser: argparse.ArgumentParser) -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from . import EPILOG
+from ._arguments import LOOPBACK, add_config_flag, add_listen_flags, subcommand
 
 __all__ = ["register", "run"]
 
@@ -25,20 +24,14 @@ token (another site's page cannot make one). Ctrl-C stops it.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "serve",
         help="a local web app for runs, reviews and datasets",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
-    )
-    parser.add_argument(
-        "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)"
-    )
+    add_config_flag(parser)
+    add_listen_flags(parser, port=8765, host_help="address to listen on (default 127.0.0.1)")
     parser.add_argument(
         "--by", default=None, metavar="NAME", help="who decisions are recorded as (default $USER)"
     )
@@ -56,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         config=config,
         author=args.by or "",
     )
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    if args.host not in LOOPBACK:
         print(
             f"tracegrade: listening on {args.host}: anyone who can reach it can read the runs",
             file=sys.stderr,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...comparison.rules import DEFAULT_FAIL_ON, fail_on_rule
-from .. import EPILOG
+from .._arguments import add_config_flag, add_json_file_flag, subcommand
 
 __all__ = ["register", "run"]
 
@@ -48,12 +48,11 @@ exit 0 otherwise; 4 on drift or bad input; 5 when no question is in both runs.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "compare",
         help="compare a candidate run with a baseline; exit 2 on regression",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("base", metavar="BASE", help="baseline: run id, run dir or results JSON")
     parser.add_argument(
@@ -71,8 +70,8 @@ def register(subparsers: Any) -> None:
         help="compare two variants (targets) of the run BASE: A the baseline, B the candidate",
     )
     add_compare_flags(parser)
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write the comparison as JSON")
+    add_config_flag(parser)
+    add_json_file_flag(parser, help="write the comparison as JSON")
     parser.add_argument(
         "--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown"
     )

@@ -10,7 +10,8 @@ from typing import Any
 
 from ...ci.publish import add_ci_flags, report_outcome
 from ...reports.flags import add_report_flags
-from .. import EPILOG, add_id_flag
+from .. import add_id_flag
+from .._arguments import add_config_flag, add_goal_flag, subcommand
 
 __all__ = ["register", "run"]
 
@@ -25,12 +26,11 @@ With --goal TEXT, with the goal judge alone against that text (it cannot be comb
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "grade",
         help="re-score a stored run (no agent runs)",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "run_dirs",
@@ -39,15 +39,13 @@ def register(subparsers: Any) -> None:
         help="run directory (or run id under runs_dir); several, or a glob ('runs/2026*'), "
         "re-score each and print each run's objective per target and the mean over all",
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--current", action="store_true", help="grade with the config's graders now"
     )
     add_id_flag(parser)
-    parser.add_argument(
-        "--goal",
-        default=None,
-        metavar="TEXT",
+    add_goal_flag(
+        parser,
         help="grade every question with the goal judge against TEXT alone (a question with its "
         "own `goal` keeps it); not with --current",
     )

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .. import add_id_flag
+from .._arguments import add_config_flag, add_run_argument, subcommand
 
 __all__ = ["register", "run"]
 
@@ -32,29 +33,21 @@ Non-interactive: --answers FILE (YAML/JSON), checked whole before anything is wr
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "label",
         help="grade a run's answers by hand (checklist, Review decisions)",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_dir", metavar="RUN", help="run directory, or run id under runs_dir")
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_run_argument(parser)
+    add_config_flag(parser)
     parser.add_argument(
         "--answers", type=Path, default=None, metavar="FILE", help="answers file (YAML/JSON)"
     )
     parser.add_argument(
         "--by", default=None, metavar="NAME", help="who answers (default: the file's `by:`, $USER)"
     )
-    parser.add_argument(
-        "--id",
-        dest="ids",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only this question (repeatable; globs: 'Q0*')",
-    )
+    add_id_flag(parser, help="only this question (repeatable; globs: 'Q0*')")
     parser.add_argument(
         "--all", action="store_true", help="also ask about questions already answered"
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...ci.publish import add_ci_flags, report_outcome
 from ...reports.flags import add_report_flags
-from .. import EPILOG
+from .._arguments import add_config_flag, subcommand
 
 __all__ = ["register", "run"]
 
@@ -32,20 +32,17 @@ is reported, and the merged run is incomplete (exit 3): its questions have no re
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "merge",
         help="merge CI shards (run --shard I/N) into one run; report and gate it",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="shard runs")
     parser.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="the merged run directory (new)"
     )
-    parser.add_argument(
-        "--config", type=Path, default=None, help="config file (HTML trace links, redaction)"
-    )
+    add_config_flag(parser, help="config file (HTML trace links, redaction)")
     add_report_flags(parser)
     add_ci_flags(parser)
     parser.set_defaults(handler=run)

@@ -9,7 +9,8 @@ from typing import Any
 
 from ...ci.publish import add_ci_flags, report_outcome
 from ...reports.flags import add_report_flags
-from .. import EPILOG, add_id_flag
+from .. import add_id_flag
+from .._arguments import add_config_flag, add_goal_flag, subcommand
 from .compare import add_compare_flags, fail_on_of
 
 __all__ = ["register", "run"]
@@ -33,14 +34,13 @@ The report's terms (docs/running.md, "Reading the console"):
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "run",
         help="run targets, grade, report; exit 0/2/3/4/5",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--target",
         action="append",
@@ -121,10 +121,8 @@ def register(subparsers: Any) -> None:
     )
     add_compare_flags(parser)
     add_id_flag(parser)
-    parser.add_argument(
-        "--goal",
-        default=None,
-        metavar="TEXT",
+    add_goal_flag(
+        parser,
         help="score every question with the goal judge against TEXT, instead of the targets' "
         "graders (a question with its own `goal` keeps it); needs a `judge:` block",
     )

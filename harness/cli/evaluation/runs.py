@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .._arguments import add_config_flag, subcommand
 
 __all__ = ["register", "run"]
 
@@ -20,14 +20,13 @@ git commit and dataset sha256 (short). Reads each run's store without changing i
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "runs",
         help="list past runs, newest first",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--runs-dir", type=Path, default=None, metavar="DIR", help="runs directory (over config)"
     )

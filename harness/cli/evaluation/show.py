@@ -4,12 +4,11 @@ no provider called."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ...ci.publish import add_ci_flags, report_outcome
 from ...reports.flags import add_report_flags
-from .. import EPILOG
+from .._arguments import add_config_flag, add_run_argument, subcommand
 
 __all__ = ["register", "run"]
 
@@ -22,15 +21,14 @@ the exit code is that gate's. A run from an older release is read without changi
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "show",
         help="print a stored run's report (no re-grade)",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_dir", metavar="RUN", help="run directory, or run id under runs_dir")
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_run_argument(parser)
+    add_config_flag(parser)
     parser.add_argument(
         "--grading", type=int, default=None, metavar="N", help="which grading (default latest)"
     )

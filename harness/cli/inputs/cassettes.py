@@ -12,18 +12,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._arguments import add_config_flag, subcommand
+
 __all__ = ["CassetteDiff", "cassette_diff", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "cassettes",
         help="list (diff) or remove (prune) recorded model calls no question uses",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=None,
     )
     parser.add_argument("action", choices=("diff", "prune"), help="diff: list; prune: remove")
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--target", action="append", default=[], metavar="NAME", help="only this target"
     )

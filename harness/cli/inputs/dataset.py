@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .._arguments import add_config_flag, add_run_argument, subcommand_with_actions
 
 __all__ = ["register", "run"]
 
@@ -46,16 +46,15 @@ again when a run reads it.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser, actions = subcommand_with_actions(
+        subparsers,
         "dataset",
         help="the writable dataset store: promote, export, list, show",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        dest="action",
     )
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     promote = actions.add_parser("promote", help="copy a run's question into a stored dataset")
-    promote.add_argument("run_dir", metavar="RUN", help="run directory, or run id under runs_dir")
+    add_run_argument(promote)
     promote.add_argument("--id", dest="question", required=True, metavar="Q", help="question id")
     promote.add_argument("--to", default=None, metavar="NAME", help="dataset (default: the run's)")
     promote.add_argument("--as", dest="as_id", default=None, metavar="ID", help="store it as ID")
@@ -122,7 +121,7 @@ def register(subparsers: Any) -> None:
         "--only-variants", action="store_true", help="leave the original questions out of NEW"
     )
     for sub in actions.choices.values():
-        sub.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+        add_config_flag(sub)
     parser.set_defaults(handler=run)
 
 

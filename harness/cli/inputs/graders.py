@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .._arguments import subcommand
+
 if TYPE_CHECKING:  # the registry loads every grader: imported on use, not for `--help`
     from ...graders.registry import CatalogRow
 
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "graders",
         help="list every installed grader (built-in and plugins) with what it sees",
         description=(
@@ -79,6 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "whether its verdict rests on what the agent did (observes actions), whether a "
             "judge is shown the tool calls, and what it needs from the question."
         ),
+        epilog=None,
+        formatter_class=argparse.HelpFormatter,  # the description wrapped to the terminal
     )
     parser.add_argument("--json", action="store_true", help="print the catalog as JSON")
     parser.add_argument(

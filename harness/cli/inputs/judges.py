@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .._arguments import (
+    add_config_flag,
+    add_gold_flag,
+    add_json_file_flag,
+    add_run_argument,
+    subcommand,
+    subcommand_with_actions,
+)
 
 __all__ = ["register", "render_validation", "run_validate", "validation_dict"]
 
@@ -33,26 +40,22 @@ gold file (YAML or JSON):
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    _, actions = subcommand_with_actions(
+        subparsers,
         "judges",
         help="judge tools: validate judges against gold labels",
         description="Tools for LLM judges.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        dest="judges_command",
     )
-    sub = parser.add_subparsers(dest="judges_command", metavar="ACTION", required=True)
-    validate = sub.add_parser(
+    validate = subcommand(
+        actions,
         "validate",
         help="agreement of each judge dimension with gold labels; exit 2 under the floor",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    validate.add_argument(
-        "run", metavar="RUN", help="run directory, run id, or --json results file"
-    )
-    validate.add_argument("--gold", type=Path, required=True, metavar="FILE", help="gold labels")
-    validate.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_run_argument(validate, help="run directory, run id, or --json results file", dest="run")
+    add_gold_flag(validate)
+    add_config_flag(validate)
     validate.add_argument(
         "--min-kappa",
         type=float,
@@ -60,7 +63,7 @@ def register(subparsers: Any) -> None:
         metavar="K",
         help="agreement floor (overrides config)",
     )
-    validate.add_argument("--json", type=Path, default=None, metavar="FILE", help="write JSON")
+    add_json_file_flag(validate)
     validate.set_defaults(handler=run_validate)
 
 

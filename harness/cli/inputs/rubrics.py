@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .._arguments import (
+    add_config_flag,
+    add_gold_flag,
+    add_json_file_flag,
+    subcommand,
+    subcommand_with_actions,
+)
 
 __all__ = ["register", "run_benchmark"]
 
@@ -32,25 +38,23 @@ gold file: labels keyed by check id, e.g.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    _, actions = subcommand_with_actions(
+        subparsers,
         "rubrics",
         help="rubric tools: tune thresholds on gold labels",
         description="Tools for rubrics.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        dest="rubrics_command",
     )
-    sub = parser.add_subparsers(dest="rubrics_command", metavar="ACTION", required=True)
-    bench = sub.add_parser(
+    bench = subcommand(
+        actions,
         "benchmark",
         help="tune pass/fail thresholds on a tuning split, confirm on held-out questions",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     bench.add_argument("rubric", metavar="RUBRIC", help="rubric/<id>@<version>, or <id> (latest)")
-    bench.add_argument("--gold", type=Path, required=True, metavar="FILE", help="gold labels")
+    add_gold_flag(bench)
     bench.add_argument("--run", required=True, metavar="RUN", help="run directory or run id")
-    bench.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(bench)
     bench.add_argument(
         "--tune-split",
         default="validation",
@@ -66,7 +70,7 @@ def register(subparsers: Any) -> None:
     bench.add_argument(
         "--write", action="store_true", help="write the tuned pair as a new rubric version"
     )
-    bench.add_argument("--json", type=Path, default=None, metavar="FILE", help="write JSON")
+    add_json_file_flag(bench)
     bench.set_defaults(handler=run_benchmark)
 
 

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
+
+from .._arguments import add_config_flag, subcommand
 
 __all__ = ["describe_plans", "describe_targets", "module_label", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "targets",
         help="list the config's targets with their graders (marks 'Text only' targets)",
         description="List each target of the config: mode, dataset, graders (with scale, pass "
         "bar and how each counts) and advisories. An agent-mode target with no grader that observes "
         "actions is marked 'Text only'.",
+        epilog=None,
+        formatter_class=argparse.HelpFormatter,  # the description wrapped to the terminal
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--plan",
         action="store_true",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ExitCode, InputError
 from ...redaction import redact_text
+from .._arguments import subcommand
 
 if TYPE_CHECKING:  # imported on use: `tracegrade --help` loads no validation machinery
     from ...inputs.sourcefile import Problem
@@ -64,12 +65,12 @@ checks schemas cannot express.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "validate",
         help="check dataset, config and rubric files; exit 0 if valid, 4 if not",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,  # its own exit codes
     )
     parser.add_argument(
         "paths",

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import EPILOG
+from .._arguments import add_config_flag, add_run_argument, subcommand
 from ._headers import headers_of
 
 __all__ = ["register", "run"]
@@ -36,15 +36,14 @@ valid.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "export",
         help="replay a stored run's spans to an OTLP backend",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("run_dir", metavar="RUN", help="run directory (or run id under runs_dir)")
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_run_argument(parser, help="run directory (or run id under runs_dir)")
+    add_config_flag(parser)
     parser.add_argument(
         "--target", action="append", default=[], metavar="T", help="only this target (repeatable)"
     )

@@ -11,12 +11,12 @@ from ...ci.publish import add_ci_flags, report_outcome
 from ...errors import InputError
 from ...reports.flags import add_report_flags
 from .. import (
-    EPILOG,
     add_conversation_flags,
     add_trace_policy_flags,
     conversation_book_of,
     trace_policy_of,
 )
+from .._arguments import add_config_flag, subcommand
 from ._headers import headers_of
 
 __all__ = ["register", "run"]
@@ -37,12 +37,11 @@ the exit code follows the target's gate as for `run`. The agent is never importe
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "grade-traces",
         help="grade traces made outside tracegrade (files of OTLP spans)",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="trace file or directory"
@@ -64,7 +63,7 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="an HTTP header for the backend (an API key, say); repeatable",
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--target", required=True, help="the target whose dataset, graders and gate apply"
     )

@@ -6,19 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ...ci.publish import add_ci_flags, report_outcome
 from ...errors import InputError
 from ...reports.flags import add_report_flags
 from .. import (
-    EPILOG,
     add_conversation_flags,
     add_trace_policy_flags,
     conversation_book_of,
     trace_policy_of,
 )
+from .._arguments import LOOPBACK, add_config_flag, add_listen_flags, subcommand
 from ._headers import headers_of
 
 __all__ = ["register", "run"]
@@ -82,21 +81,17 @@ def _positive(kind: type) -> Any:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = subcommand(
+        subparsers,
         "receive",
         help="receive OTLP traces live and grade each agent trace as it completes",
         description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, default=None, help="config file (tracegrade.yaml)")
+    add_config_flag(parser)
     parser.add_argument(
         "--target", required=True, help="the target whose dataset, graders and gate apply"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=4318, help="port (default 4318; 0 picks a free one)"
-    )
+    add_listen_flags(parser, port=4318, host_help="address to listen on (127.0.0.1)")
     parser.add_argument(
         "--token",
         default=None,
@@ -247,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", key="--port"
         ) from None
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not token:
+    if args.host not in LOOPBACK and not token:
         print(
             f"tracegrade: listening on {args.host} without a token: anyone who can reach it "
             "can send traces",
