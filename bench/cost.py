@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -61,7 +60,7 @@ def main() -> None:
     graph = build_graph()
     tmp = tempfile.TemporaryDirectory()
     tel = RunTelemetry(trace_file=Path(tmp.name) / "bench.jsonl")
-    plan = SimpleNamespace(services=SimpleNamespace(prices=PriceTable.build()))
+    prices = PriceTable.build()
     counter = iter(range(10**9))
 
     def raw():
@@ -81,7 +80,7 @@ def main() -> None:
         record = rec.seal(state)
         assert len(record) == TOOL_CALLS and len(rec.model_calls) == TOOL_CALLS + 1
         if accounting:
-            stored = account(plan, rec.model_calls, record, time.perf_counter() - started)  # type: ignore[arg-type]
+            stored = account(prices, rec.model_calls, record, time.perf_counter() - started)
             usage = QuestionUsage.model_validate(stored)
             assert usage.cost is not None and usage.cost > 0 and usage.agent.calls == 4
 

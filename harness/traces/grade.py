@@ -234,7 +234,7 @@ async def grade_paired(
     )
     # what the agent used, from the spans' token counts, priced by the run's table
     calls = trace.model_calls
-    run.usage = account(plan, calls or [], record, run.latency_s)
+    run.usage = account(plan.services.prices, calls or [], record, run.latency_s)
     if calls is None:
         run.usage["unavailable"] = NO_TOKEN_COUNTS
     if run.error is None and not record.complete:  # as the runner does

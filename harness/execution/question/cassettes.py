@@ -7,19 +7,24 @@ Nothing here is imported, and nothing wraps a model, unless a target configures 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...capture.replay import ReplaySession
+    from ...inputs.config import TargetConfig
     from ...inputs.dataset import Question
     from ...records import RunRecord
+    from ...redaction import RedactionPolicy
 
 __all__ = ["close_session", "open_session"]
 
 
-def open_session(plan: Any, question: Question, trial: int) -> ReplaySession | None:
-    """The question run's `ReplaySession`; None when its target has no cassettes."""
-    settings = plan.target.cassettes
+def open_session(
+    target: TargetConfig, policy: RedactionPolicy, question: Question, trial: int
+) -> ReplaySession | None:
+    """The question run's `ReplaySession` (`policy`: the run's redaction); None when its
+    target has no cassettes."""
+    settings = target.cassettes
     if settings is None:
         return None
     from ...capture.cassette import cassette_path
@@ -30,12 +35,12 @@ def open_session(plan: Any, question: Question, trial: int) -> ReplaySession | N
 
         install_tools()
     return ReplaySession(
-        cassette_path(settings.dir, plan.target.name, str(question.id), trial),
+        cassette_path(settings.dir, target.name, str(question.id), trial),
         settings.mode,
         question_id=str(question.id),
         trial=trial,
-        target=plan.target.name,
-        policy=plan.services.redaction,
+        target=target.name,
+        policy=policy,
         record_tools=frozenset(settings.record_tools),
     )
 

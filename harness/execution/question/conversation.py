@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...graders.context import build_context
 from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
@@ -24,6 +24,8 @@ from .simulated_user import ask_simulated_user
 from .world import opening_inputs
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
     from ...capture.recorder import Recorder
     from ...environment import Environment
     from ...graders.base import GraderServices
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from ...judging.client import JudgeClient
     from ...records import RunRecord, ToolRecord
     from ...verdicts.scoring import GraderVerdict
+    from .agent import Agent
     from .grading import AttachedGrader
 
 __all__ = [
@@ -77,7 +80,7 @@ class Ending:
     """The user turns sent (a conversation of `turns` or a simulated user); [] otherwise."""
 
 
-def with_checkpointer(graph: Any, question: Question) -> Any:
+def with_checkpointer(graph: Agent, question: Question) -> Agent:
     """`graph` with a fresh in-memory checkpointer (a per-question copy; the shared graph is left
     as it is) when it was compiled without one and this question run needs one: an interrupt
     to resume (`resume:`), later turns on the same thread (`turns`, a simulated `user`), a
@@ -198,7 +201,7 @@ def describe_pending(interrupts: Sequence[object]) -> str:
 
 
 async def arun_graph(
-    graph: Any, inputs: object, config: dict[str, object], script: ResumeScript
+    graph: Agent, inputs: object, config: RunnableConfig, script: ResumeScript
 ) -> Ending:
     """Invoke `graph`, resuming each interrupt from `script`, until it finishes or waits on
     one the script has no answer for."""
@@ -238,10 +241,10 @@ def _messages_of(state: object) -> list[object]:
 
 
 async def arun_conversation(
-    graph: Any,
+    graph: Agent,
     question: Question,
     messages: list[dict[str, str]],
-    config: dict[str, object],
+    config: RunnableConfig,
     *,
     recorder: Recorder,
     answer_of: Callable[[list[object]], str],

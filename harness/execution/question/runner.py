@@ -20,8 +20,8 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,10 +65,12 @@ from .messages import (
 from .world import WORLD_KEY, question_world
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
     from opentelemetry.trace import Tracer
 
     from ...capture.recorder import Recorder
     from ...environment import Environment
+    from .agent import Agent, AgentFactory
 
 __all__ = [
     "TargetPlan",
@@ -95,10 +97,10 @@ class TargetPlan:
     dataset_name: str = ""
     ordinals: dict[str, int] = field(default_factory=dict)
     """Question id -> position in the full selection (kept across resumes)."""
-    factory: Any = None
+    factory: AgentFactory | Agent | None = None
     """The loaded agent factory (agent mode) or chat model / factory (chat mode)."""
     environment_factory: Callable[[], Environment] | None = None
-    shared: Any = None
+    shared: Agent | None = None
     """The runnable every question shares, built before the run (`build_shared`); None:
     built by `arun_target`, or per question when the target has an environment."""
     trials: dict[str, list[int]] | None = None
@@ -126,7 +128,7 @@ class TargetPlan:
         return sum(len(self.trials.get(str(q.id), ())) for q in self.questions)
 
 
-def _chat_model(factory: Any) -> Any:
+def _chat_model(factory: AgentFactory | Agent | None) -> Agent:
     from langchain_core.language_models import BaseChatModel
 
     if isinstance(factory, BaseChatModel):
@@ -136,13 +138,16 @@ def _chat_model(factory: Any) -> Any:
     raise ConfigError(f"chat_model {factory!r} is neither a chat model nor a factory of one")
 
 
-def _call_factory(plan: TargetPlan, environment: Environment | None) -> Any:
+def _call_factory(plan: TargetPlan, environment: Environment | None) -> Agent:
+    factory = plan.factory
+    if not callable(factory):  # the error calling it would raise (a chat model is not called)
+        raise TypeError(f"{type(factory).__name__!r} object is not callable")
     if environment is not None:
-        return plan.factory(environment=environment)
-    return plan.factory()
+        return factory(environment=environment)
+    return factory()
 
 
-def build_shared(plan: TargetPlan) -> Any:
+def build_shared(plan: TargetPlan) -> Agent | None:
     """The runnable every question shares (chat model, or a graph without an environment),
     built before the run starts: a factory that raises is invalid input (exit 4); None when
     the graph is built per question."""
@@ -153,7 +158,7 @@ def build_shared(plan: TargetPlan) -> Any:
     return _build_graph(plan, None)
 
 
-def _build_graph(plan: TargetPlan, environment: Environment | None) -> Any:
+def _build_graph(plan: TargetPlan, environment: Environment | None) -> Agent:
     try:
         return _call_factory(plan, environment)
     except (Exception, SystemExit, GeneratorExit) as exc:
@@ -191,7 +196,7 @@ def configurable_for(target: TargetConfig, question: Question) -> dict[str, obje
 
 async def _invoke(
     plan: TargetPlan,
-    runnable: Any,
+    runnable: Agent,
     messages: list[dict[str, str]],
     recorder: Recorder,
     configurable: dict[str, object],
@@ -203,7 +208,7 @@ async def _invoke(
     An agent that returns no AI message (`{"messages": []}`, None, a string, only the input)
     raises `NoAIMessage`: scoring that as an empty answer would grade a broken agent. One that
     stopped waiting on an interrupt is no such agent: it ended `interrupted`."""
-    config: dict[str, object] = {"callbacks": [recorder], "configurable": configurable}
+    config: RunnableConfig = {"callbacks": [recorder], "configurable": configurable}
     async with recorder.question_span():
         if plan.target.mode == "chat":
             reply = await runnable.ainvoke(messages, config=config)
@@ -240,16 +245,30 @@ async def _invoke(
     return text, final, state, ending
 
 
-_folders: list[Any] = [None, None, set(), []]
-"""[pid, pool, removals pending, folders not handed over yet]: where the empty question work
-folders are removed. An rmdir waits on the file system's journal, and on a busy disk that wait
-held the event loop (half the samples of a concurrency-50 run sat in `os.rmdir`, every other
-question stalled behind it). Handed over without awaiting it (no wake-up of the loop per
-question), `_REMOVE_BATCH` folders at a time: a hand-over per question woke the thread (and
-made it take the GIL) once per question, costing more than the rmdirs themselves. Only inside
-`arun_target` (`_batched` set), whose `_removals_done` hands over the rest and waits for them
-before `work/<target>` is removed; a question run alone (a worker's) hands its folder over at
-once. One pool per process: threads do not survive a fork."""
+class _Removals:
+    """Where the empty question work folders are removed. An rmdir waits on the file system's
+    journal, and on a busy disk that wait held the event loop (half the samples of a
+    concurrency-50 run sat in `os.rmdir`, every other question stalled behind it). Handed over
+    without awaiting it (no wake-up of the loop per question), `_REMOVE_BATCH` folders at a
+    time: a hand-over per question woke the thread (and made it take the GIL) once per
+    question, costing more than the rmdirs themselves. Only inside `arun_target` (`_batched`
+    set), whose `_removals_done` hands over the rest and waits for them before
+    `work/<target>` is removed; a question run alone (a worker's) hands its folder over at
+    once. One pool per process: threads do not survive a fork."""
+
+    __slots__ = ("pending", "pid", "pool", "waiting")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracegrade-workdir")
+        self.pending: set[Future[None]] = set()
+        """Removals handed over, not done yet."""
+        self.waiting: list[Path] = []
+        """Folders not handed over yet."""
+
+
+_folders: _Removals | None = None
+"""This process's removals (made by its first question)."""
 
 _REMOVE_BATCH = 32
 _batched: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -258,24 +277,21 @@ _batched: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def _remove_workdir(workdir: Path) -> None:
-    if _folders[0] != os.getpid():
-        _folders[:] = [
-            os.getpid(),
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracegrade-workdir"),
-            set(),
-            [],
-        ]
-    waiting = _folders[3]
+    global _folders
+    removals = _folders
+    if removals is None or removals.pid != os.getpid():
+        removals = _folders = _Removals()
+    waiting = removals.waiting
     waiting.append(workdir)
     if len(waiting) >= _REMOVE_BATCH or not _batched.get():
-        _hand_over()
+        _hand_over(removals)
 
 
-def _hand_over() -> None:
-    batch, _folders[3] = _folders[3], []
+def _hand_over(removals: _Removals) -> None:
+    batch, removals.waiting = removals.waiting, []
     if batch:
-        pending = _folders[2]
-        future = _folders[1].submit(_remove_empty_workdirs, batch)
+        pending = removals.pending
+        future = removals.pool.submit(_remove_empty_workdirs, batch)
         pending.add(future)
         future.add_done_callback(pending.discard)
 
@@ -286,9 +302,10 @@ def _remove_empty_workdirs(workdirs: list[Path]) -> None:
 
 
 def _removals_done() -> None:
-    if _folders[0] == os.getpid():
-        _hand_over()
-        wait(list(_folders[2]))
+    removals = _folders
+    if removals is not None and removals.pid == os.getpid():
+        _hand_over(removals)
+        wait(list(removals.pending))
 
 
 def _label(question: Question, trial: int) -> str:
@@ -314,7 +331,7 @@ async def _run_one(
     question: Question,
     *,
     tracer: Tracer,
-    shared: Any,
+    shared: Agent | None,
     record_class: type[Recorder],
     trial: int = 0,
 ) -> QuestionResult:
@@ -347,7 +364,7 @@ async def _run_one(
             run.error = f"{where} factory raised {describe_agent_error(exc)}"
             run.error_type = type(exc).__name__
             run.latency_s = time.perf_counter() - started
-            run.usage = account(plan, (), None, run.latency_s)
+            run.usage = account(plan.services.prices, (), None, run.latency_s)
             return _finish(plan, question, row, run, record, [])
         agent_name = getattr(runnable, "name", None) or target.name
         recorder = record_class(
@@ -382,7 +399,11 @@ async def _run_one(
             configurable[WORLD_KEY] = world
         if workdir is not None:
             configurable.setdefault("workdir", str(workdir))
-        cassette = open_session(plan, question, trial) if target.cassettes is not None else None
+        cassette = (
+            open_session(target, plan.services.redaction, question, trial)
+            if target.cassettes is not None
+            else None
+        )
         try:
             async with deadline:
                 with cassette.active() if cassette is not None else nullcontext():
@@ -428,7 +449,8 @@ async def _run_one(
                 run.error_type = "CaptureError"
         run.tool_calls = record
         run.latency_s = time.perf_counter() - started
-        run.usage = account(plan, getattr(recorder, "model_calls", ()), sealed, run.latency_s)
+        calls = getattr(recorder, "model_calls", ())
+        run.usage = account(plan.services.prices, calls, sealed, run.latency_s)
         # graded while the environment is still open (state graders read it)
         graded = await agrade_recorded(
             plan, question, run, record, environment=environment, ending=ending, workdir=workdir
@@ -483,8 +505,8 @@ async def agrade_recorded(
     graders: list = []
     judge_calls: list[ModelCall] = []
     # role/content (and name) JSON, as the answer keeps it
-    graded_messages: list[dict[str, Any]]
-    graded: tuple[str, list[dict[str, Any]]]
+    graded_messages: Sequence[Mapping[str, object]]
+    graded: tuple[str, Sequence[Mapping[str, object]]]
     graded = graded_input, graded_messages = grader_input(question, target.system_prompt)
     turns = ending.turns if ending is not None else []
     if turns:
@@ -512,11 +534,11 @@ async def agrade_recorded(
 def _finish(
     plan: TargetPlan,
     question: Question,
-    row: dict[str, Any],
+    row: dict[str, object],
     run: RunRecord,
     record: ToolRecord | None,
     graders: list,
-    graded: tuple[str, list[dict[str, Any]]] | None = None,
+    graded: tuple[str, Sequence[Mapping[str, object]]] | None = None,
     judge_calls: Sequence[ModelCall] = (),
 ) -> QuestionResult:
     """The question's result, its answer included (`graded`: the input and messages the

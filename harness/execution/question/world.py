@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...world import WORLD_KEY, ToolWorld, merged_overrides
+from .agent import Agent, StateWriter
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
     from ...inputs.config import TargetConfig
     from ...inputs.dataset import Question
 
@@ -39,10 +42,10 @@ def question_world(runnable: object, target: TargetConfig, question: Question) -
 
 
 async def opening_inputs(
-    graph: Any,
+    graph: Agent,
     question: Question,
     messages: Sequence[Mapping[str, object]],
-    config: Mapping[str, object],
+    config: RunnableConfig,
 ) -> dict[str, object] | None:
     """What the first invoke of a question run sends: the messages and the question's `state:`
     keys; with `start_at:`, that state is written as the node's output on the question's
@@ -52,5 +55,7 @@ async def opening_inputs(
     start_at = getattr(question, "start_at", None)
     if start_at is None:
         return inputs
-    await graph.aupdate_state(dict(config), inputs, as_node=start_at)
+    if not isinstance(graph, StateWriter):  # the pre-flight found no such node on it
+        raise AttributeError(f"{type(graph).__name__!r} object has no attribute 'aupdate_state'")
+    await graph.aupdate_state(config.copy(), inputs, as_node=start_at)
     return None

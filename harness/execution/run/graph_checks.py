@@ -4,19 +4,21 @@ binds (`tracegrade validate` builds each graph once; `start_run` checks the grap
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import TracegradeError, suggest
 from ...inputs.blocks.trajectory import MATCHER_KEYWORDS, is_matcher, keyword_suggestion, tool_names
 from ...inputs.config import TargetConfig
 from ...inputs.sourcefile import Document, Problem, load_document, pointer_of
+from ..question.agent import InputSchema
 
 if TYPE_CHECKING:
     from ...capture.toolcatalog import ToolCatalog
     from ...environment import Environment
     from ...inputs.dataset import Question
+    from ..question.agent import Agent
 
 __all__ = [
     "built_graph",
@@ -104,7 +106,7 @@ def check_expected_tools(
 
 def _argument_problems(
     catalog: ToolCatalog,
-    expectation: dict[str, Any],
+    expectation: Mapping[str, object],
     at: list[str | int],
     lines: _DatasetLines,
     qid: str,
@@ -142,7 +144,7 @@ def _argument_problems(
     return out
 
 
-def check_built_graph(target: TargetConfig, graph: Any) -> list[Problem]:
+def check_built_graph(target: TargetConfig, graph: object) -> list[Problem]:
     """The agent factory returned what a run can invoke: a compiled graph. An uncompiled
     `StateGraph` (every question would fail with "no attribute 'ainvoke'") or any object
     without `ainvoke`/`invoke` is invalid input at the `agent:` reference."""
@@ -168,7 +170,7 @@ def check_built_graph(target: TargetConfig, graph: Any) -> list[Problem]:
     return []
 
 
-def built_graph(target: TargetConfig) -> tuple[Any, Environment | None]:
+def built_graph(target: TargetConfig) -> tuple[object, Environment | None]:
     """Build the target's graph once, as a run builds it (with a fresh environment from its
     factory): (graph, environment or None); the caller closes the environment (`close_quietly`).
     Errors are `ConfigError`s located at the factory reference."""
@@ -212,7 +214,7 @@ def target_catalog(target: TargetConfig) -> ToolCatalog:
 
 
 def check_graph(
-    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: Any
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: object
 ) -> tuple[list[Problem], list[str]]:
     """What only the built graph can tell, for `validate` and `run` alike: the factory returned
     a compiled graph, and every tool, `after` and argument name the questions' expectations use
@@ -247,11 +249,13 @@ def check_graph(
 
 
 def check_run_graph(
-    target: TargetConfig, questions: Sequence[Question], shared: Any
+    target: TargetConfig, questions: Sequence[Question], shared: Agent | None
 ) -> list[Problem]:
     """`check_graph` as `run` calls it (CI recipes call only `run`): on the graph every question
     shares, or on one built for the check when each question builds its own. A factory that
     raises here is left to the run, where it errors each question it is built for."""
+    graph: object
+    environment: Environment | None
     if shared is not None:
         graph, environment = shared, None
     else:
@@ -271,7 +275,7 @@ def _expects_tools(question: Question) -> bool:
 
 
 def check_world(
-    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: Any
+    target: TargetConfig, dataset_path: Path, questions: Sequence[Question], graph: object
 ) -> list[Problem]:
     """Every `state:` key a question seeds is a key of the graph's state, and every
     `start_at:` names one of its nodes; each at its line, with a did-you-mean."""
@@ -315,8 +319,10 @@ def check_world(
     return problems
 
 
-def _state_keys(graph: Any) -> set[str] | None:
+def _state_keys(graph: object) -> set[str] | None:
     """The keys of a graph's input state, or None when it cannot be read."""
+    if not isinstance(graph, InputSchema):
+        return None
     try:
         properties = graph.get_input_jsonschema().get("properties")
     except Exception:  # a schema LangGraph cannot render: check nothing
