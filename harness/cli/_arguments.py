@@ -18,6 +18,7 @@ __all__ = [
     "add_gold_flag",
     "add_json_file_flag",
     "add_listen_flags",
+    "add_outcome_flags",
     "add_run_argument",
     "subcommand",
     "subcommand_with_actions",
@@ -88,3 +89,13 @@ def add_gold_flag(parser: Any) -> None:
 
 def add_json_file_flag(parser: Any, *, help: str = "write JSON") -> None:
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help=help)
+
+
+def add_outcome_flags(parser: argparse.ArgumentParser) -> None:
+    """The report files and CI publishing of a command whose outcome `report_outcome` prints
+    (`run`, `grade`, `show`, `merge`, `grade-traces`, `receive`)."""
+    from ..ci.publish import add_ci_flags
+    from ..reports.flags import add_report_flags
+
+    add_report_flags(parser)
+    add_ci_flags(parser)

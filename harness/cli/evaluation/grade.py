@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
-from ...reports.flags import add_report_flags
+from ...ci.publish import report_outcome
 from .. import add_id_flag
-from .._arguments import add_config_flag, add_goal_flag, subcommand
+from .._arguments import add_config_flag, add_goal_flag, add_outcome_flags, subcommand
 
 __all__ = ["register", "run"]
 
@@ -49,8 +48,7 @@ def register(subparsers: Any) -> None:
         help="grade every question with the goal judge against TEXT alone (a question with its "
         "own `goal` keeps it); not with --current",
     )
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_outcome_flags(parser)
     parser.set_defaults(handler=run)
 
 

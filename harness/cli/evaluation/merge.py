@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
-from ...reports.flags import add_report_flags
-from .._arguments import add_config_flag, subcommand
+from ...ci.publish import report_outcome
+from .._arguments import add_config_flag, add_outcome_flags, subcommand
 
 __all__ = ["register", "run"]
 
@@ -43,8 +42,7 @@ def register(subparsers: Any) -> None:
         "--out", type=Path, required=True, metavar="DIR", help="the merged run directory (new)"
     )
     add_config_flag(parser, help="config file (HTML trace links, redaction)")
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_outcome_flags(parser)
     parser.set_defaults(handler=run)
 
 

@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
-from ...reports.flags import add_report_flags
+from ...ci.publish import report_outcome
 from .. import add_id_flag
-from .._arguments import add_config_flag, add_goal_flag, subcommand
+from .._arguments import add_config_flag, add_goal_flag, add_outcome_flags, subcommand
 from .compare import add_compare_flags, fail_on_of
 
 __all__ = ["register", "run"]
@@ -126,8 +125,7 @@ def register(subparsers: Any) -> None:
         help="score every question with the goal judge against TEXT, instead of the targets' "
         "graders (a question with its own `goal` keeps it); needs a `judge:` block",
     )
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_outcome_flags(parser)
     parser.set_defaults(handler=run)
 
 

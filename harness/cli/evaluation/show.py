@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
-from ...reports.flags import add_report_flags
-from .._arguments import add_config_flag, add_run_argument, subcommand
+from ...ci.publish import report_outcome
+from .._arguments import add_config_flag, add_outcome_flags, add_run_argument, subcommand
 
 __all__ = ["register", "run"]
 
@@ -32,8 +31,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--grading", type=int, default=None, metavar="N", help="which grading (default latest)"
     )
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_outcome_flags(parser)
     parser.set_defaults(handler=run)
 
 

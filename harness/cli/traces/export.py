@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._arguments import add_config_flag, add_run_argument, subcommand
-from ._headers import headers_of
+from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
 
@@ -75,9 +75,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--project", default=None, help="project name for the backend (replaces the stored one)"
     )
-    parser.add_argument(
-        "--header", action="append", default=[], metavar="K=V", help="request header (repeatable)"
-    )
+    add_header_flag(parser, help="request header (repeatable)")
     parser.add_argument(
         "--timeout",
         type=_seconds,

@@ -7,17 +7,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
+from ...ci.publish import report_outcome
 from ...errors import InputError
-from ...reports.flags import add_report_flags
-from .. import (
-    add_conversation_flags,
-    add_trace_policy_flags,
-    conversation_book_of,
-    trace_policy_of,
-)
-from .._arguments import add_config_flag, subcommand
-from ._headers import headers_of
+from .. import conversation_book_of
+from .._arguments import subcommand
+from ._grading import add_grading_flags, add_target_flags, target_and_policy
+from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
 
@@ -56,40 +51,29 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--endpoint", metavar="URL", help="the backend's base URL")
     parser.add_argument("--project", metavar="NAME", help="the backend's project")
-    parser.add_argument(
-        "--header",
-        action="append",
-        default=[],
+    add_header_flag(
+        parser,
         metavar="KEY=VALUE",
         help="an HTTP header for the backend (an API key, say); repeatable",
     )
-    add_config_flag(parser)
-    parser.add_argument(
-        "--target", required=True, help="the target whose dataset, graders and gate apply"
-    )
+    add_target_flags(parser)
     parser.add_argument(
         "--since", metavar="TIME", help="only traces that started at or after TIME (ISO 8601)"
     )
     parser.add_argument(
         "--until", metavar="TIME", help="only traces that started before TIME (ISO 8601)"
     )
-    add_trace_policy_flags(parser)
-    add_conversation_flags(parser, live=False)
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_grading_flags(parser, live=False)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...inputs.config import load_config
     from ...reports.console import ReportDigest
     from ...traces.archive import parse_time
     from ...traces.grade import grade_traces
     from ...traces.spill import TraceSpill, spill_trace_files
 
-    config = load_config(args.config)
-    config.select_targets([args.target])  # an unknown target is exit 4 before any reading
-    policy: Any = trace_policy_of(args, config)
+    config, policy = target_and_policy(args)
     if policy:
         from ...traces.policy import with_policy
 

@@ -8,17 +8,12 @@ import os
 import sys
 from typing import Any
 
-from ...ci.publish import add_ci_flags, report_outcome
+from ...ci.publish import report_outcome
 from ...errors import InputError
-from ...reports.flags import add_report_flags
-from .. import (
-    add_conversation_flags,
-    add_trace_policy_flags,
-    conversation_book_of,
-    trace_policy_of,
-)
-from .._arguments import LOOPBACK, add_config_flag, add_listen_flags, subcommand
-from ._headers import headers_of
+from .. import conversation_book_of
+from .._arguments import LOOPBACK, add_listen_flags, subcommand
+from ._grading import add_grading_flags, add_target_flags, target_and_policy
+from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
 
@@ -80,6 +75,44 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+# What receive holds and waits for, each a positive number: (flag, type, default, metavar, help)
+_BOUNDS: tuple[tuple[str, type, Any, str | None, str], ...] = (
+    (
+        "--quiet-period",
+        float,
+        5.0,
+        "SECONDS",
+        "wait this long after a trace's last span before grading it (default 5)",
+    ),
+    (
+        "--trace-timeout",
+        float,
+        300.0,
+        "SECONDS",
+        "drop a trace whose root span has not arrived this long after its first (300)",
+    ),
+    ("--max-traces", int, 10_000, None, "traces held at once (default 10000)"),
+    ("--max-spans", int, 1_000_000, None, "spans held at once (default 1000000)"),
+    (
+        "--max-held-mb",
+        float,
+        512.0,
+        "MB",
+        "size of the spans held at once, their attribute values counted (default 512): "
+        "past it spans are refused and counted, as past --max-spans",
+    ),
+    ("--max-body-mb", float, 32.0, "MB", "largest request body, inflated (default 32)"),
+    (
+        "--workers",
+        int,
+        None,
+        "N",
+        "grade in N processes, each trace routed by its trace id (its conversation's "
+        "with --conversations); default: in the receiving process",
+    ),
+)
+
+
 def register(subparsers: Any) -> None:
     parser = subcommand(
         subparsers,
@@ -87,10 +120,7 @@ def register(subparsers: Any) -> None:
         help="receive OTLP traces live and grade each agent trace as it completes",
         description=DESCRIPTION,
     )
-    add_config_flag(parser)
-    parser.add_argument(
-        "--target", required=True, help="the target whose dataset, graders and gate apply"
-    )
+    add_target_flags(parser)
     add_listen_flags(parser, port=4318, host_help="address to listen on (127.0.0.1)")
     parser.add_argument(
         "--token",
@@ -103,55 +133,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--sample", type=_fraction, default=1.0, help="share of traces graded (default 1)"
     )
-    parser.add_argument(
-        "--quiet-period",
-        type=_positive(float),
-        default=5.0,
-        metavar="SECONDS",
-        help="wait this long after a trace's last span before grading it (default 5)",
-    )
-    parser.add_argument(
-        "--trace-timeout",
-        type=_positive(float),
-        default=300.0,
-        metavar="SECONDS",
-        help="drop a trace whose root span has not arrived this long after its first (300)",
-    )
-    parser.add_argument(
-        "--max-traces",
-        type=_positive(int),
-        default=10_000,
-        help="traces held at once (default 10000)",
-    )
-    parser.add_argument(
-        "--max-spans",
-        type=_positive(int),
-        default=1_000_000,
-        help="spans held at once (default 1000000)",
-    )
-    parser.add_argument(
-        "--max-held-mb",
-        type=_positive(float),
-        default=512.0,
-        metavar="MB",
-        help="size of the spans held at once, their attribute values counted (default 512): "
-        "past it spans are refused and counted, as past --max-spans",
-    )
-    parser.add_argument(
-        "--max-body-mb",
-        type=_positive(float),
-        default=32.0,
-        metavar="MB",
-        help="largest request body, inflated (default 32)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=_positive(int),
-        default=None,
-        metavar="N",
-        help="grade in N processes, each trace routed by its trace id (its conversation's "
-        "with --conversations); default: in the receiving process",
-    )
+    for flag, kind, default, metavar, text in _BOUNDS:
+        parser.add_argument(flag, type=_positive(kind), default=default, metavar=metavar, help=text)
     parser.add_argument("--forward", metavar="URL", help="forward every request to this URL")
     parser.add_argument(
         "--forward-wait",
@@ -176,11 +159,9 @@ def register(subparsers: Any) -> None:
         default=None,
         help="Phoenix's base URL for --annotate, e.g. http://localhost:6006",
     )
-    parser.add_argument(
+    add_header_flag(
+        parser,
         "--annotate-header",
-        action="append",
-        default=[],
-        metavar="K=V",
         help="a header on every annotation request (an API key); repeatable",
     )
     parser.add_argument(
@@ -197,10 +178,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--gate", action="store_true", help="exit with the monitor run's verdict (see below)"
     )
-    add_trace_policy_flags(parser)
-    add_conversation_flags(parser, live=True)
-    add_report_flags(parser)
-    add_ci_flags(parser)
+    add_grading_flags(parser, live=True)
     parser.set_defaults(handler=run)
 
 
@@ -224,14 +202,11 @@ def _annotate_of(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...inputs.config import load_config
     from ...traces.live.assembly import Limits
     from ...traces.live.monitor import Monitor
     from ...traces.live.receiver import TOKEN_ENV, Receiver, ReceiverOptions, bind
 
-    config = load_config(args.config)
-    config.select_targets([args.target])  # an unknown target is exit 4 before anything
-    policy: Any = trace_policy_of(args, config)
+    config, policy = target_and_policy(args)
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     if args.forward and not args.forward.startswith(("http://", "https://")):
         raise InputError(f"--forward {args.forward!r} is not an http(s) URL", key="--forward")
