@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import ExitCode, TracegradeError
 from ..redaction import RedactingFormatter, console_policy, use_console_policy
 from ..reports.escaping import PrintableStream
+from ._arguments import EPILOG, add_goal_flag, add_repeatable
 
 __all__ = [
     "Interrupted",
@@ -88,17 +89,6 @@ SUBCOMMANDS: tuple[str, ...] = (
     "inputs.cassettes",
 )
 
-EPILOG = """\
-exit codes:
-  0  ran, every gate passed
-  1  internal error (a bug in tracegrade: please report it with the traceback)
-  2  a gate failed: a must-pass grader, a score threshold, a critical rubric check
-  3  evaluation incomplete: errored/degraded questions beyond the error budget
-     (judge outage, agent crash, capture failure)
-  4  invalid input: config, dataset, rubric or CLI usage
-  5  nothing to run: the selection matched no question
-"""
-
 
 def _version() -> str:
     """The installed distribution's version (an uninstalled checkout says so)."""
@@ -142,7 +132,7 @@ def add_id_flag(
     "matching id (repeatable)",
 ) -> None:
     """`--id ID` (repeatable, glob patterns), shared by the commands that select questions."""
-    parser.add_argument("--id", dest="ids", action="append", default=[], metavar="ID", help=help)
+    add_repeatable(parser, "--id", dest="ids", metavar="ID", help=help)
 
 
 def add_trace_policy_flags(parser: argparse.ArgumentParser) -> None:
@@ -157,33 +147,25 @@ def add_trace_policy_flags(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a YAML/JSON file: forbid, only, count, max_calls, goal",
     )
-    group.add_argument(
-        "--forbid",
-        action="append",
-        default=[],
-        metavar="TOOL",
-        help="a tool no trace may call (repeatable)",
-    )
+    add_repeatable(group, "--forbid", metavar="TOOL", help="a tool no trace may call (repeatable)")
     group.add_argument(
         "--max-calls", type=int, default=None, metavar="N", help="at most N tool calls a trace"
     )
-    group.add_argument("--goal", default=None, metavar="TEXT", help="judge each trace against it")
+    add_goal_flag(group, help="judge each trace against it")
     group.add_argument(
         "--checks",
         action="store_true",
         help="the record checks that need no expectation (record_checks, must pass), on every trace",
     )
-    group.add_argument(
+    add_repeatable(
+        group,
         "--check",
-        action="append",
-        default=[],
         metavar="NAME=VALUE",
         help="one record check set (max_steps=30, repeats=2, cycles=false; implies --checks)",
     )
-    group.add_argument(
+    add_repeatable(
+        group,
         "--claim",
-        action="append",
-        default=[],
         metavar="PATTERN=TOOL",
         help="a claim of action the answer may make and the tool that must back it (repeatable)",
     )

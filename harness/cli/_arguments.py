@@ -9,9 +9,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from . import EPILOG
-
 __all__ = [
+    "EPILOG",
     "LOOPBACK",
     "add_config_flag",
     "add_goal_flag",
@@ -19,10 +18,22 @@ __all__ = [
     "add_json_file_flag",
     "add_listen_flags",
     "add_outcome_flags",
+    "add_repeatable",
     "add_run_argument",
     "subcommand",
     "subcommand_with_actions",
 ]
+
+EPILOG = """\
+exit codes:
+  0  ran, every gate passed
+  1  internal error (a bug in tracegrade: please report it with the traceback)
+  2  a gate failed: a must-pass grader, a score threshold, a critical rubric check
+  3  evaluation incomplete: errored/degraded questions beyond the error budget
+     (judge outage, agent crash, capture failure)
+  4  invalid input: config, dataset, rubric or CLI usage
+  5  nothing to run: the selection matched no question
+"""
 
 CONFIG_HELP = "config file (tracegrade.yaml)"
 RUN_HELP = "run directory, or run id under runs_dir"
@@ -58,6 +69,13 @@ def subcommand_with_actions(
     the subparsers its actions are added to (one is required)."""
     parser = subcommand(subparsers, name, help=help, description=description)
     return parser, parser.add_subparsers(dest=dest, metavar="ACTION", required=True)
+
+
+def add_repeatable(
+    parser: Any, flag: str, *, metavar: str | None, help: str | None = None, **options: Any
+) -> None:
+    """A flag given once per value (`--tag a --tag b`): a list, empty when not given."""
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help, **options)
 
 
 def add_config_flag(parser: Any, *, help: str = CONFIG_HELP) -> None:

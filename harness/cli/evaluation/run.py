@@ -9,7 +9,13 @@ from typing import Any
 
 from ...ci.publish import report_outcome
 from .. import add_id_flag
-from .._arguments import add_config_flag, add_goal_flag, add_outcome_flags, subcommand
+from .._arguments import (
+    add_config_flag,
+    add_goal_flag,
+    add_outcome_flags,
+    add_repeatable,
+    subcommand,
+)
 from .compare import add_compare_flags, fail_on_of
 
 __all__ = ["register", "run"]
@@ -40,24 +46,12 @@ def register(subparsers: Any) -> None:
         description=DESCRIPTION,
     )
     add_config_flag(parser)
-    parser.add_argument(
-        "--target",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="target to run (repeatable; default all)",
+    add_repeatable(
+        parser, "--target", metavar="NAME", help="target to run (repeatable; default all)"
     )
     parser.add_argument("--split", default=None, help="only questions of this split")
-    parser.add_argument(
-        "--bundle", action="append", default=[], metavar="B", help="only this bundle (repeatable)"
-    )
-    parser.add_argument(
-        "--tag",
-        action="append",
-        default=[],
-        metavar="T",
-        help="only questions with this tag (repeatable)",
-    )
+    add_repeatable(parser, "--bundle", metavar="B", help="only this bundle (repeatable)")
+    add_repeatable(parser, "--tag", metavar="T", help="only questions with this tag (repeatable)")
     parser.add_argument(
         "--limit", type=int, default=None, metavar="N", help="at most N questions per target"
     )

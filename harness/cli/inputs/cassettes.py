@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._arguments import add_config_flag, subcommand
+from .._arguments import add_config_flag, add_repeatable, subcommand
 
 __all__ = ["CassetteDiff", "cassette_diff", "register", "run"]
 
@@ -27,9 +27,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("action", choices=("diff", "prune"), help="diff: list; prune: remove")
     add_config_flag(parser)
-    parser.add_argument(
-        "--target", action="append", default=[], metavar="NAME", help="only this target"
-    )
+    add_repeatable(parser, "--target", metavar="NAME", help="only this target")
     parser.add_argument(
         "--cassettes", type=Path, default=None, metavar="DIR", help="over the config's dir"
     )

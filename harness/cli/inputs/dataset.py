@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._arguments import add_config_flag, add_run_argument, subcommand_with_actions
+from .._arguments import add_config_flag, add_repeatable, add_run_argument, subcommand_with_actions
 
 __all__ = ["register", "run"]
 
@@ -73,11 +73,10 @@ def register(subparsers: Any) -> None:
     generate = actions.add_parser("generate", help="draft synthetic questions with the judge model")
     generate.add_argument("--to", required=True, metavar="NAME", help="the dataset to add them to")
     generate.add_argument("--count", type=int, default=5, metavar="N", help="how many (default 5)")
-    generate.add_argument(
+    add_repeatable(
+        generate,
         "--dimension",
         dest="dimensions",
-        action="append",
-        default=[],
         metavar="D",
         help="what to vary across the questions, e.g. 'topic: refunds, bookings' (repeatable)",
     )
@@ -86,19 +85,19 @@ def register(subparsers: Any) -> None:
     )
     review = actions.add_parser("review", help="accept or drop generated drafts")
     review.add_argument("name", metavar="NAME")
-    review.add_argument("--accept", action="append", default=[], metavar="ID")
-    review.add_argument("--drop", action="append", default=[], metavar="ID")
+    add_repeatable(review, "--accept", metavar="ID")
+    add_repeatable(review, "--drop", metavar="ID")
     review.add_argument("--accept-all", action="store_true", help="accept every draft")
     inject = actions.add_parser(
         "inject", help="adversarial variants: instructions planted in tool results"
     )
     inject.add_argument("dataset", type=Path, metavar="DATASET", help="a dataset file")
     inject.add_argument("--out", type=Path, required=True, metavar="NEW", help="the file to write")
-    inject.add_argument(
+    add_repeatable(
+        inject,
         "--kind",
         dest="kinds",
-        action="append",
-        default=[],
+        metavar=None,
         choices=("forbidden_tool", "skip_step"),
         help="which injections (repeatable; default: both)",
     )

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
+from .._arguments import add_repeatable
 
 
 def add_header_flag(
     parser: Any, flag: str = "--header", *, metavar: str = "K=V", help: str
 ) -> None:
     """A repeatable `K=V` header flag (`headers_of` reads it, its error naming `metavar`)."""
-    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help)
+    add_repeatable(parser, flag, metavar=metavar, help=help)
 
 
 def headers_of(items: list[str], *, flag: str, form: str = "K=V") -> dict[str, str]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._arguments import add_config_flag, add_run_argument, subcommand
+from .._arguments import add_config_flag, add_repeatable, add_run_argument, subcommand
 from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
@@ -44,9 +44,7 @@ def register(subparsers: Any) -> None:
     )
     add_run_argument(parser, help="run directory (or run id under runs_dir)")
     add_config_flag(parser)
-    parser.add_argument(
-        "--target", action="append", default=[], metavar="T", help="only this target (repeatable)"
-    )
+    add_repeatable(parser, "--target", metavar="T", help="only this target (repeatable)")
     parser.add_argument(
         "--endpoint",
         default=None,
