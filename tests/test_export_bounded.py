@@ -6,6 +6,7 @@ bound is asserted by count, not by the clock."""
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 from pathlib import Path
@@ -18,48 +19,88 @@ from tracegrade.cli import main
 
 
 class HungBackend:
-    """Accepts connections and reads requests; never writes a byte back."""
+    """Accepts connections and reads requests; never writes a byte back.
+
+    One thread owns every socket: it accepts, reads and, when the backend closes, closes them.
+    A socket closed under another thread's accept or recv gives its descriptor's number to the
+    next socket opened, which that late call then served: under `stress --cpu 6` a backend
+    thread lagging from one test took a request of the next test's receiver (a ReadTimeout
+    with --timeout 120). The count is read after `settle()`, not while the thread lags."""
 
     def __init__(self) -> None:
         self._server = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self._server.setblocking(False)
         self.endpoint = f"http://127.0.0.1:{self._server.getsockname()[1]}"
         self.requests = 0
-        self._lock = threading.Lock()
-        self._open: list[socket.socket] = []
         self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._pass = threading.Condition()
+        self._passes = 0
+        self._quiet = -1  # the latest pass that found no connection waiting and none open
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            self._open.append(conn)
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+    def _serve(self) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(self._server, selectors.EVENT_READ)
+        unread: dict[socket.socket, bytes] = {}  # each open connection: what is not yet a head
+        try:
+            while not self._stop.is_set():
+                events = selector.select(timeout=0.05)
+                for key, _ in events:
+                    if key.fileobj is self._server:
+                        try:
+                            conn, _ = self._server.accept()
+                        except BlockingIOError:
+                            continue
+                        conn.setblocking(False)
+                        selector.register(conn, selectors.EVENT_READ)
+                        unread[conn] = b""
+                        continue
+                    conn = key.fileobj
+                    try:
+                        chunk = conn.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if chunk:
+                        unread[conn] = self._count(unread[conn] + chunk)
+                    else:  # the client closed it: every request it sent is counted
+                        selector.unregister(conn)
+                        conn.close()
+                        del unread[conn]
+                with self._pass:
+                    self._passes += 1
+                    if not events and not unread:
+                        self._quiet = self._passes
+                        self._pass.notify_all()
+        finally:
+            for conn in unread:
+                conn.close()
+            selector.close()
+            self._server.close()
 
-    def _read(self, conn: socket.socket) -> None:
-        seen = b""
-        while True:
-            try:
-                chunk = conn.recv(65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            seen += chunk
-            while b"\r\n\r\n" in seen:  # one request's head: count it, answer nothing
-                head, _, seen = seen.partition(b"\r\n\r\n")
-                if head.startswith(b"POST "):
-                    with self._lock:
-                        self.requests += 1
-                seen = b""
+    def _count(self, seen: bytes) -> bytes:
+        while b"\r\n\r\n" in seen:  # one request's head: count it, answer nothing
+            head, _, seen = seen.partition(b"\r\n\r\n")
+            if head.startswith(b"POST "):
+                self.requests += 1
+            seen = b""
+        return seen
+
+    def settle(self, timeout_s: float = 300) -> int:
+        """The requests counted once every connection made before this call was accepted and
+        read to its end (the client has closed them all): a pass begun after this call found
+        none waiting and none open. Waited on by that condition; generous for a loaded machine."""
+        with self._pass:
+            after = self._passes + 1  # the pass under way may have begun before this call
+            if not self._pass.wait_for(lambda: self._quiet > after, timeout=timeout_s):
+                raise AssertionError(f"the hung backend never went quiet in {timeout_s} s")
+        return self.requests
 
     def close(self) -> None:
         self._stop.set()
-        self._server.close()
-        for conn in self._open:
-            conn.close()
+        self._thread.join(timeout=300)  # its sockets close in that thread, never under a call
 
 
 @pytest.fixture
@@ -91,7 +132,7 @@ def test_a_hung_backend_trips_the_breaker_and_exits_3(tmp_path, hung, capsys):
     argv = ["export", str(run_dir), "--endpoint", hung.endpoint, "--timeout", "0.5"]
     assert main(argv) == 3
     out = capsys.readouterr().out
-    assert hung.requests == 2  # the breaker opened after two unanswered requests
+    assert hung.settle() == 2  # the breaker opened after two unanswered requests
     assert f"0 of {lines} request(s) delivered" in out
     assert "span(s) not delivered: ReadTimeout" in out and "span(s) not sent" in out
     assert "export stopped: gave up after 2 consecutive requests went unanswered" in out
@@ -102,7 +143,7 @@ def test_the_whole_export_has_one_deadline(tmp_path, hung, capsys):
     argv = ["export", str(run_dir), "--endpoint", hung.endpoint]
     assert main([*argv, "--timeout", "1", "--deadline", "1.5", "--breaker", "100"]) == 3
     out = capsys.readouterr().out
-    assert 1 <= hung.requests <= 2  # 1 s, then what is left of 1.5 s; then nothing more
+    assert 1 <= hung.settle() <= 2  # 1 s, then what is left of 1.5 s; then nothing more
     assert "export stopped: the export's deadline of 1.5 s passed" in out
 
 
