@@ -145,8 +145,8 @@ def records_size(scores, runs, records) -> int:
 @contextlib.contextmanager
 def before_this_change() -> Iterator[None]:
     """The page built as it was before #44's changes (every text scanned alone, the collector
-    running, the store's rows read as whole validated results): the reference printed beside
-    today's figure."""
+    running, the store's rows read as whole validated results, no rows kept in the run
+    directory): the reference printed beside today's figure."""
     saved = html_data.build_question, html_module.build_question, html_data.gc_paused
     loader = html_data.load_sources
 
@@ -171,15 +171,18 @@ def before_this_change() -> Iterator[None]:
                 records[target] = read_trial_records(run.trace_file(target))
         return runs, records
 
+    row_code = html_module._row_code
     html_data.build_question = html_module.build_question = each_text
     html_data.load_sources = html_module.load_sources = whole_runs
     html_data.gc_paused = html_module.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
+    html_module._row_code = lambda: None  # type: ignore[assignment]  # no rows kept or read back
     try:
         yield
     finally:
         html_data.build_question, html_module.build_question, html_data.gc_paused = saved
         html_module.gc_paused = saved[2]
         html_data.load_sources = html_module.load_sources = loader
+        html_module._row_code = row_code  # type: ignore[method-assign]
 
 
 def interleaved(

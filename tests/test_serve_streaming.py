@@ -15,8 +15,9 @@ import httpx
 import pytest
 
 from tests.serve_support import app_tab, shot
-from tracegrade.app import run_pages
 from tracegrade.app.server import AppState, build_app
+from tracegrade.reports import html
+from tracegrade.rundir.kept_rows import KEPT_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 1_200  # a first block of 100, then blocks of 500
@@ -45,11 +46,13 @@ def big_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def held(monkeypatch):
-    """The blocks after the first wait for `release` (and the count of blocks sent)."""
+def held(monkeypatch, big_run):
+    """The blocks after the first wait for `release` (and the count of blocks sent), the run's
+    rows built (none kept from an earlier page)."""
+    (big_run / "20260102-000000-big000" / KEPT_FILE).unlink(missing_ok=True)
     release = threading.Event()
     sent = []
-    real = run_pages.page_rows
+    real = html.page_rows
 
     def page_rows(*args, **kwargs):
         for block in real(*args, **kwargs):
@@ -58,7 +61,7 @@ def held(monkeypatch):
             sent.append(len(block))
             yield block
 
-    monkeypatch.setattr(run_pages, "page_rows", page_rows)
+    monkeypatch.setattr(html, "page_rows", page_rows)
     return release, sent
 
 
@@ -131,3 +134,32 @@ def test_the_first_rows_are_drawn_before_the_rest_is_built(app_url, held):
         client.get(f"{url.rsplit('/runs/', 1)[0]}/?token={token}")  # the token's cookie
         text = client.get(url).text
     assert sent == before and text.count('class="tg-rows"') == 4 and "tg-end" in text
+
+
+def test_a_first_look_after_a_restart_reads_the_rows_the_run_keeps(big_run, app_url, monkeypatch):
+    run_dir = big_run / "20260102-000000-big000"
+    if not (run_dir / KEPT_FILE).is_file():  # the page built once (by the test above, or here)
+        from tracegrade.rundir.history import load_outcome
+
+        html.render_html(load_outcome(run_dir))
+
+    def never(*args, **kwargs):
+        raise AssertionError("a question built again: the kept rows were not read")
+
+    monkeypatch.setattr(html, "page_rows", never)
+    url, token = app_url  # a fresh app: no page kept in memory
+    with app_tab(f"{url}?token={token}", wait_until="commit") as (page, errors):
+        page.wait_for_selector("#list-root[data-loaded=true]", timeout=300_000)
+        rows = page.locator("#question-table tbody tr")
+        status = page.locator("#list-status").inner_text()
+        assert status == f"{QUESTIONS} of {QUESTIONS} questions, showing 1–100", status
+        assert set(rows.locator("td:nth-child(3)").all_inner_texts()) == {"failed"}
+        page.fill("#f-text", f"customer{QUESTIONS - 2}@")
+        page.wait_for_function("document.querySelectorAll('#question-table tbody tr').length === 1")
+        rows.first.locator("a.qlink").click()
+        page.wait_for_selector("#question-root h2")
+        assert f"q{QUESTIONS - 2:05d}" in page.locator("#question-root h2").inner_text()
+        calls = page.locator("#question-root li.call")
+        assert calls.count() == 4 and "lookup_customer" in calls.first.inner_text()
+        shot(page, "serve-kept-rows-question.png")
+        assert errors == []

@@ -5,20 +5,17 @@ and the report's comparison section)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..errors import TracegradeError
+from ..reports.compare_report import comparison_section
 from ..reports.html import (
     ROWS_END,
-    comparison_section,
     page_header,
-    page_rows,
     page_title,
     report_body,
-    rows_element,
+    row_blocks,
 )
-from ..reports.html_data import load_sources
 from .index import RunEntry
 from .layout import e, page, q, url
 
@@ -28,7 +25,8 @@ __all__ = ["default_baseline", "render_compare_page", "run_page_parts"]
 def run_page_parts(entry: RunEntry, *, report_options: Mapping[str, Any]) -> Iterator[str]:
     """The run's HTML report inside the app: the same body and script as `--html`, with each
     question linked to Promote, in parts: the summary and the script first (nothing read
-    but the run's scores), then the blocks of rows worst first, each built as it is sent."""
+    but the run's scores), then the blocks of rows worst first: read back from the rows
+    kept in the run directory, else each built as it is sent."""
     outcome = entry.outcome
     assert outcome is not None
     links = {
@@ -47,9 +45,7 @@ def run_page_parts(entry: RunEntry, *, report_options: Mapping[str, Any]) -> Ite
     whole = page(page_title(outcome), body, active="runs", scripts=("report", "app"))
     end = "</body></html>"
     yield whole.removesuffix(end)  # the rows come after the scripts that take them in
-    runs, records = load_sources(Path(outcome.run_dir), [t.target for t in outcome.targets])
-    for block in page_rows(outcome, runs=runs, records=records, **report_options):
-        yield rows_element(block)
+    yield from row_blocks(outcome, **report_options)  # kept in the run directory, or built
     yield ROWS_END + end
 
 

@@ -9,10 +9,12 @@ from typing import Any
 
 from .common import fmt
 from .costs import comparison_cost_dict, comparison_cost_lines
+from .escaping import html_text as _e
 from .escaping import md_code, md_text
 
 __all__ = [
     "COMPARISON_FORMAT",
+    "comparison_section",
     "comparison_statistics",
     "comparison_to_dict",
     "render_comparison_console",
@@ -268,3 +270,45 @@ def write_comparison_markdown(c: Any, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_comparison_markdown(c), encoding="utf-8")
     return path
+
+
+def comparison_section(c: Any) -> str:
+    """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
+    reasons = c.regressions
+    state, word = ("failed", "regressed") if reasons else ("passed", "no regression")
+    out = [
+        '<section id="comparison" aria-labelledby="comparison-h">',
+        f'<h2 id="comparison-h">Against the baseline: <span class="badge v-{state}">'
+        f"{word}</span></h2>",
+        f"<p>Baseline <code>{_e(c.base)}</code> → candidate <code>{_e(c.cand)}</code></p>",
+    ]
+    out += [f'<p class="advisory" role="note">{_e(n)}</p>' for n in c.notes]
+    if reasons:
+        out.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in reasons))
+        out.append("</ul>")
+    out += [f"<p>{_e(line)}</p>" for line in comparison_statistics(c)]
+    out += [f'<p class="cost-delta">{_e(line)}</p>' for line in comparison_cost_lines(c)]
+    changed = [q for q in c.questions if q.changed]
+    if changed:
+        out.append(
+            '<table class="compare"><thead><tr><th scope="col">question</th>'
+            '<th scope="col">status</th><th scope="col">composite</th>'
+            '<th scope="col">tool calls</th></tr></thead><tbody>'
+        )
+        for q in changed:
+            status = q.status.replace("_", " ")
+            if q.must_pass_newly_failing:
+                status += f" (must-pass: {', '.join(q.must_pass_newly_failing)})"
+            calls = "<br>".join(_e(tool_change_lines(t)) for t in q.tool_changes) or "-"
+            out.append(
+                f'<tr data-q="{_e(q.question_id)}"><th scope="row">{_e(q.question_id)}</th>'
+                f"<td>{_e(status)}</td><td>{_e(fmt(q.base_composite))} → "
+                f"{_e(fmt(q.cand_composite))}</td><td>{calls}</td></tr>"
+            )
+        out.append("</tbody></table>")
+    if c.drifted:
+        out.append("<p>Drifted, not compared:</p><ul>")
+        out += [f"<li>{_e(d.question_id)}: {_e('; '.join(d.reasons))}</li>" for d in c.drifted]
+        out.append("</ul>")
+    out.append("</section>")
+    return "".join(out)

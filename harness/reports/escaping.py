@@ -12,12 +12,21 @@ would become markup. `printable` shows such characters as escapes (`\\x1b`, `\\u
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
 from typing import Any, TextIO
 
-__all__ = ["PrintableStream", "md_code", "md_text", "one_line", "printable", "to_json_text"]
+__all__ = [
+    "PrintableStream",
+    "html_text",
+    "md_code",
+    "md_text",
+    "one_line",
+    "printable",
+    "to_json_text",
+]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings, overrides,
 # isolates and marks (a terminal that honours them shows text out of its stored order).
@@ -110,3 +119,8 @@ def to_json_text(data: Any) -> str:
         return json.dumps(data, indent=2, sort_keys=False, default=str, allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere
         return json.dumps(_finite(data), indent=2, sort_keys=False, default=str)
+
+
+def html_text(value: Any) -> str:
+    """`value` as HTML text or an attribute's value (None: empty)."""
+    return html.escape("" if value is None else str(value))

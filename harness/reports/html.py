@@ -16,16 +16,21 @@ messages, answer) and the run's trace file (the tool calls); see `tracegrade.rep
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..redaction import DEFAULT_POLICY, RedactionPolicy
+from ..redaction import DEFAULT_POLICY, RedactionPolicy, secret_env_values
 from ..rundir.manifest import RunManifest
 from .common import fmt, fmt_score, question_reasons, worst_questions
+from .compare_report import comparison_section
 from .costs import cost_block
+from .escaping import html_text as _e
 from .html_assets import CSS, SCRIPT
 from .html_data import (
     VERDICTS,
@@ -38,7 +43,6 @@ from .html_data import (
 
 __all__ = [
     "build_page_data",
-    "comparison_section",
     "json_for_script",
     "page_header",
     "page_parts",
@@ -47,7 +51,9 @@ __all__ = [
     "render_html",
     "render_page",
     "report_body",
+    "row_blocks",
     "rows_element",
+    "rows_of",
     "write_html",
 ]
 
@@ -64,6 +70,8 @@ _EXIT_WORDS = {
     5: "nothing to run",
 }
 
+
+_T = TypeVar("_T")
 
 FIRST_ROWS = 100
 """Questions in the first block of rows: one page of the list (the script's PAGE), so the
@@ -154,10 +162,13 @@ def build_page_data(outcome: Any, **sources: Any) -> dict[str, Any]:
 def rows_element(block: Sequence[Mapping[str, Any]]) -> str:
     """One block of rows as the page carries it: a JSON element the script takes in when the
     browser has read it (none is executed: the Content-Security-Policy holds)."""
+    return rows_of([json_for_script(q) for q in block])
+
+
+def rows_of(texts: Sequence[str]) -> str:
+    """`rows_element` of rows each already encoded (`json_for_script`): the same text."""
     # the comment after it: the script takes a block in once a node follows it (read whole)
-    return (
-        f'<script type="application/json" class="tg-rows">{json_for_script(block)}</script><!---->'
-    )
+    return f'<script type="application/json" class="tg-rows">[{",".join(texts)}]</script><!---->'
 
 
 ROWS_END = '<script type="application/json" id="tg-end">{}</script>'
@@ -168,10 +179,6 @@ def json_for_script(data: Any) -> str:
     """JSON safe inside a <script> element: no `</script>`, no `<!--`."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value))
 
 
 def _gate_word(verdict: Any) -> tuple[str, str]:
@@ -371,51 +378,6 @@ def _question_hash(target: str, q: Any) -> str:
     return f"{key}/{q.trial}" if q.trial else key
 
 
-def comparison_section(c: Any) -> str:
-    """`run --baseline`: the comparison with the baseline, rendered here (no script needed)."""
-    from .compare_report import comparison_statistics, tool_change_lines
-    from .costs import comparison_cost_lines
-
-    reasons = c.regressions
-    state, word = ("failed", "regressed") if reasons else ("passed", "no regression")
-    out = [
-        '<section id="comparison" aria-labelledby="comparison-h">',
-        f'<h2 id="comparison-h">Against the baseline: <span class="badge v-{state}">'
-        f"{word}</span></h2>",
-        f"<p>Baseline <code>{_e(c.base)}</code> → candidate <code>{_e(c.cand)}</code></p>",
-    ]
-    out += [f'<p class="advisory" role="note">{_e(n)}</p>' for n in c.notes]
-    if reasons:
-        out.append('<ul class="reasons">' + "".join(f"<li>{_e(r)}</li>" for r in reasons))
-        out.append("</ul>")
-    out += [f"<p>{_e(line)}</p>" for line in comparison_statistics(c)]
-    out += [f'<p class="cost-delta">{_e(line)}</p>' for line in comparison_cost_lines(c)]
-    changed = [q for q in c.questions if q.changed]
-    if changed:
-        out.append(
-            '<table class="compare"><thead><tr><th scope="col">question</th>'
-            '<th scope="col">status</th><th scope="col">composite</th>'
-            '<th scope="col">tool calls</th></tr></thead><tbody>'
-        )
-        for q in changed:
-            status = q.status.replace("_", " ")
-            if q.must_pass_newly_failing:
-                status += f" (must-pass: {', '.join(q.must_pass_newly_failing)})"
-            calls = "<br>".join(_e(tool_change_lines(t)) for t in q.tool_changes) or "-"
-            out.append(
-                f'<tr data-q="{_e(q.question_id)}"><th scope="row">{_e(q.question_id)}</th>'
-                f"<td>{_e(status)}</td><td>{_e(fmt(q.base_composite))} → "
-                f"{_e(fmt(q.cand_composite))}</td><td>{calls}</td></tr>"
-            )
-        out.append("</tbody></table>")
-    if c.drifted:
-        out.append("<p>Drifted, not compared:</p><ul>")
-        out += [f"<li>{_e(d.question_id)}: {_e('; '.join(d.reasons))}</li>" for d in c.drifted]
-        out.append("</ul>")
-    out.append("</section>")
-    return "".join(out)
-
-
 def page_title(outcome: Any) -> str:
     """`tracegrade run ID: verdict`, the page's title."""
     code = outcome.exit_code
@@ -469,7 +431,7 @@ def report_body(outcome: Any, data: Mapping[str, Any]) -> str:
     return "\n".join(head + body)
 
 
-def _blocks(questions: Sequence[Mapping[str, Any]]) -> Iterator[Sequence[Mapping[str, Any]]]:
+def _blocks(questions: Sequence[_T]) -> Iterator[Sequence[_T]]:
     yield questions[:FIRST_ROWS]
     for at in range(FIRST_ROWS, len(questions), ROWS_PER_BLOCK):
         yield questions[at : at + ROWS_PER_BLOCK]
@@ -478,14 +440,14 @@ def _blocks(questions: Sequence[Mapping[str, Any]]) -> Iterator[Sequence[Mapping
 def page_parts(
     outcome: Any,
     data: Mapping[str, Any],
-    blocks: Iterable[Sequence[Mapping[str, Any]]] | None = None,
+    rows: Iterable[str] | None = None,
 ) -> Iterator[str]:
     """The whole self-contained document in parts: the report body with its CSS and script
-    inlined, then the blocks of rows (`page_rows`; else `data["questions"]`) after the script,
-    which draws the first rows as soon as the browser has read them."""
+    inlined, then the blocks of rows (`row_blocks`; else from `data["questions"]`) after the
+    script, which draws the first rows as soon as the browser has read them."""
     header = {k: v for k, v in data.items() if k != "questions"}
-    if blocks is None:
-        blocks = _blocks(list(data.get("questions") or []))
+    if rows is None:
+        rows = (rows_element(b) for b in _blocks(list(data.get("questions") or [])) if b)
     yield "\n".join(
         [
             "<!doctype html>",
@@ -498,9 +460,7 @@ def page_parts(
             f"<script>{SCRIPT}</script>",
         ]
     )
-    for block in blocks:
-        if block:
-            yield rows_element(block)
+    yield from rows
     yield ROWS_END + "</body></html>\n"
 
 
@@ -519,17 +479,99 @@ def render_html(
 ) -> str:
     """The page for a run outcome, reading its store and trace files from `outcome.run_dir`;
     `trace_url`/`project` from the config's `report:` block, `redaction` its policy."""
-    names = [t.target for t in outcome.targets]
+    rows = row_blocks(outcome, trace_url=trace_url, project=project, redaction=redaction)
+    return "".join(page_parts(outcome, page_header(outcome), rows))
+
+
+_ROW_CODE = (
+    ".html",
+    ".html_data",
+    ".common",
+    ".costs",
+    "..graders.tool_usage",
+    "..graders.nodes",
+    "..redaction",
+    "..capture.tracefile",
+    "..verdicts.result",
+    "..verdicts.scoring",
+    "..rundir.store",
+    "..rundir.annotations",
+)
+"""The modules whose code shapes a row: a change to any (released or not) builds rows anew."""
+
+
+@functools.cache
+def _row_code() -> str | None:
+    from .._version import __version__
+
+    digest = hashlib.sha256(__version__.encode())
+    for name in _ROW_CODE:
+        try:
+            digest.update(
+                Path(str(importlib.import_module(name, __package__).__file__)).read_bytes()
+            )
+        except OSError:  # no source to read: nothing says the rows are this code's
+            return None
+    return digest.hexdigest()
+
+
+def row_blocks(
+    outcome: Any,
+    *,
+    trace_url: str | None = None,
+    project: str | None = None,
+    redaction: RedactionPolicy = DEFAULT_POLICY,
+) -> Iterator[str]:
+    """The page's blocks of rows (`rows_element`), worst first, for `outcome.run_dir`'s run:
+    read back from the rows kept in the run directory when they were built from the same
+    files, grading, options and code (`tracegrade.rundir.kept_rows`); else built from the
+    store and the trace file (`page_rows`), each row encoded once, and kept for the next
+    page. Nothing is read before the first block is asked for."""
+    from ..rundir.directory import RunDirectory
+    from ..rundir.kept_rows import content_stamp, keep_rows, read_rows
+
+    ordered = _ordered(outcome)
+    keys = [""] * len(ordered)
+    for i, t, q in ordered:
+        keys[i] = json.dumps([t.target, q.id, q.trial])
+    run, names = RunDirectory(outcome.run_dir), [t.target for t in outcome.targets]
+    code, stamp = _row_code(), None
+    if code is not None and run.has_store():
+        options = [str(outcome.grading_id), repr(redaction), trace_url or "", project or ""]
+        stamp = content_stamp(run, names, code, *options)
+        kept = read_rows(run, stamp)
+        if kept is not None and [k for k, _ in kept] == keys and _masked(kept, redaction):
+            texts = [kept[i][1] for i, _, _ in ordered]
+            yield from (rows_of(b) for b in _blocks(texts) if b)
+            return
     runs, records = load_sources(Path(outcome.run_dir), names)
-    blocks = page_rows(
+    built = [""] * len(ordered)
+    for block in page_rows(
         outcome,
         runs=runs,
         records=records,
         trace_url=trace_url,
         project=project,
         redaction=redaction,
-    )
-    return "".join(page_parts(outcome, page_header(outcome), blocks))
+    ):
+        texts = [json_for_script(q) for q in block]
+        for q, text in zip(block, texts, strict=True):
+            built[q["i"]] = text
+        yield rows_of(texts)
+    if stamp is not None:
+        keep_rows(run, stamp, list(zip(keys, built, strict=True)))
+
+
+def _masked(kept: Sequence[tuple[str, str]], redaction: RedactionPolicy) -> bool:
+    """No value the policy masks from the environment (`redaction.env`, secret-named
+    variables) is in the kept rows: those values are read when the page is made and are no
+    part of the stamp (a secret's digest written down could be guessed back)."""
+    values = [v for v in secret_env_values(os.environ, redaction.env) if v not in redaction.allow]
+    if not values:
+        return True
+    text = "\n".join(t for _, t in kept)
+    forms = {f for v in values for f in (v, json.dumps(v)[1:-1], json_for_script(v)[1:-1])}
+    return not any(f in text for f in forms)
 
 
 def write_html(outcome: Any, path: Path | str, **options: Any) -> Path:

@@ -11,6 +11,7 @@ runs/<run id>/
   traces/<target>.<part>.jsonl  a worker's own trace file (`w0`..., pytest-xdist's `gw0`...),
                                 folded into the target's file when it ends or by the next run
   graders/<target>/...          copies of the user grading modules the run used
+  page-rows.cache               the HTML report's rows, kept by the first page (`kept_rows`)
   work/<target>/<question>/trial-<n>/
                                 a question run's own folder for the agent to write to (kept
                                 only when it wrote something)
