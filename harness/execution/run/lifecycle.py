@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
 from ...inputs.config import Config, TargetConfig
 from ...records import GradeResult
 from ...rundir.directory import RunDirectory
@@ -28,10 +27,9 @@ from ...verdicts.result import QuestionResult
 from ..executors.dispatch import arun_plans, connect_executor
 from ..executors.loops import run_without_loop
 from ..question.grading import AttachedGrader
-from .changed import HINT, refuse_changed_rubrics, refuse_other_config
-from .prepare import plan_of, prepare_run, select_share
-from .prepared import ExecutorSettings, RunSettings
-from .services import redaction_notes, run_services, stored_attachments
+from .prepare import prepare_run
+from .prepared import ExecutorSettings
+from .reopen import narrow_to_missing, prepare_resume
 
 __all__ = ["aresume_run", "astart_run", "decided", "resume_run", "start_run"]
 
@@ -164,62 +162,23 @@ async def aresume_run(
     """Finish an interrupted run: ask only the questions it has no committed row for, with
     the graders the run stored, then score the whole run (`workers`, `executor`: as for
     `astart_run`)."""
-    settings = RunSettings.of(config)
-    directory = RunDirectory.open(run, runs_dir=settings.runs_dir)
-    run_dir, manifest = directory.path, directory.manifest()
-    refuse_other_config(manifest, settings)
-    refuse_changed_rubrics(manifest)
-    where = settings.executor.with_options(executor=executor, workers=workers)
+    prepared = prepare_resume(config, run, use_cache=use_cache)
+    where = prepared.settings.executor.with_options(executor=executor, workers=workers)
     connect_executor(where)
-    selection = Selection.from_record(manifest.selection)
-    targets = [config.select_targets([name])[0] for name in manifest.targets]
-    services = run_services(settings, run_dir, use_cache)
-    attached = stored_attachments(manifest, run_dir, services)
-    notes: list[str] = redaction_notes(settings.redaction)
+    notes = list(prepared.notes)
     lost: list[int] = []
-    with directory.store(redaction=settings.redaction) as store, directory.lock(store):
-        grading_id = directory.own_grading(store, manifest=manifest)
-        plans = []
-        for target in targets:
-            dataset, questions, ordinals = select_share(target, selection)
-            stored_sha = manifest.targets[target.name].dataset.sha256
-            if dataset.sha256 != stored_sha:
-                raise InputError(
-                    f"the dataset changed since the run started (sha256 {stored_sha[:12]} -> "
-                    f"{dataset.sha256[:12]}): resuming would grade the rest against other "
-                    "questions",
-                    file=str(target.dataset),
-                    key=f"/targets/{target.name}/dataset",
-                    hint=HINT,
-                )
-            # Per trial: the repeats the run started with (its manifest), each trial missing.
-            repeats = manifest.targets[target.name].repeats
-            done = store.finished_trials(target.name)
-            trials = {
-                str(q.id): [t for t in range(repeats) if (str(q.id), t) not in done]
-                for q in questions
-            }
-            missing = [q for q in questions if trials[str(q.id)]]
-            plan = plan_of(target, missing, dataset, attached[target.name], services)
-            plan.ordinals = ordinals
-            plan.trials = trials
-            plans.append(plan)
-            if repeats > 1:
-                left = sum(len(t) for t in trials.values())
-                notes.append(
-                    f"{target.name}: resumed {left} of {len(questions) * repeats} trial(s) "
-                    f"({len(missing)} question(s))"
-                )
-            else:
-                notes.append(
-                    f"{target.name}: resumed {len(missing)} of {len(questions)} question(s)"
-                )
+    directory = prepared.directory
+    with directory.store(redaction=prepared.settings.redaction) as store, directory.lock(store):
+        grading_id = directory.own_grading(store, manifest=prepared.manifest)
+        # what is left is read once the run is held: no other process commits to it now
+        notes += narrow_to_missing(prepared, store.finished_trials)
+        plans = list(prepared.plans.values())
         if on_start is not None:
-            on_start(run_dir, sum(p.work_count() for p in plans))
+            on_start(prepared.run_dir, prepared.total)
         notes += await arun_plans(
             [p for p in plans if p.questions],
             lost=lost,
-            settings=dataclasses.replace(settings, executor=where),
+            settings=dataclasses.replace(prepared.settings, executor=where),
             run=directory,
             store=store,
             grading_id=grading_id,
@@ -230,7 +189,7 @@ async def aresume_run(
         # the resumed rows went into the run's own grading: a later one (a `grade` of the
         # interrupted run) is older than them, so the verdict is a new grading of them all
         grading_id = store.current_grading(grading_id, mode="resume")
-        outcome = decided(directory, store, grading_id, targets, attached)
+        outcome = decided(directory, store, grading_id, prepared.targets, prepared.attached)
     outcome.notes[:0] = notes
     return outcome
 

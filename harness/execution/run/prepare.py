@@ -10,7 +10,7 @@ import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigError, NothingToRunError, RubricError
 from ...inputs.config import Config, TargetConfig
@@ -44,6 +44,10 @@ from .prepared import PreparedRun, PreparedTarget, RunSettings
 from .services import judge_identity, redaction_notes, run_services
 from .shards import shard_questions
 
+if TYPE_CHECKING:
+    from ...graders.base import GraderServices
+    from ...inputs.dataset import Dataset, Question
+
 __all__ = [
     "PreparedRun",
     "describe",
@@ -57,7 +61,7 @@ __all__ = [
 
 def select_share(
     target: TargetConfig, selection: Selection
-) -> tuple[Any, list[Any], dict[str, int]]:
+) -> tuple[Dataset, list[Question], dict[str, int]]:
     """(dataset, the questions of this run's shard, ordinals in the whole selection): a
     shard's questions keep the positions they have in the unsharded run."""
     dataset, questions = select(target, selection)
@@ -72,7 +76,7 @@ def selected_ids(config: Config, selection: Selection) -> set[str]:
     return {str(q.id) for t in targets for q in select_share(t, selection)[1]}
 
 
-def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
+def select(target: TargetConfig, selection: Selection) -> tuple[Dataset, list[Question]]:
     from ...inputs.dataset import load_dataset, select_questions
 
     dataset = load_dataset(target.dataset)
@@ -88,7 +92,10 @@ def select(target: TargetConfig, selection: Selection) -> tuple[Any, list[Any]]:
 
 
 def _target_manifest(
-    target: TargetConfig, dataset: Any, attached: Sequence[AttachedGrader], module_copy: str | None
+    target: TargetConfig,
+    dataset: Dataset,
+    attached: Sequence[AttachedGrader],
+    module_copy: str | None,
 ) -> TargetManifest:
     specs = [
         a.spec.model_copy(update={"module": module_copy}) if a.spec.source == "module" else a.spec
@@ -114,10 +121,10 @@ def _target_manifest(
 
 def plan_of(
     target: TargetConfig,
-    questions: list[Any],
-    dataset: Any,
-    attached: list,
-    services: Any,
+    questions: list[Question],
+    dataset: Dataset,
+    attached: list[AttachedGrader],
+    services: GraderServices,
     *,
     load_agent: bool = True,
 ) -> TargetPlan:
@@ -261,6 +268,7 @@ def prepare_run(
         directory=run,
         manifest=manifest,
         settings=settings,
+        services=services,
         entries=entries,
         notes=tuple(notes),
     )
@@ -281,7 +289,7 @@ def _copy_judge_files(attached: Sequence[AttachedGrader], module_dir: Path, dest
         shutil.copyfile(source, dest / relative)
 
 
-def _label_typos(selection: Selection, questions: Sequence[Any]) -> list[str]:
+def _label_typos(selection: Selection, questions: Sequence[Question]) -> list[str]:
     """A `--tag` or `--bundle` no question of the targets' datasets carries, with a
     did-you-mean."""
     from ...inputs.dataset import unknown_label_hints

@@ -4,7 +4,8 @@ Nothing below the lifecycle's entry points takes the whole `Config`: the executo
 services, the telemetry, the pytest session and re-grading read a `RunSettings` (the
 run-wide settings: paths, judge, redaction, pricing, telemetry, the executor) and each
 target's `PreparedTarget` (its target, selected questions, graders and plan). A new run's
-`PreparedRun` holds both with its directory and manifest (`prepare.prepare_run`)."""
+`PreparedRun` holds both with its directory and manifest (`prepare.prepare_run`); a stored
+run's, what its directory recorded (`reopen.prepare_resume`, `reopen.prepare_regrade`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ...rundir.manifest import RunManifest
 
 if TYPE_CHECKING:  # the runner imports LangChain's pieces; re-grading never needs them
     from ...cost.pricing import PriceTable
+    from ...graders.base import GraderServices
     from ..question.grading import AttachedGrader
     from ..question.runner import TargetPlan
 
@@ -101,17 +103,20 @@ class PreparedTarget:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedRun:
-    """A new run: every input checked, its directory created and its identity written; no
-    question asked yet (`prepare.prepare_run`)."""
+    """A run ready to go: a new one with every input checked, its directory created and its
+    identity written (`prepare.prepare_run`), or a stored one prepared again from what it
+    recorded (`reopen`); no question asked yet."""
 
     run_id: str
     directory: RunDirectory
-    """The run's directory (created, its manifest written)."""
+    """The run's directory (its manifest written)."""
     manifest: RunManifest
     """The manifest written (`identity.json`)."""
     settings: RunSettings
+    services: GraderServices
+    """The grader services the run grades with (judge, cache, rubrics, prices)."""
     entries: tuple[PreparedTarget, ...]
-    """The selected targets, in config order."""
+    """The selected targets, in config order (a stored run's: in the order it recorded)."""
     notes: tuple[str, ...] = ()
 
     @property

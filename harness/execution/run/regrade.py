@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...cost.usage import ModelCall, judge_meter
-from ...errors import ConfigError, InputError
-from ...inputs.config import Config, TargetConfig, parse_gate, parse_grader_entry
+from ...errors import InputError
+from ...inputs.config import Config, TargetConfig
 from ...records import RunRecord, ToolRecord
 from ...rundir.directory import RunDirectory
-from ...rundir.manifest import RunManifest
 from ...rundir.outcome import RunOutcome
 from ...rundir.store import ResultStore
 from ...rundir.verdict import record_scope
@@ -28,23 +27,21 @@ from ...verdicts.scoring import GraderVerdict, score_question
 from ..executors.loops import run_without_loop
 from ..question.accounting import with_judges
 from ..question.conversation import agrade_conversation
-from ..question.grading import (
-    AttachedGrader,
-    attach_graders,
-)
+from ..question.grading import AttachedGrader
 from ..question.messages import messages_for_agent
-from .changed import refuse_changed_rubrics
 from .lifecycle import decided
-from .planning import effective_graders, planned
-from .prepared import RunSettings
-from .services import redaction_notes, run_services, stored_attachments
+from .reopen import prepare_regrade
+
+if TYPE_CHECKING:
+    from ...graders.base import Grader, GraderServices
+    from ...inputs.blocks.conversation import Turn
 
 __all__ = ["aregrade", "aregrade_run", "reads_environment", "regrade_run"]
 
 log = logging.getLogger(__name__)
 
 
-def reads_environment(grader: Any) -> bool:
+def reads_environment(grader: Grader | type[Grader]) -> bool:
     """Graders whose verdict needs the question's live environment (gone after the run): they
     declare it in their `evidence` (`tracegrade.graders.declarations`)."""
     from ...graders.declarations import evidence_of
@@ -53,8 +50,8 @@ def reads_environment(grader: Any) -> bool:
 
 
 def _input_messages(
-    row: Mapping[str, Any], stored: QuestionResult, system_prompt: str | None
-) -> list[dict[str, Any]]:
+    row: Mapping[str, object], stored: QuestionResult, system_prompt: str | None
+) -> list[dict[str, object]]:
     """The messages graders get, as at run time: a conversation with the target's system
     prompt in place of a stored one; a conversation of turns or with a simulated user, the
     transcript the run stored."""
@@ -64,34 +61,36 @@ def _input_messages(
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     if isinstance(value, list):
-        return messages_for_agent([dict(m) for m in value], system_prompt)
+        return [dict(m) for m in messages_for_agent([dict(m) for m in value], system_prompt)]
     return list(stored.answer.messages)
 
 
-def _current_rows(target: TargetConfig) -> dict[str, dict[str, Any]]:
+def _current_rows(target: TargetConfig) -> dict[str, dict[str, object]]:
     from ...inputs.dataset import load_dataset
 
     dataset = load_dataset(target.dataset)
     return {str(q.id): q.row() for q in dataset.questions}
 
 
-def _turns_sent(row: Mapping[str, Any], stored: QuestionResult) -> list[Any]:
+def _turns_sent(row: Mapping[str, object], stored: QuestionResult) -> list[Turn]:
     """The turns of a `turns` conversation the run sent (its user messages), as Turn models."""
     from ...inputs.blocks.conversation import Turn
 
-    raw = row.get("turns") or ()
+    raw = row.get("turns")
+    if not isinstance(raw, list):
+        return []
     sent = sum(1 for m in stored.answer.messages if m.get("role") == "user")
-    return [Turn(content=t) if isinstance(t, str) else Turn(**t) for t in raw][:sent]
+    return [Turn(content=t) if isinstance(t, str) else Turn.model_validate(t) for t in raw][:sent]
 
 
 async def _regrade_question(
     stored: QuestionResult,
     *,
-    row: Mapping[str, Any],
+    row: Mapping[str, object],
     record: ToolRecord | None,
     attached: Sequence[AttachedGrader],
     target: TargetConfig,
-    services: Any,
+    services: GraderServices,
     previous: Mapping[str, GraderVerdict],
 ) -> QuestionResult:
     error, error_type = stored.error, stored.error_type
@@ -136,13 +135,10 @@ async def _regrade_question(
                 graders.append(by_id[a.grader.id])
                 continue
             carried = previous.get(a.grader.id)
-            how: dict[str, Any] = {"spec": a.attachment.spec}
+            spec = a.attachment.spec
             if carried is not None:
-                graders.append(
-                    carried.model_copy(
-                        update={"reason": f"{carried.reason} (carried over from the run)", **how}
-                    )
-                )
+                reason = f"{carried.reason} (carried over from the run)"
+                graders.append(carried.model_copy(update={"reason": reason, "spec": spec}))
             else:
                 graders.append(
                     GraderVerdict(
@@ -152,7 +148,7 @@ async def _regrade_question(
                         max_score=float(a.grader.max_score),
                         reason="needs the question's live environment, which closed after the run",
                         error=True,
-                        **how,
+                        spec=spec,
                     )
                 )
     # the stored result with this grading's verdicts: one record, nothing copied field by field
@@ -162,9 +158,7 @@ async def _regrade_question(
                 "graders": graders,
                 "error": error,
                 "error_type": error_type,
-                "usage": with_judges(
-                    stored.answer.usage, judge_calls, getattr(services, "prices", None)
-                ),
+                "usage": with_judges(stored.answer.usage, judge_calls, services.prices),
             }
         )
     )
@@ -176,7 +170,7 @@ async def aregrade(
     run: RunDirectory,
     targets: Sequence[TargetConfig],
     attached: Mapping[str, Sequence[AttachedGrader]],
-    services: Any,
+    services: GraderServices,
     grading_id: int,
     current_rows: bool = False,
     on_done: Callable[[QuestionResult], None] | None = None,
@@ -246,54 +240,13 @@ async def aregrade_run(
         )
     if goal is not None and not goal.strip():
         raise InputError("--goal must not be blank", key="--goal")
-    settings = RunSettings.of(config)
-    directory = RunDirectory.open(run, runs_dir=settings.runs_dir)
-    run_dir, manifest = directory.path, directory.manifest()
-    refuse_changed_rubrics(manifest)  # an edit in place under the same version
-    services = run_services(settings, run_dir, use_cache)
-    names = list(manifest.targets)
-    targets: list[TargetConfig] = []
-    attached: dict[str, list[AttachedGrader]] = {}
-    if goal is not None:
-        if services.judge_provider is None:
-            raise ConfigError(
-                "--goal grades with the goal judge, which needs a `judge:` block in the config",
-                file=str(settings.config_path),
-                key="/judge",
-            )
-        targets = [_stored_target(config.targets.get(name), name, manifest) for name in names]
-        for target in targets:
-            goal_specs, _ = effective_graders(target, goal=goal)
-            attached[target.name] = attach_graders(
-                goal_specs, grading_module=None, services=services
-            )
-    elif current:
-        for name in names:
-            if name not in config.targets:
-                raise ConfigError(
-                    f"target {name!r} of the run is not in the config any more", key="/targets"
-                )
-            target = config.targets[name]
-            targets.append(target)
-            with directory.read_store() as stored_runs:
-                rows = [r.answer.row for r in stored_runs.load_runs(name)]
-            # the config's graders now, as its check plan has them for a stored run
-            attached[name], _ = planned(
-                target,
-                rows,
-                attach_graders(
-                    target.graders, grading_module=target.grading_module, services=services
-                ),
-                services=services,
-                source="grade",
-            )
-    else:
-        attached = stored_attachments(manifest, run_dir, services)
-        targets = [_stored_target(config.targets.get(name), name, manifest) for name in names]
-    scope: dict[str, dict[str, Any]] = {}
+    prepared = prepare_regrade(config, run, current=current, goal=goal, use_cache=use_cache)
+    directory, manifest = prepared.directory, prepared.manifest
+    targets, attached = prepared.targets, prepared.attached
+    scope: dict[str, dict[str, object]] = {}
     if current:  # the config's graders now, held against the config's gate now
         scope = {t.name: {"gate": (t.raw or {}).get("gate")} for t in targets}
-    with directory.store(redaction=settings.redaction) as store:
+    with directory.store(redaction=prepared.settings.redaction) as store:
         if ids:
             from ...errors import NothingToRunError
             from ...inputs.dataset import check_id_patterns, id_selected
@@ -318,7 +271,7 @@ async def aregrade_run(
             run=directory,
             targets=targets,
             attached=attached,
-            services=services,
+            services=prepared.services,
             grading_id=grading_id,
             current_rows=current,
             on_done=on_done,
@@ -326,28 +279,24 @@ async def aregrade_run(
         )
         store.end_grading(grading_id)
         outcome = decided(directory, store, grading_id, targets, attached)
-    outcome.notes[:0] = redaction_notes(settings.redaction) + notes
+    outcome.notes[:0] = list(prepared.notes) + notes
     return outcome
 
 
-def regrade_run(config: Config, run: str | Path, **options: Any) -> RunOutcome:
+def regrade_run(
+    config: Config,
+    run: str | Path,
+    *,
+    current: bool = False,
+    use_cache: bool = True,
+    on_done: Callable[[QuestionResult], None] | None = None,
+    ids: Sequence[str] = (),
+    goal: str | None = None,
+) -> RunOutcome:
     """`aregrade_run` for callers without an event loop (the CLI)."""
-    return run_without_loop("regrade_run", lambda: aregrade_run(config, run, **options))
-
-
-def _stored_target(current: TargetConfig | None, name: str, manifest: RunManifest) -> TargetConfig:
-    """The target as the run stored it (gate and limits from the run's own config), falling
-    back to the config's target now (`current`) for what the snapshot cannot rebuild."""
-    stored = manifest.targets[name]
-    raw = stored.config
-    return TargetConfig(
-        name=name,
-        mode=stored.mode,
-        factory=raw.get("agent") or raw.get("chat_model") or "",
-        dataset=Path(stored.dataset.path),
-        response_char_limit=int(
-            raw.get("response_char_limit", current.response_char_limit if current else 4000)
+    return run_without_loop(
+        "regrade_run",
+        lambda: aregrade_run(
+            config, run, current=current, use_cache=use_cache, on_done=on_done, ids=ids, goal=goal
         ),
-        graders=[parse_grader_entry(g) for g in raw.get("graders") or []],
-        gate=parse_gate(raw.get("gate")),
     )

@@ -7,12 +7,15 @@ it and not each other."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...redaction import RedactionPolicy
 from ...rundir.manifest import RunManifest
 from ..question.grading import AttachedGrader, attach_from_specs, build_services
 from .prepared import RunSettings
+
+if TYPE_CHECKING:
+    from ...graders.base import GraderServices
 
 __all__ = [
     "ANSWERS_VERBATIM_NOTE",
@@ -36,7 +39,7 @@ def redaction_notes(redaction: RedactionPolicy) -> list[str]:
     return [] if redaction.answers else [ANSWERS_VERBATIM_NOTE]
 
 
-def run_services(settings: RunSettings, run_dir: Path, use_cache: bool) -> Any:
+def run_services(settings: RunSettings, run_dir: Path, use_cache: bool) -> GraderServices:
     """The grader services (judge provider, cache, rubrics, redaction, the price table) a run
     grades with."""
     services = build_services(
