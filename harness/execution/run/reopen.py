@@ -79,9 +79,9 @@ def _prepared(
         dataset, questions, ordinals = select_share(target, selection)
         if dataset.sha256 != stored.dataset.sha256:
             raise InputError(
-                f"the dataset changed since run {manifest.run_id} started (sha256 "
-                f"{stored.dataset.sha256[:12]} -> {dataset.sha256[:12]}): going on would grade "
-                "the rest against other questions",
+                f"the dataset changed since the run started (sha256 "
+                f"{stored.dataset.sha256[:12]} -> {dataset.sha256[:12]}): the rest would be "
+                "graded against other questions",
                 file=str(target.dataset),
                 key=f"/targets/{name}/dataset",
                 hint=changed_hint,

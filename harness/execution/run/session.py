@@ -28,9 +28,10 @@ from ...verdicts.result import QuestionResult
 from ..executors.protocol import committing
 from ..question.runner import TargetPlan, arun_target
 from .lifecycle import decided
-from .prepare import plan_of, prepare_run, select
+from .prepare import prepare_run
 from .prepared import RunSettings
-from .services import open_telemetry, run_services, stored_attachments, telemetry_notes
+from .reopen import prepare_stored
+from .services import open_telemetry, telemetry_notes
 
 __all__ = ["RunSession"]
 
@@ -102,22 +103,17 @@ class RunSession:
         cls, config: Config, run_dir: Path | str, *, worker: str, use_cache: bool = True
     ) -> RunSession:
         """Open a run another process created, to add this process's questions to it."""
-        settings = RunSettings.of(config)
-        directory = RunDirectory.open(run_dir, runs_dir=settings.runs_dir)
-        run_dir, manifest = directory.path, directory.manifest()
-        selection = Selection.from_record(manifest.selection)
-        services = run_services(settings, run_dir, use_cache)
-        attached = stored_attachments(manifest, run_dir, services)
-        targets = {}
-        for name in manifest.targets:
-            target = config.select_targets([name])[0]
-            dataset, questions = select(target, selection)
-            if questions:
-                plan = plan_of(target, questions, dataset, attached[name], services)
-                targets[name] = _Target(plan, {str(q.id): q for q in questions})
-        store = directory.store(redaction=settings.redaction)
-        grading_id = directory.own_grading(store, manifest=manifest)
-        return cls(settings, directory, manifest, grading_id, worker, [], targets, store)
+        run = prepare_stored(config, run_dir, use_cache=use_cache)
+        targets = {
+            name: _Target(plan, {str(q.id): q for q in plan.questions})
+            for name, plan in run.plans.items()
+            if plan.questions
+        }
+        store = run.directory.store(redaction=run.settings.redaction)
+        grading_id = run.directory.own_grading(store, manifest=run.manifest)
+        return cls(
+            run.settings, run.directory, run.manifest, grading_id, worker, [], targets, store
+        )
 
     def questions(self, target: str) -> list[Any]:
         """The selected questions of `target`, in selection order."""

@@ -125,12 +125,9 @@ class Monitor:
         self._grading_id: int | None = None
 
     def _reopen(self, run: str | Path, use_cache: bool) -> None:
-        from ...execution.run.prepare import plan_of, select_share
-        from ...execution.run.prepared import RunSettings
-        from ...execution.run.services import run_services, stored_attachments
+        from ...execution.run.reopen import prepare_stored
 
-        directory = RunDirectory.open(run, runs_dir=self.config.runs_dir)
-        manifest = directory.manifest()
+        manifest = RunDirectory.open(run, runs_dir=self.config.runs_dir).manifest()
         source = manifest.source
         if source is None or source.kind != SOURCE_KIND or self.target not in manifest.targets:
             raise InputError(
@@ -139,27 +136,18 @@ class Monitor:
                 hint="name a run that `tracegrade receive --target "
                 f"{self.target}` started, or leave --run out to start one",
             )
-        target = self.config.select_targets([self.target])[0]
-        services = run_services(RunSettings.of(self.config), directory.path, use_cache)
-        attached = stored_attachments(manifest, directory.path, services)
-        selection = Selection.from_record(manifest.selection)
-        dataset, questions, ordinals = select_share(target, selection)
-        stored_sha = manifest.targets[self.target].dataset.sha256
-        if dataset.sha256 != stored_sha:
-            raise InputError(
-                f"the dataset changed since monitor run {manifest.run_id} started "
-                f"(sha256 {stored_sha[:12]} -> {dataset.sha256[:12]})",
-                file=str(target.dataset),
-                key=f"/targets/{self.target}/dataset",
-                hint="start a new monitor run (leave --run out)",
-            )
-        plan = plan_of(
-            target, questions, dataset, attached[self.target], services, load_agent=False
+        prepared = prepare_stored(
+            self.config,
+            run,
+            use_cache=use_cache,
+            load_agents=False,
+            targets=(self.target,),
+            changed_hint="start a new monitor run (leave --run out)",
         )
-        plan.ordinals = ordinals
-        plan.run_id = manifest.run_id
-        self.run_id, self.directory, self.manifest = manifest.run_id, directory, manifest
-        self.plan, self.targets, self.attached = plan, [target], attached
+        self.run_id, self.directory = prepared.run_id, prepared.directory
+        self.manifest = prepared.manifest
+        self.plan = prepared.plans[self.target]
+        self.targets, self.attached = prepared.targets, prepared.attached
         self._grading_id = None
 
     @property
