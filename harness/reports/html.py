@@ -530,10 +530,8 @@ def row_blocks(
     from ..rundir.directory import RunDirectory
     from ..rundir.kept_rows import content_stamp, keep_rows, read_rows
 
-    ordered = _ordered(outcome)
-    keys = [""] * len(ordered)
-    for i, t, q in ordered:
-        keys[i] = json.dumps([t.target, q.id, q.trial])
+    # in run order (the order `_ordered` numbers them), the verdicts sorted by only when read
+    keys = [json.dumps([t.target, q.id, q.trial]) for t in outcome.targets for q in t.questions]
     run, names = RunDirectory(outcome.run_dir), [t.target for t in outcome.targets]
     code, stamp = _row_code(), None
     if code is not None and run.has_store():
@@ -541,11 +539,11 @@ def row_blocks(
         stamp = content_stamp(run, names, code, *options)
         kept = read_rows(run, stamp)
         if kept is not None and [k for k, _ in kept] == keys and _masked(kept, redaction):
-            texts = [kept[i][1] for i, _, _ in ordered]
+            texts = [kept[i][1] for i, _, _ in _ordered(outcome)]
             yield from (rows_of(b) for b in _blocks(texts) if b)
             return
     runs, records = load_sources(Path(outcome.run_dir), names)
-    built = [""] * len(ordered)
+    built = [""] * len(keys)
     for block in page_rows(
         outcome,
         runs=runs,
