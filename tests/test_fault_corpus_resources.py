@@ -464,7 +464,9 @@ def test_the_page_of_a_run_with_10_mb_answers_opens_with_the_cuts_noted(tmp_path
     from tracegrade.rundir.store import ResultStore
 
     size = 10_000_000
-    config = hang_project(tmp_path, [f"big {size}"] * 3 + ["fine"])
+    # the agent's own timeout generous: this test is about the page, and under stress --cpu 6
+    # (load 15) each question of 10 MB took past the default 5 s of its own time
+    config = hang_project(tmp_path, [f"big {size}"] * 3 + ["fine"], timeout_s=600)
     page_file = tmp_path / "page.html"
     code, console, _, _ = run_cli(config, "--html", str(page_file), limit_s=900)
     assert code == 0, console
