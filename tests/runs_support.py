@@ -6,7 +6,7 @@ The agent answers by the question's text:
 - "weather in Rome?"   answers without looking anything up (tool_usage fails)
 - "crash please"       the model raises (agent error)
 - "upstream timeout"   the model raises its own TimeoutError (an agent error, not the deadline)
-- "be slow"            calls a tool that sleeps far beyond the timeout
+- "be slow"            calls a tool that sleeps 30 s, far beyond the timeout a test of it sets
 - "echo system"        answers with the system message it was given
 - "remember it"        writes to the question's environment (state_grader passes)
 - "cancel B100"        calls a tool that raises, then claims it cancelled
@@ -208,7 +208,9 @@ def write_project(
     t: dict[str, Any] = {
         "agent": "agent.py:build_graph",
         "dataset": "data/questions.yaml",
-        "timeout_s": 2,
+        # generous: a question's own time stretches with the machine's load (at load 13 on 2
+        # cores 'rome' held the loop 3.6 s, past a 2 s timeout); a test of timeouts sets its own
+        "timeout_s": 60,
         "concurrency": 4,
         "graders": ["tool_usage_grader", {"id": "contains", "match_on": ["expected", "keyword"]}],
     }

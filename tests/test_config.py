@@ -83,7 +83,7 @@ def test_defaults_apply_and_targets_override(tmp_path):
     path = write_project(
         tmp_path,
         config={"defaults": {"concurrency": 3, "timeout_s": 9}},
-        target={"concurrency": None},
+        target={"concurrency": None, "timeout_s": 2},
     )
     config = load_config(path)
     target = config.targets["t"]
