@@ -319,6 +319,9 @@ def test_dev_zero_named_as_a_trace_file_is_said_to_be_a_device(tmp_path, capsys)
 
 
 # -- 7. receive --gate with dropped traces ---------------------------------------------------
+LOOPBACK_S = 120  # each request to the receiver: generous, as a loaded machine stretches it
+
+
 def _receive(config: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
         [
@@ -348,17 +351,24 @@ def test_receive_gate_with_dropped_traces_is_incomplete_and_says_so(tmp_path, ca
     config = _project(tmp_path)
     process, url = _receive(config, "--window", "4", "--gate", "--max-traces", "1")
     try:
-        assert httpx.post(url, json=request(paris_trace(PASSING))).status_code == 200
+        assert (
+            httpx.post(url, json=request(paris_trace(PASSING)), timeout=LOOPBACK_S).status_code
+            == 200
+        )
         status = url.replace("/v1/traces", "/status")
-        deadline = time.monotonic() + 30
-        while httpx.get(status).json()["traces_graded"] < 1:
+        deadline = time.monotonic() + 300  # generous: ends as soon as the trace is graded
+        while httpx.get(status, timeout=LOOPBACK_S).json()["traces_graded"] < 1:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         # one trace held waiting for its root fills the cap: the next is dropped whole
-        assert httpx.post(url, json=_rootless(paris_trace(f"{3:06x}" + "0" * 26))).is_success
-        refused = httpx.post(url, json=request(paris_trace(FAILING, city="Rome"))).json()
+        assert httpx.post(
+            url, json=_rootless(paris_trace(f"{3:06x}" + "0" * 26)), timeout=LOOPBACK_S
+        ).is_success
+        refused = httpx.post(
+            url, json=request(paris_trace(FAILING, city="Rome")), timeout=LOOPBACK_S
+        ).json()
         assert refused["partialSuccess"]["rejectedSpans"] == "3"
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=300)
     finally:
         process.kill()
     assert process.returncode == 3, out + err
@@ -378,9 +388,9 @@ def test_receive_gate_whose_only_traces_were_dropped_is_incomplete_not_nothing(t
     config = _project(tmp_path)
     process, url = _receive(config, "--window", "2", "--gate", "--max-traces", "1")
     try:
-        assert httpx.post(url, json=_rootless(paris_trace(PASSING))).is_success
-        assert httpx.post(url, json=request(paris_trace(FAILING))).is_success
-        out, err = process.communicate(timeout=60)
+        assert httpx.post(url, json=_rootless(paris_trace(PASSING)), timeout=LOOPBACK_S).is_success
+        assert httpx.post(url, json=request(paris_trace(FAILING)), timeout=LOOPBACK_S).is_success
+        out, err = process.communicate(timeout=300)
     finally:
         process.kill()
     assert process.returncode == 3, out + err
