@@ -10,18 +10,17 @@ import asyncio
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
-from tracegrade.errors import EvaluationError
+from tracegrade import EvaluationError, load_config
 from tracegrade.execution.executors.protocol import committing
 from tracegrade.execution.question.commits import CommitBatch
-from tracegrade.inputs.config import load_config
 from tracegrade.rundir.store import ResultStore
 
 
 def _plan(tmp_path, questions: int, concurrency: int, latency_s: float = 0.0):
+    from tracegrade import load_dataset
     from tracegrade.execution.question.grading import attach_graders
     from tracegrade.execution.run.prepare import plan_of
     from tracegrade.execution.run.services import run_services
-    from tracegrade.inputs.dataset import load_dataset
 
     rows = [{**QUESTIONS["paris"], "id": f"p{i}"} for i in range(questions)]
     path = write_project(

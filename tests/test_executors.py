@@ -11,14 +11,12 @@ import pytest
 
 from tests.runs_support import write_project
 from tests.test_crash_safety import _questions
+from tracegrade import QuestionResult, Selection, load_config
 from tracegrade.execution.executors.dispatch import executor_for
 from tracegrade.execution.executors.protocol import ExecutionPlan, Executor
 from tracegrade.execution.run.prepare import prepare_run
 from tracegrade.execution.run.prepared import ExecutorSettings
 from tracegrade.execution.run.services import open_telemetry
-from tracegrade.inputs.config import load_config
-from tracegrade.rundir.outcome import Selection
-from tracegrade.verdicts.result import QuestionResult
 
 
 @pytest.mark.parametrize(("workers", "kind"), [(1, "LocalExecutor"), (2, "WorkerExecutor")])

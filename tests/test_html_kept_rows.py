@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade import load_outcome
 from tracegrade.cli import main
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports import html
 from tracegrade.rundir import kept_rows
 from tracegrade.rundir.directory import RunDirectory
-from tracegrade.rundir.history import load_outcome
 
 
 @pytest.fixture

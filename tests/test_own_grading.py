@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tracegrade import RunManifest
 from tracegrade.rundir.directory import RunDirectory
-from tracegrade.rundir.manifest import DatasetRef, GraderRecord, RunManifest, TargetManifest
+from tracegrade.rundir.manifest import DatasetRef, GraderRecord, TargetManifest
 
 
 def _manifest(run_id: str) -> RunManifest:

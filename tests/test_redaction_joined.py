@@ -11,10 +11,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.records import Outcome, ToolCall, ToolRecord
+from tracegrade import Outcome, QuestionAnswer, QuestionResult, ToolCall, ToolRecord
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, DeferredScan, RedactionPolicy
 from tracegrade.reports import html_data
-from tracegrade.verdicts.result import QuestionAnswer, QuestionResult
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 _SECRETS = [

@@ -9,10 +9,9 @@ import sqlite3
 import pytest
 
 from tests.runs_support import QUESTIONS, write_project
-from tracegrade import InputError, load_config, regrade_run, resume_run, start_run
+from tracegrade import InputError, Selection, load_config, regrade_run, resume_run, start_run
 from tracegrade.execution.run.prepared import PreparedRun
 from tracegrade.execution.run.reopen import narrow_to_missing, prepare_regrade, prepare_resume
-from tracegrade.rundir.outcome import Selection
 from tracegrade.rundir.store import ResultStore
 
 

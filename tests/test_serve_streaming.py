@@ -139,7 +139,7 @@ def test_the_first_rows_are_drawn_before_the_rest_is_built(app_url, held):
 def test_a_first_look_after_a_restart_reads_the_rows_the_run_keeps(big_run, app_url, monkeypatch):
     run_dir = big_run / "20260102-000000-big000"
     if not (run_dir / KEPT_FILE).is_file():  # the page built once (by the test above, or here)
-        from tracegrade.rundir.history import load_outcome
+        from tracegrade import load_outcome
 
         html.render_html(load_outcome(run_dir))
 

@@ -10,10 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracegrade import QuestionResult
-from tracegrade.errors import InputError
+from tracegrade import InputError, QuestionAnswer, QuestionResult
 from tracegrade.rundir.store import ResultStore
-from tracegrade.verdicts.result import QuestionAnswer
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
