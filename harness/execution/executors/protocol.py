@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from ...capture.telemetry import ExportReport
+from ...capture.telemetry import ExportReport, RunTelemetry
 from ...inputs.dataset import Question
 from ...records import RunRecord
 from ...rundir.directory import RunDirectory
@@ -71,7 +71,7 @@ class ExecutionPlan:
     """The run's directory: where worker trace parts go and are folded."""
     trace_file: Path | None
     """The target's trace file; None: the config asks for none."""
-    open_telemetry: Callable[[Path | None], Any]
+    open_telemetry: Callable[[Path | None], RunTelemetry]
     """The run's telemetry for a trace file (its OTLP endpoint, redaction): this process's."""
     config_path: Path
     """What a worker process or Ray actor rebuilds its plan from."""

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import re
 import shutil
 import signal
 import tempfile
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
 from ...capture.telemetry import ExportReport
 from ...errors import ConfigError, EvaluationError
@@ -48,7 +49,7 @@ from .workers import (
 __all__ = ["RayExecutor", "RayWorker", "arun_target_on_ray", "connect_ray", "import_ray"]
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """The `ray` module; a config asking for it without it installed is invalid input."""
     try:
         import ray
@@ -94,11 +95,11 @@ class RayWorker:
             result = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
         return result, self._new_lines()
 
-    def finish(self) -> tuple[dict[str, object], bytes]:
+    def finish(self) -> tuple[ExportReport, bytes]:
         report = self.telemetry.shutdown()
         lines = self._new_lines()
         shutil.rmtree(self.folder, ignore_errors=True)
-        return dataclasses.asdict(report), lines
+        return report, lines
 
 
 def connect_ray(address: str | None, workers: int) -> None:
@@ -111,7 +112,7 @@ def connect_ray(address: str | None, workers: int) -> None:
     ray = import_ray()
     if ray.is_initialized():
         return
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    options = {"include_dashboard": False, "log_to_driver": False}
     target = address or os.environ.get("RAY_ADDRESS")
     # ray.init installs a SIGTERM handler of its own (sys.exit): a CI runner's SIGTERM must
     # end the run as Ctrl-C does, with the resume hint, so the run's handlers are put back
@@ -135,7 +136,11 @@ def connect_ray(address: str | None, workers: int) -> None:
                 signal.signal(signum, handler)
 
 
-def _stop_handlers() -> dict[int, Any]:
+_Handler = Callable[[int, FrameType | None], object] | int | None
+"""A signal's handler as `signal.getsignal` gives it (a function, SIG_DFL/SIG_IGN, or None)."""
+
+
+def _stop_handlers() -> dict[int, _Handler]:
     if threading.current_thread() is not threading.main_thread():
         return {}
     names = ("SIGTERM", "SIGHUP", "SIGINT")
@@ -154,9 +159,9 @@ class RayExecutor:
         return combined_report(reports, execution.trace_file)
 
 
-async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list[dict[str, Any]]:
+async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list[ExportReport]:
     """Run the plan's questions on `execution.workers` Ray actors, committing each result
-    here (its trace-file lines first); returns each actor's span export report as a dict."""
+    here (its trace-file lines first); returns each actor's span export report."""
     plan, trace_file = execution.plan, execution.trace_file
     ray = import_ray()
     connect_ray(execution.settings.ray_address, execution.workers)
@@ -173,7 +178,7 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
     alive = set(range(len(actors)))
     held = {k: 0 for k in alive}
     pending = iter(plan.work())
-    running: dict[asyncio.Future[Any], tuple[int, Question, int]] = {}
+    running: dict[asyncio.Future[tuple[QuestionResult, bytes]], tuple[int, Question, int]] = {}
     if trace_file is not None:
         trace_file.parent.mkdir(parents=True, exist_ok=True)
     sink = trace_file.open("ab") if trace_file is not None else None
@@ -196,7 +201,7 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
                 running[asyncio.ensure_future(_awaited(ref))] = (k, question, trial)
                 held[k] += 1
 
-    reports: list[dict[str, Any]] = []
+    reports: list[ExportReport] = []
     try:
         feed()
         while running:
@@ -234,7 +239,10 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
     return reports
 
 
-async def _awaited(ref: Any) -> Any:
+_T = TypeVar("_T")
+
+
+async def _awaited(ref: Awaitable[_T]) -> _T:
     return await ref
 
 

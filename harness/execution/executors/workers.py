@@ -27,15 +27,26 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...capture.telemetry import ExportReport
 from .processes import ParentGone, child_main, how_it_ended, process_context, reap, start_child
 from .protocol import Commit, Commits, ExecutionPlan, errored
 from .watchdog import GRACE_S, STUCK_S
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from ...capture.telemetry import RunTelemetry
+    from ...inputs.config import CassetteSettings
+    from ...inputs.dataset import Question
+    from ...verdicts.result import QuestionResult
+    from ..question.runner import TargetPlan
+    from ..run.prepared import RunSettings
+    from .processes import Pipe
 
 BEAT_S = 1.0
 """How often a worker tells the parent its loop runs."""
@@ -65,12 +76,12 @@ class WorkerSpec:
     index: int
     concurrency: int
     trace_file: str | None
-    cassettes: Any = None
+    cassettes: CassetteSettings | None = None
     """The target's `CassetteSettings` as the run resolved them (`--cassettes` included)."""
 
 
 # -- the worker process ---------------------------------------------------------------------
-def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
+def build_plan(spec: WorkerSpec) -> tuple[RunSettings, TargetPlan, dict[str, Question]]:
     from ...inputs.config import load_config
     from ...inputs.dataset import load_dataset
     from ...rundir.directory import RunDirectory
@@ -106,11 +117,11 @@ def build_plan(spec: WorkerSpec) -> tuple[Any, Any, dict[str, Any]]:
     return settings, plan, {str(q.id): q for q in dataset.questions}
 
 
-def _worker_main(spec: WorkerSpec, conn: Any) -> None:
+def _worker_main(spec: WorkerSpec, conn: Pipe) -> None:
     """Entry point of a worker process (forked from the clean fork server, or spawned: nothing
     of the run's process inherited but the spec and the pipe)."""
 
-    def setup() -> Callable[[], Any]:
+    def setup() -> Callable[[], Coroutine[object, object, None]]:
         from .watchdog import set_stuck_handler
 
         def stuck(why: str) -> None:  # the loop is held for good: say why, then go
@@ -125,7 +136,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     child_main(conn, setup, name="worker", label=f"worker {spec.index}")
 
 
-def worker_telemetry(settings: Any, trace_file: Path | None) -> Any:
+def worker_telemetry(settings: RunSettings, trace_file: Path | None) -> RunTelemetry:
     """A worker's own telemetry: its trace file, the run's OTLP endpoint and redaction."""
     from ..run.services import open_telemetry
 
@@ -133,8 +144,13 @@ def worker_telemetry(settings: Any, trace_file: Path | None) -> Any:
 
 
 async def run_item(
-    plan: Any, questions: dict, telemetry: Any, qid: str, trial: int, ordinal: int
-) -> Any:
+    plan: TargetPlan,
+    questions: dict[str, Question],
+    telemetry: RunTelemetry,
+    qid: str,
+    trial: int,
+    ordinal: int,
+) -> QuestionResult:
     """One (question, trial) in a worker, as the one-process runner runs it; its spans are in
     the worker's trace file when this returns."""
     from ...capture.recorder import Recorder
@@ -156,7 +172,14 @@ async def run_item(
     return result
 
 
-def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, exc: Exception):
+def unsendable(
+    plan: TargetPlan,
+    questions: dict[str, Question],
+    qid: str,
+    trial: int,
+    ordinal: int,
+    exc: Exception,
+) -> QuestionResult:
     """The errored result standing for one whose values could not be sent back."""
     why = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
     result = errored(plan, questions[qid], trial, why, type(exc).__name__)
@@ -164,10 +187,16 @@ def unsendable(plan: Any, questions: dict, qid: str, trial: int, ordinal: int, e
     return result
 
 
-async def _aserve(spec: WorkerSpec, settings: Any, plan: Any, questions: dict, conn: Any) -> None:
+async def _aserve(
+    spec: WorkerSpec,
+    settings: RunSettings,
+    plan: TargetPlan,
+    questions: dict[str, Question],
+    conn: Pipe,
+) -> None:
     telemetry = worker_telemetry(settings, Path(spec.trace_file) if spec.trace_file else None)
     loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue = asyncio.Queue()
+    inbox: asyncio.Queue[tuple[str, str, int, int] | None] = asyncio.Queue()
     gone = loop.create_future()
 
     def readable() -> None:
@@ -219,20 +248,20 @@ async def _aserve(spec: WorkerSpec, settings: Any, plan: Any, questions: dict, c
         with contextlib.suppress(BaseException):
             loop.remove_reader(conn.fileno())
         report = telemetry.shutdown()
-    conn.send(("report", dataclasses.asdict(report)))
+    conn.send(("report", report))
 
 
 # -- the parent -----------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Worker:
     index: int
-    process: Any
-    conn: Any
+    process: BaseProcess
+    conn: Pipe
     capacity: int
-    held: dict[tuple[str, int], Any] = field(default_factory=dict)
+    held: dict[tuple[str, int], Question] = field(default_factory=dict)
     """(question id, trial) -> question, sent and not yet committed."""
     failure: str | None = None
-    report: dict[str, Any] | None = None
+    report: ExportReport | None = None
     stopping: bool = False
     ended: bool = False
     heard: float = field(default_factory=time.monotonic)
@@ -240,7 +269,7 @@ class _Worker:
 
 
 def worker_specs(
-    plan: Any,
+    plan: TargetPlan,
     *,
     workers: int,
     config_path: Path,
@@ -281,9 +310,9 @@ class WorkerExecutor:
         return combined_report(reports, execution.trace_file)
 
 
-async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> list[dict[str, Any]]:
+async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> list[ExportReport]:
     """Run the plan's questions in `execution.workers` processes, committing each result here;
-    returns each worker's span export report as a dict. Each worker writes its own trace part
+    returns each worker's span export report. Each worker writes its own trace part
     of the run's directory, folded in at the end."""
     plan, run, trace_file = execution.plan, execution.run, execution.trace_file
     ctx = process_context()
@@ -420,20 +449,21 @@ async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> l
     return [w.report for w in pool if w.report]
 
 
-def combined_report(reports: list[dict[str, Any]], trace_file: Path | None) -> ExportReport:
-    """The worker processes' span export reports as one `ExportReport`."""
+def combined_report(reports: list[ExportReport], trace_file: Path | None) -> ExportReport:
+    """The worker processes' span export reports as one `ExportReport` (`trace_file`: the
+    target's, which the workers' own files were folded into)."""
 
-    def first(key: str) -> Any:
-        return next((r[key] for r in reports if r.get(key)), None)
+    def first(values: list[str | None]) -> str | None:
+        return next((v for v in values if v), None)
 
     return ExportReport(
-        exported=sum(r.get("exported", 0) for r in reports),
-        failed=sum(r.get("failed", 0) for r in reports),
-        first_failure=first("first_failure"),
-        written=sum(r.get("written", 0) for r in reports),
-        endpoint=first("endpoint"),
+        exported=sum(r.exported for r in reports),
+        failed=sum(r.failed for r in reports),
+        first_failure=first([r.first_failure for r in reports]),
+        written=sum(r.written for r in reports),
+        endpoint=first([r.endpoint for r in reports]),
         trace_file=trace_file,
-        trace_file_failed=sum(r.get("trace_file_failed", 0) for r in reports),
-        trace_file_failure=first("trace_file_failure"),
-        protocol=first("protocol"),
+        trace_file_failed=sum(r.trace_file_failed for r in reports),
+        trace_file_failure=first([r.trace_file_failure for r in reports]),
+        protocol=first([r.protocol for r in reports]),
     )

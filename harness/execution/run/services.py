@@ -7,7 +7,7 @@ it and not each other."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...redaction import RedactionPolicy
 from ...rundir.manifest import RunManifest
@@ -15,6 +15,7 @@ from ..question.grading import AttachedGrader, attach_from_specs, build_services
 from .prepared import RunSettings
 
 if TYPE_CHECKING:
+    from ...capture.telemetry import ExportReport, RunTelemetry
     from ...graders.base import GraderServices
 
 __all__ = [
@@ -56,14 +57,14 @@ def run_services(settings: RunSettings, run_dir: Path, use_cache: bool) -> Grade
     return services
 
 
-def judge_identity(services: Any) -> dict[str, Any] | None:
+def judge_identity(services: GraderServices) -> dict[str, object] | None:
     provider = services.judge_provider
     if provider is None:
         return None
     return {**provider.identity(), "pinned_knobs": provider.pinned_knobs()}
 
 
-def open_telemetry(settings: RunSettings, trace_file: Path | None) -> Any:
+def open_telemetry(settings: RunSettings, trace_file: Path | None) -> RunTelemetry:
     """The `RunTelemetry` one target's questions are recorded with, as the config says."""
     from ...capture.telemetry import RunTelemetry
 
@@ -77,7 +78,7 @@ def open_telemetry(settings: RunSettings, trace_file: Path | None) -> Any:
     )
 
 
-def telemetry_notes(settings: RunSettings, target: str, report: Any) -> list[str]:
+def telemetry_notes(settings: RunSettings, target: str, report: ExportReport) -> list[str]:
     """What a shut-down telemetry's export report tells the operator."""
     notes = []
     if report.trace_file_failed:
@@ -104,7 +105,7 @@ def telemetry_notes(settings: RunSettings, target: str, report: Any) -> list[str
 
 
 def stored_attachments(
-    manifest: RunManifest, run_dir: Path, services: Any
+    manifest: RunManifest, run_dir: Path, services: GraderServices
 ) -> dict[str, list[AttachedGrader]]:
     """Each target's graders as the run stored them (ids, options, its grading module copy)."""
     return {

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...inputs.config import Config
@@ -33,6 +33,10 @@ from .prepared import RunSettings
 from .reopen import prepare_stored
 from .services import open_telemetry, telemetry_notes
 
+if TYPE_CHECKING:
+    from ...capture.telemetry import RunTelemetry
+    from ...inputs.dataset import Question
+
 __all__ = ["RunSession"]
 
 
@@ -40,9 +44,9 @@ __all__ = ["RunSession"]
 class _Target:
     plan: TargetPlan
     """The target's plan over every selected question (factories loaded, graders attached)."""
-    questions: dict[str, Any]
+    questions: dict[str, Question]
     """Selected questions by id, in selection order."""
-    telemetry: Any = None
+    telemetry: RunTelemetry | None = None
 
 
 @dataclass(slots=True)
@@ -115,7 +119,7 @@ class RunSession:
             run.settings, run.directory, run.manifest, grading_id, worker, [], targets, store
         )
 
-    def questions(self, target: str) -> list[Any]:
+    def questions(self, target: str) -> list[Question]:
         """The selected questions of `target`, in selection order."""
         return list(self._targets[target].questions.values())
 
@@ -141,7 +145,7 @@ class RunSession:
             {name: {"selected": counts.get(name, 0)} for name in self.manifest.targets},
         )
 
-    def _telemetry(self, t: _Target) -> Any:
+    def _telemetry(self, t: _Target) -> RunTelemetry:
         if t.telemetry is None:
             t.telemetry = open_telemetry(self.settings, self._trace_file(t.plan.target.name))
         return t.telemetry
