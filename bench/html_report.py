@@ -171,11 +171,14 @@ def before_this_change() -> Iterator[None]:
                 records[target] = read_trial_records(run.trace_file(target))
         return runs, records
 
-    row_code = html_module._row_code
+    row_code, first_records = html_module._row_code, html_module._first_records
     html_data.build_question = html_module.build_question = each_text
     html_data.load_sources = html_module.load_sources = whole_runs
     html_data.gc_paused = html_module.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     html_module._row_code = lambda: None  # type: ignore[assignment]  # no rows kept or read back
+    html_module._first_records = lambda outcome, names: whole_runs(  # type: ignore[assignment]
+        Path(outcome.run_dir), names
+    )  # the trace file read whole before the first rows
     try:
         yield
     finally:
@@ -183,6 +186,7 @@ def before_this_change() -> Iterator[None]:
         html_module.gc_paused = saved[2]
         html_data.load_sources = html_module.load_sources = loader
         html_module._row_code = row_code  # type: ignore[method-assign]
+        html_module._first_records = first_records
 
 
 def interleaved(

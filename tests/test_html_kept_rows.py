@@ -16,6 +16,7 @@ from tracegrade import load_outcome
 from tracegrade.cli import main
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports import html
+from tracegrade.reports.html_data import load_sources
 from tracegrade.rundir import kept_rows
 from tracegrade.rundir.directory import RunDirectory
 
@@ -126,3 +127,21 @@ def test_a_cut_short_or_unwritable_keep_still_gives_the_page(run, builds, monkey
     monkeypatch.setattr(kept_rows.os, "replace", refuse)
     assert page(run_dir) == first
     assert sorted(p.name for p in run_dir.iterdir() if "page-rows" in p.name) == []
+
+
+def test_the_first_rows_read_only_their_own_lines_of_the_trace_file(run, monkeypatch):
+    # a run of one block (up to 100 questions) never reads its trace file whole; its page is
+    # the page a whole read gives
+    _, run_dir = run
+    whole_reads: list[int] = []
+    real = html.load_records
+    monkeypatch.setattr(
+        html, "load_records", lambda *a, **k: whole_reads.append(1) or real(*a, **k)
+    )
+    narrowed = page(run_dir)
+    assert whole_reads == []
+    (run_dir / kept_rows.KEPT_FILE).unlink()
+    monkeypatch.setattr(
+        html, "_first_records", lambda outcome, names: load_sources(run_dir, names)
+    )  # every record from a whole read
+    assert page(run_dir) == narrowed

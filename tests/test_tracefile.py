@@ -351,3 +351,87 @@ def test_an_archive_mixing_runs_and_targets_keeps_them_apart(tmp_path):
     assert list(read_records(path, target="a", run="r2")["q"]) == []
     with pytest.raises(InputError):
         read_records(path, target="a")  # still two runs of it
+
+
+# -- reading the lines of some traces only (a page's first rows) -----------------------------
+def _recorded_spans(tmp_path_factory) -> list[dict]:
+    """Every span of four recorded questions (calls, a failing call, none), in file order."""
+    path = tmp_path_factory.mktemp("narrow") / "t.jsonl"
+    script = {
+        "q1": [call(tool_call("lookup", {"q": "1"}, id="c")), say("x")],
+        "q2": [call(tool_call("fetch", {"url": "u"}, id="c"), tool_call("boom", {}, id="d")),
+               say("y")],
+        "q3": [say("nothing")],
+        "q4": [call(tool_call("lookup", {"q": "4"}, id="c")), say("z")],
+    }  # fmt: skip
+    with RunTelemetry(trace_file=path) as tel:
+        for qid, turns in script.items():
+            rec = Recorder(
+                tracer=tel.tracer, question_id=qid, dataset="ds", target="t", agent_name="desk"
+            )
+            graph = react_agent(ScriptedChatModel(script=turns), [lookup, fetch, boom])
+            with rec.question_span():
+                state = graph.invoke({"messages": [("user", "go")]}, {"callbacks": [rec]})
+            rec.seal(state)
+    return [
+        span
+        for line in path.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def recorded_spans(tmp_path_factory) -> list[dict]:
+    return _recorded_spans(tmp_path_factory)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    order=st.randoms(use_true_random=False),
+    cuts=st.lists(st.booleans(), min_size=40, max_size=40),
+    broken=st.one_of(st.none(), st.integers(0, 3)),
+)
+def test_reading_some_traces_gives_their_records_as_a_whole_read_does(
+    recorded_spans, tmp_path_factory, order, cuts, broken
+):
+    # Lines of the file as exporters write them: spans of several questions in one line, one
+    # question's spans over several lines, in any order; perhaps a line cut short that still
+    # names a question's trace. Reading only the lines naming a trace gives that trace's
+    # record exactly as reading the whole file does.
+    spans = list(recorded_spans)
+    order.shuffle(spans)
+    lines, line = [], []
+    for i, span in enumerate(spans):
+        line.append(span)
+        if cuts[i % len(cuts)] or i == len(spans) - 1:
+            lines.append(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": line}]}]}))
+            line = []
+    if broken is not None:
+        lines.insert(broken % len(lines), lines[broken % len(lines)][:-7])
+    path = tmp_path_factory.mktemp("lines") / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    whole = read_question_runs(path)
+    assert {k.question_id for k in whole} == {"q1", "q2", "q3", "q4"}
+    traces = {
+        s["traceId"].lower()
+        for s in spans
+        for a in s.get("attributes", [])
+        if a["key"] == "tracegrade.question.id"
+    }
+    assert len(traces) == 4
+    for trace in traces:
+        some = read_question_runs(path, traces=frozenset({trace}))
+        (key,) = [k for k in whole if k in some and _trace_of(spans, k.question_id) == trace]
+        assert some[key] == whole[key] and some[key].problems == whole[key].problems
+
+
+def _trace_of(spans: list[dict], question_id: str) -> str:
+    (trace,) = {
+        s["traceId"].lower()
+        for s in spans
+        for a in s.get("attributes", [])
+        if a["key"] == "tracegrade.question.id" and a["value"].get("stringValue") == question_id
+    }
+    return trace

@@ -31,7 +31,7 @@ from ..records import (
     finalize_calls,
     finalize_interruptions,
 )
-from ..redaction import DEFAULT_POLICY, RedactionPolicy, truncate
+from ..redaction import DEFAULT_POLICY, RedactionPolicy, compile_pattern, truncate
 from ..toolspec import ToolSpec, decode_specs, encode_specs
 
 __all__ = [
@@ -306,13 +306,20 @@ def decode_value(value: Mapping[str, Any]) -> Any:
 _TRACE_ID = re.compile(r'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 
 
-def _spans_of(path: Path, broken: dict[int, set[str]]) -> Iterator[tuple[int, dict]]:
-    """Every span of the file. A line that is not OTLP JSON (half-written when a process was
-    killed, or damaged, or JSON of another shape) is skipped; `broken[line] = trace ids still
-    legible in it`."""
+def _spans_of(
+    path: Path, broken: dict[int, set[str]], traces: frozenset[str] | None = None
+) -> Iterator[tuple[int, dict]]:
+    """Every span of the file (of the lines naming one of `traces`, lower-case trace ids). A
+    line that is not OTLP JSON (half-written when a process was killed, or damaged, or JSON of
+    another shape) is skipped; `broken[line] = trace ids still legible in it`."""
+    # a line naming none of `traces` anywhere holds no span of them (each names its trace id,
+    # as a broken line's legible ones do): one linear RE2 scan a line
+    named = compile_pattern("(?i)" + "|".join(sorted(traces))).search if traces else None
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
+                continue
+            if traces is not None and (named is None or named(line) is None):
                 continue
             try:
                 request = json.loads(line)
@@ -460,6 +467,7 @@ def read_trial_records(
     target: str | None = None,
     run: str | None = None,
     unreadable: list[str] | None = None,
+    traces: frozenset[str] | None = None,
 ) -> dict[tuple[str, int], ToolRecord]:
     """Every record of one run's target in a trace file, keyed by (question id, trial).
 
@@ -468,7 +476,7 @@ def read_trial_records(
     narrowed by `target` and `run`; when a question is still there from two runs or targets,
     keying by question id would merge them, so this raises `InputError` naming them
     (`read_question_runs` keeps them all apart)."""
-    runs = read_question_runs(path, unreadable=unreadable)
+    runs = read_question_runs(path, unreadable=unreadable, traces=traces)
     chosen = {
         k: r
         for k, r in runs.items()
@@ -491,7 +499,10 @@ def read_trial_records(
 
 
 def read_question_runs(
-    path: Path | str, *, unreadable: list[str] | None = None
+    path: Path | str,
+    *,
+    unreadable: list[str] | None = None,
+    traces: frozenset[str] | None = None,
 ) -> dict[QuestionRunKey, ToolRecord]:
     """Every question run's record in a trace file or archive, keyed by (run, target, question,
     trial); a question span without a trial attribute (an older trace file) is trial 0.
@@ -501,6 +512,10 @@ def read_question_runs(
     question span. A line that cannot be read is skipped, and only the questions whose spans it
     held are affected: incomplete when their trace id is legible in it, absent when their
     question span was in it. Each skipped line is described in `unreadable` when a list is given.
+
+    `traces` (lower-case trace ids): only the lines naming one of them are parsed, so the
+    records of those traces are what a whole read gives (and no others are to be trusted: a
+    record of another trace may lack lines); a page's first rows wait for a few of them only.
     """
     path = Path(path)
     questions: dict[
@@ -509,7 +524,7 @@ def read_question_runs(
     calls: dict[str, list[ToolCall]] = {}
     interrupts: dict[str, list[Interruption]] = {}
     broken: dict[int, set[str]] = {}
-    for line_no, span in _spans_of(path, broken):
+    for line_no, span in _spans_of(path, broken, traces):
         try:
             _read_span(span, questions, calls, interrupts)
         except (

@@ -21,6 +21,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from .html_data import (
     VERDICTS,
     build_question,
     gc_paused,
+    load_records,
     load_sources,
     question_verdict,
     trace_link,
@@ -72,6 +74,7 @@ _EXIT_WORDS = {
 
 
 _T = TypeVar("_T")
+_HEX32 = re.compile("[0-9a-fA-F]{32}")
 
 FIRST_ROWS = 100
 """Questions in the first block of rows: one page of the list (the script's PAGE), so the
@@ -542,7 +545,7 @@ def row_blocks(
             texts = [kept[i][1] for i, _, _ in _ordered(outcome)]
             yield from (rows_of(b) for b in _blocks(texts) if b)
             return
-    runs, records = load_sources(Path(outcome.run_dir), names)
+    runs, records = _first_records(outcome, names)
     built = [""] * len(keys)
     for block in page_rows(
         outcome,
@@ -558,6 +561,58 @@ def row_blocks(
         yield rows_of(texts)
     if stamp is not None:
         keep_rows(run, stamp, list(zip(keys, built, strict=True)))
+
+
+def _first_records(outcome: Any, names: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The store's answers, and the records of the first block's questions read from the trace
+    file's lines naming their trace ids; any other record reads the file whole, once (the
+    profile: reading it whole was most of the wait for the first rows)."""
+    first = _ordered(outcome)[:FIRST_ROWS]
+    # only an id written as itself (32 hex digits) is found by name in a line
+    traces = frozenset(
+        q.trace_id.lower() for _, _, q in first if q.trace_id and _HEX32.fullmatch(q.trace_id)
+    )
+    narrowed = {
+        (t.target, q.id, q.trial)
+        for _, t, q in first
+        if q.trace_id and q.trace_id.lower() in traces
+    }
+    runs, some = load_sources(Path(outcome.run_dir), names, traces=traces)
+    whole: list[dict[str, Any]] = []
+
+    def record(target: str, key: tuple[str, int]) -> Any:
+        # a first-block record read from its trace's lines is what the whole read gives; any
+        # other (none found there, or not among them) may still be in the file
+        if (target, *key) in narrowed and key in some.get(target, {}):
+            return some[target][key]
+        if not whole:
+            whole.append(load_records(Path(outcome.run_dir), names))
+        return whole[0].get(target, {}).get(key)
+
+    return runs, {t: _Records(t, record) for t in names}
+
+
+class _Records(Mapping[tuple[str, int], Any]):
+    """One target's records as `page_rows` asks for them, each from `record(target, key)`."""
+
+    def __init__(self, target: str, record: Any) -> None:
+        self.target, self.record = target, record
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        found = self.record(self.target, key)
+        return default if found is None else found
+
+    def __getitem__(self, key: tuple[str, int]) -> Any:
+        found = self.record(self.target, key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        raise TypeError("the records are found one by one")
+
+    def __len__(self) -> int:
+        raise TypeError("the records are found one by one")
 
 
 def _masked(kept: Sequence[tuple[str, str]], redaction: RedactionPolicy) -> bool:

@@ -37,6 +37,7 @@ __all__ = [
     "VERDICTS",
     "build_question",
     "gc_paused",
+    "load_records",
     "load_sources",
     "question_verdict",
     "trace_link",
@@ -103,26 +104,39 @@ Key = tuple[str, int]
 
 
 def load_sources(
-    run_dir: Path, targets: Sequence[str]
+    run_dir: Path, targets: Sequence[str], *, traces: frozenset[str] | None = None
 ) -> tuple[dict[str, dict[Key, Any]], dict[str, dict[Key, ToolRecord]]]:
     """The stored question runs and the trace file's records of each target, by (question id,
-    trial). A missing store or trace file gives empty maps: the page then says what is absent."""
-    from ..capture.tracefile import read_trial_records
+    trial), `traces` as for `load_records`. A missing store or trace file gives empty maps:
+    the page then says what is absent."""
     from ..rundir.directory import RunDirectory
 
     run = RunDirectory(run_dir)
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
-    records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}
     with gc_paused():
         if run.has_store():
             with run.read_store() as store:  # reading never changes a run
                 for target in targets:
                     runs[target] = store.load_answers(target)
+    return runs, load_records(run_dir, targets, traces=traces)
+
+
+def load_records(
+    run_dir: Path, targets: Sequence[str], *, traces: frozenset[str] | None = None
+) -> dict[str, dict[Key, ToolRecord]]:
+    """The trace file's records of each target, by (question id, trial); with `traces`, only
+    those of these trace ids are to be trusted (`read_question_runs`)."""
+    from ..capture.tracefile import read_trial_records
+    from ..rundir.directory import RunDirectory
+
+    run = RunDirectory(run_dir)
+    records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}
+    with gc_paused():
         for target in targets:
             trace_file = run.trace_file(target)
             if trace_file.is_file():
-                records[target] = read_trial_records(trace_file)
-    return runs, records
+                records[target] = read_trial_records(trace_file, traces=traces)
+    return records
 
 
 def cut(text: str, limit: int, where: str = IN_STORE) -> str:
