@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...capture.telemetry import ExportReport
 from ..question.runner import arun_target
+from .heap import frozen_heap
 from .protocol import Commit, ExecutionPlan
 
 __all__ = ["LocalExecutor"]
@@ -16,12 +17,13 @@ class LocalExecutor:
     async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
         telemetry = execution.open_telemetry(execution.trace_file)
         try:
-            await arun_target(
-                execution.plan,
-                commit=commit,
-                tracer=telemetry.tracer,
-                before_commit=telemetry.flush_trace_file,
-            )
+            with frozen_heap():  # the set-up heap out of the questions' full collections
+                await arun_target(
+                    execution.plan,
+                    commit=commit,
+                    tracer=telemetry.tracer,
+                    before_commit=telemetry.flush_trace_file,
+                )
         finally:
             report: ExportReport = telemetry.shutdown()
         return report

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...capture.telemetry import ExportReport
+from .heap import frozen_heap
 from .processes import ParentGone, child_main, how_it_ended, process_context, reap, start_child
 from .protocol import Commit, Commits, ExecutionPlan, errored
 from .watchdog import GRACE_S, STUCK_S
@@ -131,7 +132,12 @@ def _worker_main(spec: WorkerSpec, conn: Pipe) -> None:
 
         set_stuck_handler(stuck)
         settings, plan, questions = build_plan(spec)
-        return lambda: _aserve(spec, settings, plan, questions, conn)
+
+        async def serve() -> None:
+            with frozen_heap():  # the agent as built out of the questions' full collections
+                await _aserve(spec, settings, plan, questions, conn)
+
+        return serve
 
     child_main(conn, setup, name="worker", label=f"worker {spec.index}")
 
@@ -306,7 +312,8 @@ class WorkerExecutor:
     """`Executor` over `workers` processes, this process the one store writer."""
 
     async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
-        reports = await arun_target_in_workers(execution, Commits(execution.plan, commit))
+        with frozen_heap():  # this process commits every result: the same full collections
+            reports = await arun_target_in_workers(execution, Commits(execution.plan, commit))
         return combined_report(reports, execution.trace_file)
 
 

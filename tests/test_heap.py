@@ -1,0 +1,86 @@
+"""A run keeps the heap it was set up with out of the garbage collector's full collections while
+its questions run, and leaves the collector as it found it: unfrozen after the run, a caller's
+own freeze left in place, a disabled collector left alone."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+
+import pytest
+
+from tests.runs_support import write_project
+from tracegrade.execution.executors.dispatch import executor_for
+from tracegrade.execution.executors.heap import frozen_heap
+from tracegrade.execution.executors.protocol import ExecutionPlan
+from tracegrade.execution.run.prepare import prepare_run
+from tracegrade.execution.run.prepared import ExecutorSettings
+from tracegrade.execution.run.services import open_telemetry
+from tracegrade.inputs.config import load_config
+from tracegrade.rundir.outcome import Selection
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored():
+    enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    if enabled:
+        gc.enable()
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_frozen_heap_freezes_for_the_block_and_undoes_it():
+    gc.unfreeze()
+    before = object()  # alive when the block starts: frozen with the rest
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0
+        assert not any(o is before for o in gc.get_objects())  # out of every generation
+        made = _Cycle()  # made inside: the collector still sees it
+        assert any(o is made for o in gc.get_objects())
+        del made
+        assert gc.collect() > 0  # a cycle the questions make is still collected
+    assert gc.get_freeze_count() == 0
+
+
+def test_frozen_heap_leaves_a_callers_freeze_and_a_disabled_collector_alone():
+    gc.unfreeze()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    with frozen_heap():
+        pass
+    assert gc.get_freeze_count() == frozen  # not undone by us
+    gc.unfreeze()
+    gc.disable()
+    with frozen_heap():
+        assert gc.get_freeze_count() == 0
+    assert not gc.isenabled()
+
+
+def test_a_local_run_freezes_the_heap_while_questions_run_and_unfreezes_after(tmp_path):
+    gc.unfreeze()
+    config = load_config(write_project(tmp_path, questions=["paris", "crash"]))
+    prepared = prepare_run(config, Selection())
+    plan = prepared.plans["t"]
+    settings = ExecutorSettings(workers=1)
+    execution = ExecutionPlan(
+        plan=plan,
+        run=prepared.directory,
+        trace_file=prepared.directory.trace_file("t"),
+        open_telemetry=functools.partial(open_telemetry, config),
+        config_path=config.path,
+        settings=settings,
+    )
+    seen: list[int] = []
+
+    asyncio.run(
+        executor_for(plan, settings).arun(execution, lambda r: seen.append(gc.get_freeze_count()))
+    )
+
+    assert len(seen) == 2 and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == 0
