@@ -340,6 +340,7 @@ async def agrade_traces(
     policy: TracePolicy | None = None,
     conversations: ConversationBook | None = None,
     digest: Callable[[], Any] | None = None,
+    workers: int = 0,
 ) -> RunOutcome:
     """Grade the agent traces of `traces` that started in [since, until) against `target`'s
     dataset and graders into a new run directory. The traces are read, paired and graded one at
@@ -349,7 +350,9 @@ async def agrade_traces(
     are graded together, as one question run of several turns. With `digest` (the reports'
     fold: `tracegrade.reports.console.ReportDigest`) the verdict is folded from the store a page
     at a time, never held, so memory stays flat whatever the archive's size; without it the
-    outcome holds every question's score, as a run's does."""
+    outcome holds every question's score, as a run's does. With `workers` (N > 0), the paired
+    traces are graded in N processes (`archive_workers`): the same rows, records and verdict;
+    a worker that dies is an error (exit 3)."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -421,20 +424,28 @@ async def agrade_traces(
         grading_id = prepared.directory.own_grading(store, manifest=prepared.manifest)
         # what the traces covered, trial by trial: a question traced once is not a missing trial
         record_scope(store, grading_id, {target: {"runs": len(pairs)}})
-        with trace_file.open("a", encoding="utf-8") as lines:
-            batch: list[GradedTrace] = []
-            try:
-                for question, trace, _how, trial in pairs.trials(question_of):
-                    batch.append(
-                        await grade_paired(plan, question, trace, trial, policy=config.redaction)
-                    )
-                    if len(batch) >= COMMIT_BATCH:
-                        done, batch = batch, []
-                        commit_graded(store, grading_id, lines, done)
-            finally:  # what was graded is kept however the loop ends (an interrupt too)
-                commit_graded(store, grading_id, lines, batch)
-        # agent traces dropped for their size were never graded: the run is incomplete
-        record_lost_spans(store, grading_id, traces.dropped_agent_spans)
+        lost_spans: int = 0  # spans of the traces no worker graded
+        died: list[str] = []  # the workers that died, and what they held
+        if workers > 0:
+            from .archive_workers import grade_on_workers
+
+            lost_spans, died = await grade_on_workers(
+                pairs,
+                workers=workers,
+                plan=plan,
+                config_path=config.path,
+                target=target,
+                directory=run_dir,
+                use_cache=use_cache,
+                policy=policy,
+            )
+            run_dir.fold_traces(target)  # each worker's records, in the target's trace file
+        else:
+            with trace_file.open("a", encoding="utf-8") as lines:
+                await _grade_here(pairs, question_of, plan, store, grading_id, lines, config)
+        # agent traces dropped for their size were never graded, nor the traces a dead worker
+        # held: the run is incomplete
+        record_lost_spans(store, grading_id, traces.dropped_agent_spans + lost_spans)
         # folded from one pass over the store, never held: memory stays flat however many
         # traces the archive had (the reports that list every question read the store again)
         outcome = decided(
@@ -446,7 +457,31 @@ async def agrade_traces(
             digest=(lambda _target: digest()) if digest is not None else None,
         )
     outcome.notes[:0] = redaction_notes(config.redaction) + notes + uncounted_note(outcome)
+    if died:  # never a pass, lost spans or not
+        outcome.notes.extend(died)
+        outcome.extra_exit_codes.append(3)
     return outcome
+
+
+async def _grade_here(
+    pairs: SpilledPairs,
+    question_of: Callable[[str, AgentTrace], Any],
+    plan: Any,
+    store: ResultStore,
+    grading_id: int,
+    lines: TextIO,
+    config: Config,
+) -> None:
+    """Grade every pair in this process, committed `COMMIT_BATCH` at a time."""
+    batch: list[GradedTrace] = []
+    try:
+        for question, trace, _how, trial in pairs.trials(question_of):
+            batch.append(await grade_paired(plan, question, trace, trial, policy=config.redaction))
+            if len(batch) >= COMMIT_BATCH:
+                done, batch = batch, []
+                commit_graded(store, grading_id, lines, done)
+    finally:  # what was graded is kept however the loop ends (an interrupt too)
+        commit_graded(store, grading_id, lines, batch)
 
 
 def uncounted_note(outcome: RunOutcome) -> list[str]:

@@ -17,6 +17,10 @@ A worker that dies (a crash, the OOM killer, kill -9) is an error, never a pass:
 held and had not committed is counted as failed grading (its spans lost: the run is
 incomplete, exit 3) and a fresh worker takes its place. When the receiver dies, its workers see
 their pipe close, commit what they graded and exit.
+
+`grade-traces --workers N` (`tracegrade.traces.archive_workers`) grades on the same pool: what
+a worker grades is its spec's `kind` (`WorkerGrading`): a monitor run's complete traces, or an
+archive's traces already paired with their question and trial.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..execution.executors.processes import (
     child_main,
@@ -46,7 +50,7 @@ from ..execution.executors.processes import (
 from .dialects import conversation_of
 from .spans import Span
 
-__all__ = ["GradingPool", "WorkerSpec", "route"]
+__all__ = ["GradingPool", "WorkerGrading", "WorkerSpec", "route"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,70 @@ class WorkerSpec:
     tick_s: float
     verdicts: bool = False
     """Send each trace's grades back (`--forward` carries them, `--annotate` writes them)."""
+    kind: str = "receive"
+    """What the worker grades: "receive", a monitor run's complete traces (their spans);
+    "paired", grade-traces' traces paired with their question and trial
+    (`archive_workers.PairedGrading`)."""
+
+
+class WorkerGrading(Protocol):
+    """A grading worker's side of one pool: what it grades each item with and commits."""
+
+    @property
+    def uncommitted(self) -> int: ...
+
+    def size(self, payload: Any) -> int:
+        """The spans an item holds (counted as lost when its grading fails)."""
+        ...
+
+    def root(self, payload: Any) -> str | None:
+        """An item's root span id (its verdict goes there)."""
+        ...
+
+    async def grade(self, trace_id: str, payload: Any) -> Any:
+        """The item graded (a QuestionResult), or None when nothing was graded (yet)."""
+        ...
+
+    async def grade_conversations(self, *, force: bool = False) -> list[Any]: ...
+
+    def holds(self, trace_id: str) -> bool: ...
+
+    def commit(self) -> None: ...
+
+    def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]: ...
+
+
+class _Receiving:
+    """`receive`'s items (a trace's spans as rows) graded by its monitor run."""
+
+    def __init__(self, monitor: Any) -> None:
+        self.monitor = monitor
+
+    @property
+    def uncommitted(self) -> int:
+        return int(self.monitor.uncommitted)
+
+    def size(self, payload: Any) -> int:
+        return len(payload)
+
+    def root(self, payload: Any) -> str | None:
+        return next((row[1] for row in payload if not row[2]), None)
+
+    async def grade(self, trace_id: str, payload: Any) -> Any:
+        return await self.monitor.grade(trace_id, [Span(*row) for row in payload])
+
+    async def grade_conversations(self, *, force: bool = False) -> list[Any]:
+        return list(await self.monitor.grade_conversations(force=force))
+
+    def holds(self, trace_id: str) -> bool:
+        return bool(self.monitor.holds(trace_id))
+
+    def commit(self) -> None:
+        self.monitor.commit()
+
+    def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+        rollups, listed = self.monitor.take_rollups()
+        return rollups, listed
 
 
 def _rows(spans: Sequence[Span]) -> list[tuple]:
@@ -107,6 +175,11 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     def setup() -> Callable[[], Any]:
+        if spec.kind == "paired":
+            from .archive_workers import PairedGrading
+
+            paired = PairedGrading(spec)
+            return lambda: _serve(spec, paired, conn)
         from ..inputs.config import load_config
         from .conversations import ConversationBook
         from .live.monitor import Monitor
@@ -125,7 +198,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
             conversations=book,
         )
         monitor.start_worker(spec.part)
-        return lambda: _serve(spec, monitor, conn)
+        return lambda: _serve(spec, _Receiving(monitor), conn)
 
     # The receiver decides when its workers stop (a stop message, or its pipe closing): a
     # signal to the whole process group must not kill the traces they hold.
@@ -138,7 +211,7 @@ def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     )
 
 
-async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
+async def _serve(spec: WorkerSpec, monitor: WorkerGrading, conn: Any) -> None:
     from .live.alerts import seen_of
 
     inbox: queue.Queue[bytes | None] = queue.Queue()
@@ -211,19 +284,19 @@ async def _serve(spec: WorkerSpec, monitor: Any, conn: Any) -> None:
             return
         stopping = message == _STOP
         if message and not stopping:
-            for trace_id, rows in pickle.loads(message):
-                spans = [Span(*row) for row in rows]
+            for trace_id, payload in pickle.loads(message):
+                size = monitor.size(payload)
                 taken += 1
                 try:
-                    score = await monitor.grade(trace_id, spans)
+                    score = await monitor.grade(trace_id, payload)
                 except Exception:  # isolation point: a trace's failure is counted
                     log.exception("grading trace %s failed", trace_id)
-                    failed.append((trace_id, len(spans)))
+                    failed.append((trace_id, size))
                     continue
                 if score is not None:
-                    graded.append((trace_id, len(spans)))
+                    graded.append((trace_id, size))
                     observe(score)
-                verdict(trace_id, next((s.span_id for s in spans if not s.parent_id), None), score)
+                verdict(trace_id, monitor.root(payload), score)
                 if first is None:
                     first = time.monotonic()
                 if due():
@@ -314,21 +387,30 @@ class GradingPool:
         key = (conversation_of(spans) if self.by_conversation else None) or trace_id
         return self.workers[route(key, len(self.workers))]
 
-    def take(self, ready: deque[tuple[str, list[Span]]], pop: Callable[[], Any]) -> bool:
-        """Send the complete traces at the head of `ready` (taken with `pop`) to their workers
-        while each has room; True when `ready` is empty."""
+    def take(
+        self,
+        ready: deque[tuple[str, Any]],
+        pop: Callable[[], Any],
+        *,
+        encode: Callable[[Any], Any] = _rows,
+        size: Callable[[Any], int] = len,
+    ) -> bool:
+        """Send the items at the head of `ready` (taken with `pop`) to their workers while each
+        has room; True when `ready` is empty. An item is (trace id, what its worker grades:
+        a complete trace's spans, sent as rows, unless `encode` says otherwise); `size` is
+        the spans it holds."""
         while ready:
-            trace_id, spans = ready[0]
-            worker = self.worker_of(trace_id, spans)
+            trace_id, item = ready[0]
+            worker = self.worker_of(trace_id, item)
             if worker.ended:  # it never started: nobody will grade what goes there
                 pop()
-                self.on_failed(trace_id, len(spans))
+                self.on_failed(trace_id, size(item))
                 continue
             if len(worker.held) >= WINDOW:
                 break
             pop()
-            worker.held.append((trace_id, len(spans)))
-            worker.batch.append((trace_id, _rows(spans)))
+            worker.held.append((trace_id, size(item)))
+            worker.batch.append((trace_id, encode(item)))
         for worker in self.workers:
             if worker.batch:
                 data = pickle.dumps(worker.batch, protocol=pickle.HIGHEST_PROTOCOL)
@@ -376,7 +458,7 @@ class GradingPool:
             f"grading worker {worker.spec.index} died ({why}): {len(lost)} trace(s) it held "
             "were not graded"
         )
-        log.warning("tracegrade receive: %s", self.failures[-1])
+        log.warning("tracegrade: %s", self.failures[-1])
         for trace_id, spans in lost:
             self.on_failed(trace_id, spans)
         if not self.stopping and worker.ready:  # a fresh one takes its place and trace ids

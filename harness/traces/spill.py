@@ -215,7 +215,7 @@ class SpilledPairs:
         with self.writing():
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS pairs (start_ns INTEGER, trace_id TEXT, "
-                "question_id TEXT, how TEXT, data BLOB)"
+                "question_id TEXT, how TEXT, spans INTEGER, data BLOB)"
             )
             self.db.execute("DELETE FROM pairs")
         self.counts: dict[str, int] = {}
@@ -240,8 +240,8 @@ class SpilledPairs:
     ) -> None:
         """Pair each trace in the window; with a `policy`, a trace that matches no question
         is paired with its own (`policy.question`), graded by the policy."""
-        batch: list[tuple[int, str, str, str, bytes]] = []
-        insert = "INSERT INTO pairs VALUES (?, ?, ?, ?, ?)"
+        batch: list[tuple[int, str, str, str, int, bytes]] = []
+        insert = "INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?)"
         for trace in traces:
             if (since_ns is not None and trace.start_ns < since_ns) or (
                 until_ns is not None and trace.start_ns >= until_ns
@@ -256,7 +256,8 @@ class SpilledPairs:
                 self.counts[found.how] = self.counts.get(found.how, 0) + 1
                 (self.by_policy if found.how == POLICY else self.questions).add(qid)
                 data = pickle.dumps(trace, protocol=5)
-                batch.append((trace.start_ns, trace.trace_id, qid, found.how, data))
+                row = (trace.start_ns, trace.trace_id, qid, found.how, trace.span_count, data)
+                batch.append(row)
                 if len(batch) >= _BATCH:
                     with self.writing():
                         self.db.executemany(insert, batch)
@@ -280,10 +281,17 @@ class SpilledPairs:
     ) -> Iterator[tuple[Any, AgentTrace, str, int]]:
         """(question, trace, how, trial): a question's traces in start order are its trials
         (`question_of(question id, trace)` finds the question)."""
+        for qid, how, trial, _trace_id, _spans, data in self.numbered():
+            trace = pickle.loads(data)
+            yield question_of(qid, trace), trace, how, trial
+
+    def numbered(self) -> Iterator[tuple[str, str, int, str, int, bytes]]:
+        """(question id, how, trial, trace id, spans, the pickled trace) in start order: what
+        `trials` yields, the trace left pickled (`grade-traces --workers` sends it as is)."""
         seen: dict[str, int] = {}
         # sorted without the traces (the sorter held them all), read back a batch at a time
         order = self.db.execute(
-            "SELECT rowid, question_id, how FROM pairs ORDER BY start_ns, trace_id"
+            "SELECT rowid, question_id, how, trace_id, spans FROM pairs ORDER BY start_ns, trace_id"
         )
         while batch := order.fetchmany(_READ_BATCH):
             marks = ", ".join("?" * len(batch))
@@ -292,10 +300,9 @@ class SpilledPairs:
                     f"SELECT rowid, data FROM pairs WHERE rowid IN ({marks})", [b[0] for b in batch]
                 )
             )
-            for rowid, qid, how in batch:
+            for rowid, qid, how, trace_id, spans in batch:
                 trial = seen[qid] = seen.get(qid, -1) + 1
-                trace = pickle.loads(data.pop(rowid))
-                yield question_of(qid, trace), trace, how, trial
+                yield qid, how, trial, trace_id, spans, data.pop(rowid)
 
     def repeats(self) -> int:
         (most,) = self.db.execute(

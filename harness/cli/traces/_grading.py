@@ -10,7 +10,22 @@ from typing import Any
 from .. import add_conversation_flags, add_trace_policy_flags, trace_policy_of
 from .._arguments import add_config_flag, add_outcome_flags
 
-__all__ = ["add_grading_flags", "add_target_flags", "target_and_policy"]
+__all__ = ["add_grading_flags", "add_target_flags", "positive", "target_and_policy"]
+
+
+def positive(kind: type) -> Any:
+    """An argparse type: a `kind` above 0; anything else is refused (exit 4, naming the flag)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not positive")
+        return value
+
+    return parse
 
 
 def add_target_flags(parser: argparse.ArgumentParser) -> None:

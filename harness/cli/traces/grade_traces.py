@@ -11,7 +11,7 @@ from ...ci.publish import report_outcome
 from ...errors import InputError
 from .. import conversation_book_of
 from .._arguments import subcommand
-from ._grading import add_grading_flags, add_target_flags, target_and_policy
+from ._grading import add_grading_flags, add_target_flags, positive, target_and_policy
 from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
@@ -28,6 +28,12 @@ With a trace policy (the target's trace_policy:, --policy, --forbid, --max-calls
 the traces that match no question are graded against it as questions of their own.
 The result is a normal run directory: show, grade, compare, label and promote work on it, and
 the exit code follows the target's gate as for `run`. The agent is never imported or run.
+
+With --workers N the paired traces are graded in N processes (the grading workers `receive
+--workers` uses): the archive is read and paired once in this process, and each trace goes to
+the worker its trace id routes to, which grades and commits it into the same run. The verdict,
+the reports and the stored results are the ones one process gives; a worker that dies is an
+error (exit 3, whatever the gate), its traces counted as lost.
 """
 
 
@@ -62,6 +68,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--until", metavar="TIME", help="only traces that started before TIME (ISO 8601)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive(int),
+        default=None,
+        metavar="N",
+        help="grade in N processes, each trace routed by its trace id; default: in this process",
     )
     add_grading_flags(parser, live=False)
     parser.set_defaults(handler=run)
@@ -102,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             policy=policy or None,
             conversations=conversation_book_of(args),  # type: ignore[arg-type]
             digest=ReportDigest,  # the verdict folded from the store: flat memory
+            workers=args.workers or 0,
         )
     report_outcome(args, outcome, config=config)
     return outcome.exit_code

@@ -12,7 +12,7 @@ from ...ci.publish import report_outcome
 from ...errors import InputError
 from .. import conversation_book_of
 from .._arguments import LOOPBACK, add_listen_flags, subcommand
-from ._grading import add_grading_flags, add_target_flags, target_and_policy
+from ._grading import add_grading_flags, add_target_flags, positive, target_and_policy
 from ._headers import add_header_flag, headers_of
 
 __all__ = ["register", "run"]
@@ -60,19 +60,6 @@ def _fraction(text: str) -> float:
     if not 0.0 < value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
     return value
-
-
-def _positive(kind: type) -> Any:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} is not positive")
-        return value
-
-    return parse
 
 
 # What receive holds and waits for, each a positive number: (flag, type, default, metavar, help)
@@ -134,7 +121,7 @@ def register(subparsers: Any) -> None:
         "--sample", type=_fraction, default=1.0, help="share of traces graded (default 1)"
     )
     for flag, kind, default, metavar, text in _BOUNDS:
-        parser.add_argument(flag, type=_positive(kind), default=default, metavar=metavar, help=text)
+        parser.add_argument(flag, type=positive(kind), default=default, metavar=metavar, help=text)
     parser.add_argument("--forward", metavar="URL", help="forward every request to this URL")
     parser.add_argument(
         "--forward-wait",
@@ -166,14 +153,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--annotate-settle",
-        type=_positive(float),
+        type=positive(float),
         default=20.0,
         metavar="SECONDS",
         help="how long an annotation for a span Phoenix has not stored yet is tried again "
         "(default 20; a busy Phoenix stores spans late)",
     )
     parser.add_argument(
-        "--window", type=_positive(float), metavar="SECONDS", help="stop after SECONDS"
+        "--window", type=positive(float), metavar="SECONDS", help="stop after SECONDS"
     )
     parser.add_argument(
         "--gate", action="store_true", help="exit with the monitor run's verdict (see below)"

@@ -1,0 +1,118 @@
+"""`tracegrade grade-traces --workers N`: the paired traces graded in N processes (the grading
+pool `receive --workers` uses) give the verdict, the per-question results, the records and the
+exit code one process gives; a worker that dies is an error (exit 3); a bad N is exit 4.
+
+What may differ between 1 and N workers, and is compared without order: the order of the
+rows in the store (each worker commits its own batches) and of the record lines in the run's
+trace file (each worker writes its own part, folded at the end). The run id and the time each
+grade was made (its `gen_ai.evaluation.result` event's) differ between any two runs and are left
+out of what is compared."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.test_grade_traces_streaming import _archive, _project
+from tests.test_receive_workers import KILLING_GRADER
+from tracegrade.cli import main
+from tracegrade.rundir.store import ResultStore
+
+
+def _ran_archive(tmp_path: Path, copies: int) -> tuple[Path, Path]:
+    """(config, archive): the run's own traces copied under fresh trace ids."""
+    config = _project(tmp_path / "proj")
+    ran = tmp_path / "ran.json"
+    assert main(["run", "--config", str(config), "--quiet", "--json", str(ran)]) == 2
+    run_id = json.loads(ran.read_text())["run_id"]
+    archive = tmp_path / "archive.jsonl"
+    _archive(tmp_path / "proj" / "runs" / run_id / "traces" / "t.jsonl", archive, copies)
+    return config, archive
+
+
+def _grade(config: Path, archive: Path, out: Path, *extra: str) -> tuple[int, dict]:
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
+    code = main([*argv, "--json", str(out), *extra])
+    return code, json.loads(out.read_text())
+
+
+def _questions(report: dict) -> list[tuple]:
+    """Each question run: its id, trial, the trace graded as it, every grade, its record."""
+    return sorted(
+        (
+            q["id"],
+            q["trial"],
+            q.get("trace_id"),
+            q["composite"],
+            q["error"],
+            tuple((g["id"], g["score"], g["passed"], g["reason"]) for g in q["graders"]),
+            tuple(c["name"] for c in q["tool_calls"] or ()),
+            q["tool_calls"] is None,
+        )
+        for q in report["questions"]
+    )
+
+
+def _trace_lines(run_dir: Path, run_id: str) -> list[str]:
+    lines = (run_dir / "traces" / "t.jsonl").read_text().splitlines()
+    graded_at = re.compile(r'"timeUnixNano":"\d+"')
+    return sorted(graded_at.sub("GRADED_AT", line.replace(run_id, "RUN")) for line in lines)
+
+
+def test_n_workers_grade_an_archive_as_one_process_does(tmp_path):
+    config, archive = _ran_archive(tmp_path, copies=7)  # 21 traces, 7 trials a question
+    reports, codes, lines = {}, {}, {}
+    for workers in (None, 1, 2):
+        extra = () if workers is None else ("--workers", str(workers))
+        code, report = _grade(config, archive, tmp_path / f"w{workers}.json", *extra)
+        run_dir = config.parent / "runs" / report["run_id"]
+        assert not list((run_dir / "traces").glob("t.w*.jsonl"))  # parts folded at the end
+        # what the stored run says, read back as `show` reads it
+        shown_path = tmp_path / f"shown{workers}.json"
+        assert main(["show", str(run_dir), "--quiet", "--json", str(shown_path)]) == code
+        shown = json.loads(shown_path.read_text())
+        reports[workers], codes[workers] = shown, code
+        lines[workers] = _trace_lines(run_dir, report["run_id"])
+        with ResultStore.open_readonly(run_dir) as store:
+            assert len(store.load_runs("t")) == 21
+    assert codes == {None: 2, 1: 2, 2: 2}  # rome never calls lookup: a must-pass failure
+    one = _questions(reports[1])
+    assert len(one) == 21 and {q[1] for q in one} == set(range(7))
+    assert _questions(reports[None]) == one == _questions(reports[2])
+    assert not any(q[-1] for q in one)  # every record was read back from the trace file
+    for key in ("gate", "summary"):
+        assert reports[None][key] == reports[1][key] == reports[2][key], key
+    assert lines[None] == lines[1] == lines[2] and len(lines[1]) == 21
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_bad_worker_count_is_invalid_input(tmp_path, capsys, value):
+    config, archive = _ran_archive(tmp_path, copies=1)
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t"]
+    with pytest.raises(SystemExit) as exited:  # argparse's refusal, as exit 4
+        main([*argv, "--workers", value])
+    assert exited.value.code == 4
+    err = capsys.readouterr().err
+    assert "--workers" in err and value in err
+
+
+def test_a_worker_that_dies_is_an_error_never_a_pass(tmp_path):
+    config, archive = _ran_archive(tmp_path, copies=3)
+    once = tmp_path / "kill-once"
+    module = KILLING_GRADER.replace("ONCE_PATH", repr(str(once)))
+    (tmp_path / "proj" / "data" / "graders.py").write_text(module, encoding="utf-8")
+    # dies_once (attached from the graders.py beside the dataset) passes every trace but the
+    # one that kills its worker: without the kill the exit code is the gate's 2 (rome's
+    # must-pass failures), so only the kill can make it 3
+    once.touch()
+    code, report = _grade(config, archive, tmp_path / "died.json", "--workers", "2")
+    assert code == 3
+    died = [n for n in report["notes"] if "died (it was killed by SIGKILL)" in n]
+    assert died and "trace(s) it held were not graded" in died[0], report["notes"]
+    assert len(report["questions"]) < 9  # the dead worker's traces were not graded
+    # the stored run says the same: the lost traces make it incomplete, never a pass
+    run_dir = config.parent / "runs" / report["run_id"]
+    assert main(["show", str(run_dir), "--quiet"]) == 3
