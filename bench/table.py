@@ -9,7 +9,8 @@ its reference and its goal:
 - throughput: `run` at concurrency 50, 810 questions, 50 ms per model call, with 1 and 2
   workers beside the raw agent (`run.py --parts throughput`); goal 1 worker >= 0.9x, 2 >= 1.5x;
 - HTML report of a 5,000-question run (`html_report.py`); goal under 2 s;
-- grade-traces: time and peak RSS for two archive sizes beside the parse alone (`traces.py`);
+- grade-traces: time and peak RSS for two archive sizes, one process and `--workers 2`,
+  beside the parse alone (`traces.py`);
   goal flat memory <= 200 MB, half the time;
 - receive with grading beside the parse alone and the raw agent (`receive.py`).
 
@@ -57,8 +58,8 @@ ROWS: dict[str, tuple[str, list[str]]] = {
         ["html_report.py", "--questions", "5000"],
     ),
     "grade-traces": (
-        "grade-traces time and peak RSS vs the parse alone (goal flat memory <= 200 MB, "
-        "half the time)",
+        "grade-traces time and peak RSS, one process and --workers 2, vs the parse alone "
+        "(goal flat memory <= 200 MB, half the time)",
         ["traces.py", "--mb", "100", "1000"],
     ),
     "receive": (

@@ -13,6 +13,13 @@ reaches `--mb` megabytes. Then, for each size, side by side:
   verdict, console report) in its own process, with that process's peak RSS (ru_maxrss): the
   spans wait on disk and the verdict is folded from the store, so the peak should be the same
   for every size;
+- grade-traces --workers N (`--workers`, 2 by default) beside it in one process, `--rounds`
+  rounds interleaved (the order swapped each round, so both see the same load), each with the
+  CPU of every process it started (the grading workers and their fork server: read from /proc
+  every 50 ms) and the peak of the summed RSS of them all (parent + children, sampled alike:
+  shared pages counted in each process, so an upper bound). On a machine other sessions load,
+  Linux gives a session's processes one share between them (autogroup): there N workers get
+  about one process's CPU, and the wall clock says so.
 - the agent: the same questions re-run (per question), the cost grade-traces saves.
 
 The last lines put the sizes side by side: parse rate, grade-traces time, the ratio of the two,
@@ -20,7 +27,7 @@ the peak RSS, and whether the peak stayed flat. Times are wall clock and CPU sec
 process's user + system): on a shared, loaded machine the wall clock says how busy the machine
 was, the CPU what the command cost, so the ratios are given in both.
 
-    .venv/bin/python bench/traces.py [--mb 100 1000]
+    .venv/bin/python bench/traces.py [--mb 100 1000] [--workers 2] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -28,12 +35,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -120,34 +130,99 @@ def raw_agent_s(root: Path, latency_s: float, rounds: int = 10) -> float:
     return (time.perf_counter() - started) / (rounds * len(IDS))
 
 
-def grade_in_child(archive: Path, config: Path) -> tuple[float, float, int, float]:
-    """`tracegrade grade-traces` in its own process: seconds (wall, CPU), exit code, peak RSS
-    (MB). The wall clock is timed as before this figure had CPU beside it (from the call, the
-    CLI imported); the CPU is the whole process's, interpreter and imports too."""
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it (Linux: each task's `children`)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:  # it ended meanwhile
+            continue
+    return out
+
+
+class TreeWatch(threading.Thread):
+    """Samples the process tree under `pid` every `every` seconds: the peak of its summed RSS
+    (bytes) and each process's CPU seconds (utime + stime) when last seen."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.peak = 0
+        self.cpu: dict[int, float] = {}
+        self.done = threading.Event()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            rss = 0
+            for p in _tree(self.pid):
+                try:
+                    with open(f"/proc/{p}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                self.cpu[p] = (int(fields[11]) + int(fields[12])) / self._tick
+                rss += int(fields[21]) * self._page
+            self.peak = max(self.peak, rss)
+            self.done.wait(self.every)
+
+
+def grade_in_child(archive: Path, config: Path, workers: int = 0) -> dict[str, float]:
+    """`tracegrade grade-traces` (`--workers N` when `workers`) in its own process: seconds
+    (wall: from the call, the CLI imported), CPU seconds (the process's own, interpreter and
+    imports too, plus what its workers and their fork server used), exit code, its own peak
+    RSS and the peak of the summed RSS of it and every process it started (MB)."""
+    extra = f", '--workers', '{workers}'" if workers else ""
     code = (
         "import resource, sys, time\n"
         "from tracegrade.cli import main\n"
         "t = time.perf_counter()\n"
         f"c = main(['grade-traces', {str(archive)!r}, '--config', {str(config)!r}, "
-        "'--target', 't', '--quiet'])\n"
+        f"'--target', 't', '--quiet'{extra}])\n"
         "s = time.perf_counter() - t\n"
         "print('RESULT', s, c, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
     )
+    watch = TreeWatch(process.pid)
+    watch.start()
+    out, err = process.communicate()
+    watch.done.set()
+    watch.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT"))
+    own_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    others = sum(cpu for pid, cpu in watch.cpu.items() if pid != process.pid)
+    line = next((x for x in out.decode().splitlines() if x.startswith("RESULT")), None)
+    if line is None:
+        raise SystemExit(f"grade-traces failed:\n{err.decode()[-3000:]}")
     _, seconds, exit_code, peak = line.split()
-    return float(seconds), cpu, int(exit_code), float(peak)
+    return {
+        "wall": float(seconds),
+        "cpu": own_cpu + others,
+        "code": int(exit_code),
+        "own_peak": float(peak),
+        "tree_peak": max(watch.peak / 2**20, float(peak)),
+    }
 
 
 def main_bench() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--mb", type=float, nargs="+", default=[100.0, 1000.0], help="archive sizes to grade"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="grading processes, beside one process"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="interleaved rounds of one process and --workers"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -183,41 +258,64 @@ def main_bench() -> None:
                 f"{size / parse_s:6.1f} MB/s  (CPU {parse_cpu:.2f} s: {spans / parse_cpu:.0f} "
                 f"spans/s, {size / parse_cpu:.1f} MB/s; {share(parse_cpu, parse_s)})"
             )
-            grade_s, grade_cpu, code, peak = grade_in_child(archive, config)
-            per_trace = grade_s / traces
-            print(
-                f"  grade-traces:  {grade_s:7.2f} s  {traces / grade_s:9.0f} traces/s  "
-                f"{size / grade_s:6.1f} MB/s  (CPU {grade_cpu:.2f} s, {share(grade_cpu, grade_s)})  "
-                f"exit {code}  "
-                f"peak RSS {peak:.0f} MB (own process, one process: grade-traces has no workers)"
-            )
+            kinds = (0, args.workers)
+            runs: dict[int, list[dict[str, float]]] = {k: [] for k in kinds}
+            for n in range(args.rounds):  # interleaved, the order swapped each round
+                for workers in kinds if n % 2 == 0 else kinds[::-1]:
+                    runs[workers].append(grade_in_child(archive, config, workers))
+                one, many = runs[0][-1], runs[args.workers][-1]
+                print(
+                    f"  round {n + 1}: one process {one['wall']:.2f} s (CPU {one['cpu']:.2f} s), "
+                    f"--workers {args.workers} {many['wall']:.2f} s (CPU {many['cpu']:.2f} s): "
+                    f"{one['wall'] / many['wall']:.2f}x by wall"
+                )
+            medians = {
+                k: {f: statistics.median(r[f] for r in runs[k]) for f in runs[k][0]} for k in kinds
+            }
+            for workers in kinds:
+                m = medians[workers]
+                label = f"--workers {workers}" if workers else "one process"
+                codes = sorted({int(r["code"]) for r in runs[workers]})
+                print(
+                    f"  grade-traces, {label:<12} {m['wall']:7.2f} s  "
+                    f"{traces / m['wall']:7.0f} traces/s  {size / m['wall']:6.1f} MB/s  "
+                    f"(CPU {m['cpu']:.2f} s, {share(m['cpu'], m['wall'])})  exit {codes}  "
+                    f"peak RSS {m['tree_peak']:.0f} MB (parent + children; parent alone "
+                    f"{m['own_peak']:.0f} MB)"
+                )
+            one, many = medians[0], medians[args.workers]
+            per_trace = one["wall"] / traces
             print(
                 f"  ratio: {per_trace * 1000:.2f} ms per trace: {run_s / per_trace:.0f}x faster than "
                 f"re-running the agent at 50 ms per model call ({bare_s / per_trace:.1f}x with an "
-                f"instant model); grade-traces takes {grade_s / parse_s:.1f}x the parse alone "
-                f"({grade_cpu / parse_cpu:.1f}x in CPU)"
+                f"instant model); grade-traces takes {one['wall'] / parse_s:.1f}x the parse alone "
+                f"({one['cpu'] / parse_cpu:.1f}x in CPU), {many['wall'] / parse_s:.1f}x with "
+                f"--workers {args.workers}, which is {one['wall'] / many['wall']:.2f}x one "
+                f"process by wall (medians of {args.rounds} round(s))"
             )
             rates = (spans / parse_s, size / parse_s)
-            table.append((size, traces, *rates, grade_s, parse_s, peak, grade_cpu, parse_cpu))
+            table.append((size, traces, *rates, parse_s, parse_cpu, one, many))
             shutil.rmtree(archive.parent.parent, ignore_errors=True)
-        print_table(table)
+        print_table(table, args.workers)
 
 
-def print_table(rows: list[tuple[float, ...]]) -> None:
-    """The sizes side by side: the parse rate, grade-traces' time, their ratio, the peak."""
+def print_table(rows: list[tuple], workers: int) -> None:
+    """The sizes side by side: the parse rate, grade-traces' time in one process and with
+    `workers`, their ratio to the parse, the peaks."""
     print("\nside by side (goal: the same peak RSS for every size, at most 200 MB)")
     print(
         f"  {'archive':>9}  {'traces':>7}  {'parse spans/s':>13}  {'parse MB/s':>10}  "
-        f"{'grade-traces s':>14}  {'(CPU s)':>8}  {'grade/parse':>11}  {'(CPU)':>6}  "
-        f"{'peak RSS MB':>11}"
+        f"{'1 process s':>11}  {'(CPU s)':>8}  {f'{workers} workers s':>11}  {'(CPU s)':>8}  "
+        f"{'1/parse':>7}  {f'{workers}/parse':>7}  {'peak MB 1':>9}  {f'peak MB {workers}':>9}"
     )
-    for size, traces, spans_rate, mb_rate, grade_s, parse_s, peak, grade_cpu, parse_cpu in rows:
+    for size, traces, spans_rate, mb_rate, parse_s, _parse_cpu, one, many in rows:
         print(
             f"  {size:7.0f}MB  {traces:7d}  {spans_rate:13.0f}  {mb_rate:10.1f}  "
-            f"{grade_s:14.2f}  {grade_cpu:8.2f}  {grade_s / parse_s:10.1f}x  "
-            f"{grade_cpu / parse_cpu:5.1f}x  {peak:11.0f}"
+            f"{one['wall']:11.2f}  {one['cpu']:8.2f}  {many['wall']:11.2f}  {many['cpu']:8.2f}  "
+            f"{one['wall'] / parse_s:6.1f}x  {many['wall'] / parse_s:6.1f}x  "
+            f"{one['tree_peak']:9.0f}  {many['tree_peak']:9.0f}"
         )
-    peaks = [row[6] for row in rows]
+    peaks = [row[6]["tree_peak"] for row in rows]
     if len(peaks) > 1:
         print(
             f"  peak RSS from {peaks[0]:.0f} to {peaks[-1]:.0f} MB "
