@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import test_grade_traces, test_trace_policy
 from tests.test_grade_traces_streaming import _archive, _project
 from tests.test_receive_workers import KILLING_GRADER
 from tracegrade.cli import main
@@ -116,3 +117,22 @@ def test_a_worker_that_dies_is_an_error_never_a_pass(tmp_path):
     # the stored run says the same: the lost traces make it incomplete, never a pass
     run_dir = config.parent / "runs" / report["run_id"]
     assert main(["show", str(run_dir), "--quiet"]) == 3
+
+
+def test_traces_the_policy_grades_keep_their_order_with_workers(tmp_path):
+    """Traces that match no question get a question of their own, numbered (its ordinal, the
+    reports' order) as this process pairs them: the workers keep those numbers."""
+    config = test_grade_traces._project(tmp_path / "proj")
+    tools = [["lookup"], ["lookup", "cancel"], [], ["cancel"], ["lookup"] * 4, ["lookup"]]
+    strangers = [test_trace_policy._stranger(f"{k + 1:032x}", t) for k, t in enumerate(tools)]
+    archive = test_trace_policy._archive(tmp_path, *reversed(strangers))
+    policy = ("--forbid", "cancel", "--max-calls", "3")
+    graded = {}
+    for workers in (None, 2):
+        extra = () if workers is None else ("--workers", str(workers))
+        code, report = _grade(config, archive, tmp_path / f"p{workers}.json", *policy, *extra)
+        order = [(q["id"], q["trial"]) for q in report["questions"]]  # by ordinal, then trial
+        graded[workers] = (code, order, _questions(report), report["gate"])
+    assert graded[None][0] == 2  # the traces that called cancel, or too often, fail
+    assert len(graded[None][1]) == len(tools)
+    assert graded[None] == graded[2]

@@ -32,10 +32,12 @@ from .grading_workers import GradingPool, WorkerSpec
 from .policy import TracePolicy
 from .spill import SpilledPairs
 
-__all__ = ["PairedGrading", "grade_on_workers"]
+__all__ = ["ArchiveWorkers", "PairedGrading"]
 
 _QUEUED = 64
 """Paired traces read ahead per worker before they are routed (one message each, mostly)."""
+_PRELOAD = ["tracegrade.traces.archive_workers"]
+"""What the workers import, loaded once in their fork server (not the run's agent workers')."""
 
 
 class PairedGrading:
@@ -64,16 +66,24 @@ class PairedGrading:
         self.policy: TracePolicy | None = spec.policy
         self.redaction = config.redaction
         self.by_id = {str(q.id): q for q in self.plan.questions}
+        self.directory, self.target, self.part = directory, spec.target, spec.part
         self._held = contextlib.ExitStack()  # open until the worker's process ends
-        self.store = self._held.enter_context(directory.store(redaction=config.redaction))
-        own = self.store.own_grading_id()
-        if own is None:
-            raise RuntimeError(f"run {directory.path.name} has no grading to commit into")
-        self.grading_id = own
-        part = directory.trace_part(spec.target, spec.part)
-        part.parent.mkdir(parents=True, exist_ok=True)
-        self.lines = self._held.enter_context(part.open("a", encoding="utf-8"))
+        self._opened: tuple[Any, int, Any] | None = None
         self._graded: list[GradedTrace] = []
+
+    def _open(self) -> tuple[Any, int, Any]:
+        """(store, grading id, trace part) at the first commit: the parent makes the run's
+        grading once the archive is paired, while this worker was starting."""
+        if self._opened is None:
+            store = self._held.enter_context(self.directory.store(redaction=self.redaction))
+            own = store.own_grading_id()
+            if own is None:
+                raise RuntimeError(f"run {self.directory.path.name} has no grading to commit into")
+            part = self.directory.trace_part(self.target, self.part)
+            part.parent.mkdir(parents=True, exist_ok=True)
+            lines = self._held.enter_context(part.open("a", encoding="utf-8"))
+            self._opened = (store, own, lines)
+        return self._opened
 
     @property
     def uncommitted(self) -> int:
@@ -105,7 +115,9 @@ class PairedGrading:
 
     def commit(self) -> None:
         graded, self._graded = self._graded, []
-        commit_graded(self.store, self.grading_id, self.lines, graded)
+        if graded:
+            store, grading_id, lines = self._open()
+            commit_graded(store, grading_id, lines, graded)
 
     def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
         return {}, {}
@@ -119,66 +131,85 @@ def _spans(payload: Any) -> int:
     return int(payload[3])
 
 
-async def grade_on_workers(
-    pairs: SpilledPairs,
-    *,
-    workers: int,
-    plan: Any,
-    config_path: Path,
-    target: str,
-    directory: RunDirectory,
-    use_cache: bool,
-    policy: TracePolicy | None,
-) -> tuple[int, list[str]]:
-    """Grade every pair on `workers` grading processes; returns (the spans of the traces no
-    worker graded, why: each worker that died or could not start). The parent's `plan` gives
-    each question its ordinal (a trace policy's questions get theirs in trial order, as one
-    process gives them)."""
-    specs = [
-        WorkerSpec(
-            config_path=str(config_path),
-            target=target,
-            run_dir=str(directory.path),
-            use_cache=use_cache,
-            sample=1.0,
-            policy=policy,
-            conversations=None,
-            index=k,
-            part=f"w{k}",
-            batch=COMMIT_BATCH,
-            batch_s=1.0,
-            tick_s=0.2,
-            kind="paired",
+class ArchiveWorkers:
+    """grade-traces' grading pool, started when the run is prepared, so the workers build their
+    plans while this process pairs the archive; `grade` sends them the pairs, `close` ends
+    them however the grading ended."""
+
+    def __init__(
+        self,
+        *,
+        workers: int,
+        config_path: Path,
+        target: str,
+        directory: RunDirectory,
+        use_cache: bool,
+        policy: TracePolicy | None,
+    ) -> None:
+        specs = [
+            WorkerSpec(
+                config_path=str(config_path),
+                target=target,
+                run_dir=str(directory.path),
+                use_cache=use_cache,
+                sample=1.0,
+                policy=policy,
+                conversations=None,
+                index=k,
+                part=f"w{k}",
+                batch=COMMIT_BATCH,
+                batch_s=1.0,
+                tick_s=0.2,
+                kind="paired",
+            )
+            for k in range(workers)
+        ]
+        self.workers = workers
+        self.lost = 0
+        self.room = asyncio.Event()
+        self._attached = False
+        self.pool = GradingPool(
+            specs,
+            on_report=lambda *_: None,
+            on_failed=self._failed,
+            on_room=self.room.set,
+            preload=_PRELOAD,
         )
-        for k in range(workers)
-    ]
-    lost = [0]
-    room = asyncio.Event()
 
-    def failed(_trace_id: str, spans: int) -> None:
-        lost[0] += spans
-        room.set()  # a dead worker's window is free: its replacement takes what comes next
+    def _failed(self, _trace_id: str, spans: int) -> None:
+        self.lost += spans
+        self.room.set()  # a dead worker's window is free: its replacement takes what comes next
 
-    pool = GradingPool(specs, on_report=lambda *_: None, on_failed=failed, on_room=room.set)
-    try:
-        pool.attach()
-        await pool.started()
-        ready: deque[tuple[str, Any]] = deque()
+    async def started(self) -> None:
+        """Every worker has built its plan (one that could not is exit 3)."""
+        if not self._attached:
+            self.pool.attach()
+            self._attached = True
+        await self.pool.started()
+
+    async def grade(self, pairs: SpilledPairs, plan: Any) -> tuple[int, list[str]]:
+        """Grade every pair on the workers; returns (the spans of the traces no worker graded,
+        why: each worker that died). The parent's `plan` gives each question its ordinal (a
+        trace policy's questions get theirs in trial order, as one process gives them)."""
+        await self.started()
+        pool, ready = self.pool, deque[tuple[str, Any]]()
+        queued = _QUEUED * self.workers
 
         async def route(*, until_empty: bool) -> None:
             while not pool.take(ready, ready.popleft, encode=_as_is, size=_spans):
-                if not until_empty and len(ready) < _QUEUED * workers:
+                if not until_empty and len(ready) < queued:
                     return
-                room.clear()  # no await since `take`: a report cannot slip between them
-                await room.wait()
+                self.room.clear()  # no await since `take`: a report cannot slip between them
+                await self.room.wait()
 
         for qid, _how, trial, trace_id, spans, data in pairs.numbered():
             ordinal = plan.ordinals.setdefault(qid, len(plan.ordinals))
             ready.append((trace_id, (qid, trial, ordinal, spans, data)))
-            if len(ready) >= _QUEUED * workers:
+            if len(ready) >= queued:
                 await route(until_empty=False)
         await route(until_empty=True)
         await pool.stop()
-    finally:
-        pool.close()
-    return lost[0], list(pool.failures)
+        return self.lost, list(pool.failures)
+
+    def close(self) -> None:
+        self.pool.close()

@@ -362,105 +362,112 @@ async def agrade_traces(
         source="traces",
     )
     plan = prepared.plans[target]
-    pairs = SpilledPairs(traces)
-    pairs.pair(
-        conversations.stream(traces.traces()) if conversations is not None else traces.traces(),
-        Pairer(plan.questions),
-        since_ns=since_ns,
-        until_ns=until_ns,
-        policy=policy,
-    )
-    if not len(pairs):  # nothing to grade: no run directory left behind
-        shutil.rmtree(prepared.run_dir, ignore_errors=True)
-        if traces.dropped_agent_spans:  # the agent traces were there, and were lost
-            raise EvaluationError(
-                "no agent trace could be graded: " + "; ".join(traces.notes()),
-                hint="a lost trace is never a pass; split the archive or raise the span cap",
-            )
-        if traces.agent_traces <= pairs.outside_window:
-            where = ", ".join(sources) or "the traces"
-            read = "; ".join(traces.notes() + pairs.notes(0)[1:])
+    pool = None
+    if workers > 0:  # started now: the workers build their plans while the archive is paired
+        from .archive_workers import ArchiveWorkers
+
+        pool = ArchiveWorkers(
+            workers=workers,
+            config_path=config.path,
+            target=target,
+            directory=prepared.directory,
+            use_cache=use_cache,
+            policy=policy,
+        )
+    try:
+        pairs = SpilledPairs(traces)
+        pairs.pair(
+            conversations.stream(traces.traces()) if conversations is not None else traces.traces(),
+            Pairer(plan.questions),
+            since_ns=since_ns,
+            until_ns=until_ns,
+            policy=policy,
+        )
+        if not len(pairs):  # nothing to grade: no run directory left behind
+            shutil.rmtree(prepared.run_dir, ignore_errors=True)
+            if traces.dropped_agent_spans:  # the agent traces were there, and were lost
+                raise EvaluationError(
+                    "no agent trace could be graded: " + "; ".join(traces.notes()),
+                    hint="a lost trace is never a pass; split the archive or raise the span cap",
+                )
+            if traces.agent_traces <= pairs.outside_window:
+                where = ", ".join(sources) or "the traces"
+                read = "; ".join(traces.notes() + pairs.notes(0)[1:])
+                raise NothingToRunError(
+                    f"no agent trace in {where} ({read})",
+                    hint="the spans need a tracegrade, OpenInference or OTel GenAI agent span",
+                )
             raise NothingToRunError(
-                f"no agent trace in {where} ({read})",
-                hint="the spans need a tracegrade, OpenInference or OTel GenAI agent span",
+                f"no trace matched a question of target {target!r}",
+                hint="; ".join(traces.notes() + pairs.notes(len(plan.questions))),
             )
-        raise NothingToRunError(
-            f"no trace matched a question of target {target!r}",
-            hint="; ".join(traces.notes() + pairs.notes(len(plan.questions))),
+        manifest = prepared.manifest
+        entry = manifest.targets[target]
+        # the selection is what the traces covered: a question nobody asked in production is not
+        # a question the run failed to answer
+        entry.selected = len(pairs.questions) + len(pairs.by_policy)
+        entry.repeats = pairs.repeats()
+        manifest.source = RunSource(
+            kind="traces",
+            paths=[str(s) for s in sources],
+            pairing=dict(pairs.counts),
+            unmatched=pairs.unmatched,
+            ambiguous=pairs.ambiguous_count,
         )
-    manifest = prepared.manifest
-    entry = manifest.targets[target]
-    # the selection is what the traces covered: a question nobody asked in production is not
-    # a question the run failed to answer
-    entry.selected = len(pairs.questions) + len(pairs.by_policy)
-    entry.repeats = pairs.repeats()
-    manifest.source = RunSource(
-        kind="traces",
-        paths=[str(s) for s in sources],
-        pairing=dict(pairs.counts),
-        unmatched=pairs.unmatched,
-        ambiguous=pairs.ambiguous_count,
-    )
-    run_dir = prepared.directory
-    run_dir.write_manifest(manifest)
-    notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
-    if conversations is not None:
-        notes += conversations.notes()
-    if policy:
-        notes.append(policy.note())
-    plan.run_id = prepared.run_id
-    trace_file = run_dir.trace_file(target)
-    run_dir.traces_dir.mkdir(parents=True, exist_ok=True)
-    by_id = {str(q.id): q for q in plan.questions}
+        run_dir = prepared.directory
+        if pool is not None:  # built their plans from the manifest: rewritten only once they did
+            await pool.started()
+        run_dir.write_manifest(manifest)
+        notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
+        if conversations is not None:
+            notes += conversations.notes()
+        if policy:
+            notes.append(policy.note())
+        plan.run_id = prepared.run_id
+        trace_file = run_dir.trace_file(target)
+        run_dir.traces_dir.mkdir(parents=True, exist_ok=True)
+        by_id = {str(q.id): q for q in plan.questions}
 
-    def question_of(qid: str, trace: AgentTrace) -> Any:
-        if qid in by_id:
-            return by_id[qid]
-        assert policy is not None  # only the policy pairs a trace with a question of its own
-        plan.ordinals.setdefault(qid, len(plan.ordinals))
-        return policy.question(trace)
+        def question_of(qid: str, trace: AgentTrace) -> Any:
+            if qid in by_id:
+                return by_id[qid]
+            assert policy is not None  # only the policy pairs a trace with a question of its own
+            plan.ordinals.setdefault(qid, len(plan.ordinals))
+            return policy.question(trace)
 
-    with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
-        grading_id = prepared.directory.own_grading(store, manifest=prepared.manifest)
-        # what the traces covered, trial by trial: a question traced once is not a missing trial
-        record_scope(store, grading_id, {target: {"runs": len(pairs)}})
-        lost_spans: int = 0  # spans of the traces no worker graded
-        died: list[str] = []  # the workers that died, and what they held
-        if workers > 0:
-            from .archive_workers import grade_on_workers
-
-            lost_spans, died = await grade_on_workers(
-                pairs,
-                workers=workers,
-                plan=plan,
-                config_path=config.path,
-                target=target,
-                directory=run_dir,
-                use_cache=use_cache,
-                policy=policy,
+        with run_dir.store(redaction=config.redaction) as store, run_dir.lock(store):
+            grading_id = prepared.directory.own_grading(store, manifest=prepared.manifest)
+            # what the traces covered, trial by trial: a question traced once is not a missing trial
+            record_scope(store, grading_id, {target: {"runs": len(pairs)}})
+            lost_spans: int = 0  # spans of the traces no worker graded
+            died: list[str] = []  # the workers that died, and what they held
+            if pool is not None:
+                lost_spans, died = await pool.grade(pairs, plan)
+                run_dir.fold_traces(target)  # each worker's records, in the target's trace file
+            else:
+                with trace_file.open("a", encoding="utf-8") as lines:
+                    await _grade_here(pairs, question_of, plan, store, grading_id, lines, config)
+            # agent traces dropped for their size were never graded, nor the traces a dead worker
+            # held: the run is incomplete
+            record_lost_spans(store, grading_id, traces.dropped_agent_spans + lost_spans)
+            # folded from one pass over the store, never held: memory stays flat however many
+            # traces the archive had (the reports that list every question read the store again)
+            outcome = decided(
+                run_dir,
+                store,
+                grading_id,
+                prepared.targets,
+                prepared.attached,
+                digest=(lambda _target: digest()) if digest is not None else None,
             )
-            run_dir.fold_traces(target)  # each worker's records, in the target's trace file
-        else:
-            with trace_file.open("a", encoding="utf-8") as lines:
-                await _grade_here(pairs, question_of, plan, store, grading_id, lines, config)
-        # agent traces dropped for their size were never graded, nor the traces a dead worker
-        # held: the run is incomplete
-        record_lost_spans(store, grading_id, traces.dropped_agent_spans + lost_spans)
-        # folded from one pass over the store, never held: memory stays flat however many
-        # traces the archive had (the reports that list every question read the store again)
-        outcome = decided(
-            run_dir,
-            store,
-            grading_id,
-            prepared.targets,
-            prepared.attached,
-            digest=(lambda _target: digest()) if digest is not None else None,
-        )
-    outcome.notes[:0] = redaction_notes(config.redaction) + notes + uncounted_note(outcome)
-    if died:  # never a pass, lost spans or not
-        outcome.notes.extend(died)
-        outcome.extra_exit_codes.append(3)
-    return outcome
+        outcome.notes[:0] = redaction_notes(config.redaction) + notes + uncounted_note(outcome)
+        if died:  # never a pass, lost spans or not
+            outcome.notes.extend(died)
+            outcome.extra_exit_codes.append(3)
+        return outcome
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 async def _grade_here(

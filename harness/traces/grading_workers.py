@@ -343,6 +343,7 @@ class GradingPool:
         on_failed: Callable[[str, int], None],
         on_room: Callable[[], object] = lambda: None,
         by_conversation: bool = False,
+        preload: list[str] | None = None,
     ) -> None:
         self.specs = specs
         self.on_report = on_report
@@ -351,7 +352,7 @@ class GradingPool:
         self.by_conversation = by_conversation
         self.failures: list[str] = []
         self.stopping = False
-        self._ctx = process_context()
+        self._ctx = process_context(preload)  # what the workers import, loaded once
         self._loop: asyncio.AbstractEventLoop | None = None
         self._parts = len(specs)
         self.workers = [self._start(spec) for spec in specs]

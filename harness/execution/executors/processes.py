@@ -109,16 +109,17 @@ def watch_parent(conn: Pipe) -> threading.Event:
 
 
 # -- the parent -----------------------------------------------------------------------------
-def process_context() -> ForkServerContext | SpawnContext:
+def process_context(preload: list[str] | None = None) -> ForkServerContext | SpawnContext:
     """`forkserver` where the platform has it: a clean server process (no threads, no open
-    run files: never a fork of the run's own process) that loads `_PRELOAD` once and forks each
+    run files: never a fork of the run's own process) that loads `preload` (the run's workers'
+    modules, `_PRELOAD`, unless a pool says what its children import) once and forks each
     child from it; `spawn` elsewhere."""
     import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
+    ctx.set_forkserver_preload(_PRELOAD if preload is None else preload)
     return ctx
 
 
