@@ -145,14 +145,27 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class TreeWatch(threading.Thread):
     """Samples the process tree under `pid` every `every` seconds: the peak of its summed RSS
-    (bytes) and each process's CPU seconds (utime + stime) when last seen."""
+    and of its summed PSS (bytes: shared pages divided among the processes sharing them, so
+    the workers forked from one server are not each charged its pages), and each process's CPU
+    seconds (utime + stime) when last seen."""
 
     def __init__(self, pid: int, every: float = 0.05) -> None:
         super().__init__(daemon=True)
         self.pid, self.every = pid, every
-        self.peak = 0
+        self.peak = self.pss_peak = 0
         self.cpu: dict[int, float] = {}
         self.done = threading.Event()
         self._tick = os.sysconf("SC_CLK_TCK")
@@ -160,7 +173,7 @@ class TreeWatch(threading.Thread):
 
     def run(self) -> None:
         while not self.done.is_set():
-            rss = 0
+            rss = pss = 0
             for p in _tree(self.pid):
                 try:
                     with open(f"/proc/{p}/stat") as f:
@@ -169,7 +182,9 @@ class TreeWatch(threading.Thread):
                     continue
                 self.cpu[p] = (int(fields[11]) + int(fields[12])) / self._tick
                 rss += int(fields[21]) * self._page
+                pss += _pss(p)
             self.peak = max(self.peak, rss)
+            self.pss_peak = max(self.pss_peak, pss)
             self.done.wait(self.every)
 
 
@@ -210,6 +225,7 @@ def grade_in_child(archive: Path, config: Path, workers: int = 0) -> dict[str, f
         "code": int(exit_code),
         "own_peak": float(peak),
         "tree_peak": max(watch.peak / 2**20, float(peak)),
+        "tree_pss": watch.pss_peak / 2**20,
     }
 
 
@@ -280,8 +296,8 @@ def main_bench() -> None:
                     f"  grade-traces, {label:<12} {m['wall']:7.2f} s  "
                     f"{traces / m['wall']:7.0f} traces/s  {size / m['wall']:6.1f} MB/s  "
                     f"(CPU {m['cpu']:.2f} s, {share(m['cpu'], m['wall'])})  exit {codes}  "
-                    f"peak RSS {m['tree_peak']:.0f} MB (parent + children; parent alone "
-                    f"{m['own_peak']:.0f} MB)"
+                    f"peak RSS {m['tree_peak']:.0f} MB (parent + children; PSS "
+                    f"{m['tree_pss']:.0f} MB; parent alone {m['own_peak']:.0f} MB)"
                 )
             one, many = medians[0], medians[args.workers]
             per_trace = one["wall"] / traces
