@@ -6,7 +6,7 @@ This process keeps what must be one: reading and spilling the archive, pairing e
 its question, numbering each question's trials in start order, the run's lock and the verdict.
 Each paired trace goes, still pickled as the spill keeps it, with its question id, trial and
 ordinal, to the worker its trace id routes to. A worker rebuilds the run's plan from the stored
-run (`stored_plan`: the graders the run stored), grades each trace as one process does
+run (`reopen.prepare_stored`: the graders the run stored), grades each trace as one process does
 (`grade_paired`) and commits its batches into the run's one store, its records in its own
 trace file (`traces/<target>.w<k>.jsonl`, folded into the target's at the end). So the rows, the
 records and the verdict are the ones one process gives; only the order of the rows in the store
