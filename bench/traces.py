@@ -130,6 +130,10 @@ def raw_agent_s(root: Path, latency_s: float, rounds: int = 10) -> float:
     return (time.perf_counter() - started) / (rounds * len(IDS))
 
 
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
 def _tree(pid: int) -> list[int]:
     """`pid` and every process below it (Linux: each task's `children`)."""
     out, todo = [], [pid]
@@ -222,6 +226,7 @@ def grade_in_child(archive: Path, config: Path, workers: int = 0) -> dict[str, f
     return {
         "wall": float(seconds),
         "cpu": own_cpu + others,
+        "own_cpu": own_cpu,
         "code": int(exit_code),
         "own_peak": float(peak),
         "tree_peak": max(watch.peak / 2**20, float(peak)),
@@ -282,7 +287,8 @@ def main_bench() -> None:
                 one, many = runs[0][-1], runs[args.workers][-1]
                 print(
                     f"  round {n + 1}: one process {one['wall']:.2f} s (CPU {one['cpu']:.2f} s), "
-                    f"--workers {args.workers} {many['wall']:.2f} s (CPU {many['cpu']:.2f} s): "
+                    f"--workers {args.workers} {many['wall']:.2f} s (CPU {many['cpu']:.2f} s: "
+                    f"{many['own_cpu']:.2f} s in the parent): "
                     f"{one['wall'] / many['wall']:.2f}x by wall"
                 )
             medians = {
@@ -300,6 +306,15 @@ def main_bench() -> None:
                     f"{m['tree_pss']:.0f} MB; parent alone {m['own_peak']:.0f} MB)"
                 )
             one, many = medians[0], medians[args.workers]
+            # on free cores the parent's own CPU is the least the command can take (it reads,
+            # pairs and folds the verdict alone), and the total CPU spread over the cores
+            floor = max(many["own_cpu"], many["cpu"] / max(1, min(args.workers + 1, cores())))
+            print(
+                f"  on {cores()} free core(s): one process needs {one['cpu']:.2f} s of CPU; "
+                f"--workers {args.workers} at least {floor:.2f} s of wall (the parent's own "
+                f"{many['own_cpu']:.2f} s, or {many['cpu']:.2f} s over the cores): at most "
+                f"{one['cpu'] / floor:.2f}x one process"
+            )
             per_trace = one["wall"] / traces
             print(
                 f"  ratio: {per_trace * 1000:.2f} ms per trace: {run_s / per_trace:.0f}x faster than "
