@@ -136,3 +136,27 @@ def test_traces_the_policy_grades_keep_their_order_with_workers(tmp_path):
     assert graded[None][0] == 2  # the traces that called cancel, or too often, fail
     assert len(graded[None][1]) == len(tools)
     assert graded[None] == graded[2]
+
+
+def test_conversations_are_graded_whole_by_the_workers(tmp_path):
+    """With --conversations the traces of one conversation are merged before pairing: a
+    worker gets the conversation whole and grades it per turn, as one process does."""
+    from tests import test_trace_conversations as conversations
+    from tracegrade.capture.tracefile import TraceFileExporter
+
+    config = conversations._project(tmp_path / "proj")
+    archive = tmp_path / "collector" / "traces.jsonl"
+    archive.parent.mkdir()
+    for session in ("session-1", "session-2", "session-3"):
+        conversations._converse(tmp_path / "proj", TraceFileExporter(archive), session)
+    graded = {}
+    for workers in (None, 2):
+        extra = () if workers is None else ("--workers", str(workers))
+        code, report = _grade(
+            config, archive, tmp_path / f"c{workers}.json", "--conversations", *extra
+        )
+        for question in report["questions"]:
+            conversations._assert_graded_per_turn(question)
+        graded[workers] = (code, _questions(report), report["gate"])
+    assert graded[None][0] == 2 and len(graded[None][1]) == 3  # three conversations, 3 trials
+    assert graded[None] == graded[2]
