@@ -160,7 +160,7 @@ class ArchiveWorkers:
                 batch=COMMIT_BATCH,
                 batch_s=1.0,
                 tick_s=0.2,
-                kind="paired",
+                build=PairedGrading,
             )
             for k in range(workers)
         ]

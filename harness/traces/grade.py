@@ -340,7 +340,7 @@ async def agrade_traces(
     policy: TracePolicy | None = None,
     conversations: ConversationBook | None = None,
     digest: Callable[[], Any] | None = None,
-    workers: int = 0,
+    pool: Callable[..., Any] | None = None,
 ) -> RunOutcome:
     """Grade the agent traces of `traces` that started in [since, until) against `target`'s
     dataset and graders into a new run directory. The traces are read, paired and graded one at
@@ -350,9 +350,10 @@ async def agrade_traces(
     are graded together, as one question run of several turns. With `digest` (the reports'
     fold: `tracegrade.reports.console.ReportDigest`) the verdict is folded from the store a page
     at a time, never held, so memory stays flat whatever the archive's size; without it the
-    outcome holds every question's score, as a run's does. With `workers` (N > 0), the paired
-    traces are graded in N processes (`archive_workers`): the same rows, records and verdict;
-    a worker that dies is an error (exit 3)."""
+    outcome holds every question's score, as a run's does. With `pool` (what makes the grading
+    workers given the run's `directory`: `archive_workers.ArchiveWorkers`, N bound by the
+    CLI's --workers N), the paired traces are graded in N processes: the same rows, records
+    and verdict; a worker that dies is an error (exit 3)."""
     prepared = prepare_run(
         config,
         Selection(targets=(target,)),
@@ -362,18 +363,8 @@ async def agrade_traces(
         source="traces",
     )
     plan = prepared.plans[target]
-    pool = None
-    if workers > 0:  # started now: the workers build their plans while the archive is paired
-        from .archive_workers import ArchiveWorkers
-
-        pool = ArchiveWorkers(
-            workers=workers,
-            config_path=config.path,
-            target=target,
-            directory=prepared.directory,
-            use_cache=use_cache,
-            policy=policy,
-        )
+    # started now: the workers build their plans while the archive is paired
+    workers = pool(directory=prepared.directory) if pool is not None else None
     try:
         pairs = SpilledPairs(traces)
         pairs.pair(
@@ -415,8 +406,8 @@ async def agrade_traces(
             ambiguous=pairs.ambiguous_count,
         )
         run_dir = prepared.directory
-        if pool is not None:  # built their plans from the manifest: rewritten only once they did
-            await pool.started()
+        if workers is not None:  # built their plans from the manifest: rewritten only once they did
+            await workers.started()
         run_dir.write_manifest(manifest)
         notes = list(prepared.notes) + traces.notes() + pairs.notes(len(plan.questions))
         if conversations is not None:
@@ -441,8 +432,8 @@ async def agrade_traces(
             record_scope(store, grading_id, {target: {"runs": len(pairs)}})
             lost_spans: int = 0  # spans of the traces no worker graded
             died: list[str] = []  # the workers that died, and what they held
-            if pool is not None:
-                lost_spans, died = await pool.grade(pairs, plan)
+            if workers is not None:
+                lost_spans, died = await workers.grade(pairs, plan)
                 run_dir.fold_traces(target)  # each worker's records, in the target's trace file
             else:
                 with trace_file.open("a", encoding="utf-8") as lines:
@@ -466,8 +457,8 @@ async def agrade_traces(
             outcome.extra_exit_codes.append(3)
         return outcome
     finally:
-        if pool is not None:
-            pool.close()
+        if workers is not None:
+            workers.close()
 
 
 async def _grade_here(

@@ -19,8 +19,9 @@ incomplete, exit 3) and a fresh worker takes its place. When the receiver dies, 
 their pipe close, commit what they graded and exit.
 
 `grade-traces --workers N` (`tracegrade.traces.archive_workers`) grades on the same pool: what
-a worker grades is its spec's `kind` (`WorkerGrading`): a monitor run's complete traces, or an
-archive's traces already paired with their question and trial.
+a worker grades is what its spec's `build` makes (a `WorkerGrading`): by default a monitor run's
+complete traces; grade-traces' an archive's traces already paired with their question and
+trial.
 """
 
 from __future__ import annotations
@@ -87,10 +88,11 @@ class WorkerSpec:
     tick_s: float
     verdicts: bool = False
     """Send each trace's grades back (`--forward` carries them, `--annotate` writes them)."""
-    kind: str = "receive"
-    """What the worker grades: "receive", a monitor run's complete traces (their spans);
-    "paired", grade-traces' traces paired with their question and trial
-    (`archive_workers.PairedGrading`)."""
+    build: Callable[[WorkerSpec], WorkerGrading] | None = None
+    """What the worker grades with, built in the worker from this spec (picklable: a module's
+    class or function); None: receive's monitor run, each item a complete trace's spans.
+    grade-traces passes `archive_workers.PairedGrading` (named here, never imported: the pool
+    knows no user of it)."""
 
 
 class WorkerGrading(Protocol):
@@ -175,11 +177,9 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
     def setup() -> Callable[[], Any]:
-        if spec.kind == "paired":
-            from .archive_workers import PairedGrading
-
-            paired = PairedGrading(spec)
-            return lambda: _serve(spec, paired, conn)
+        if spec.build is not None:
+            grading = spec.build(spec)
+            return lambda: _serve(spec, grading, conn)
         from ..inputs.config import load_config
         from .conversations import ConversationBook
         from .live.monitor import Monitor

@@ -4,6 +4,7 @@ production, in staging) with a target's dataset, graders and gate, into a normal
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -115,10 +116,26 @@ def run(args: argparse.Namespace) -> int:
             policy=policy or None,
             conversations=conversation_book_of(args),  # type: ignore[arg-type]
             digest=ReportDigest,  # the verdict folded from the store: flat memory
-            workers=args.workers or 0,
+            pool=_workers(args, config, policy),
         )
     report_outcome(args, outcome, config=config)
     return outcome.exit_code
+
+
+def _workers(args: argparse.Namespace, config: Any, policy: Any) -> Any:
+    """What makes the grading workers of --workers N (None: grade in this process)."""
+    if not args.workers:
+        return None
+    from ...traces.archive_workers import ArchiveWorkers
+
+    return functools.partial(
+        ArchiveWorkers,
+        workers=args.workers,
+        config_path=config.path,
+        target=args.target,
+        use_cache=not args.no_cache,
+        policy=policy or None,
+    )
 
 
 def _from_backend(args: argparse.Namespace, since: int | None, until: int | None) -> Any:
