@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -123,10 +123,13 @@ def process_context(preload: list[str] | None = None) -> ForkServerContext | Spa
     return ctx
 
 
+_Spec = TypeVar("_Spec")
+
+
 def start_child(
     ctx: ForkServerContext | SpawnContext,
-    main: Callable[[Any, Pipe], None],
-    spec: object,
+    main: Callable[[_Spec, Pipe], None],
+    spec: _Spec,
     name: str,
 ) -> tuple[BaseProcess, Pipe]:
     """(process, the parent's end of its pipe): `main(spec, conn)` started in a child."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from ...verdicts.result import QuestionResult
 
@@ -47,7 +46,7 @@ class CommitBatch:
         self.max_wait_s = max_wait_s
         self.committed = 0
         self._pending: list[QuestionResult] = []
-        self._timer: Any = None
+        self._timer: asyncio.TimerHandle | None = None
         self._failure: BaseException | None = None
 
     def add(self, result: QuestionResult) -> None:

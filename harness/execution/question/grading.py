@@ -95,7 +95,7 @@ def build_services(
     then error, exit 3), the judge cache shared by runs and re-grades, the rubric store."""
     provider = None
     cache = None
-    settings: dict[str, Any] = {"use_cache": use_cache}
+    settings: dict[str, object] = {"use_cache": use_cache}
     if judge:
         from ...judging import JudgeCache, build_provider
         from ...judging.redacting import RedactingProvider
@@ -134,7 +134,7 @@ def build_services(
 
 
 def _spec_of(
-    att: Attachment, *, source: str, options: Mapping[str, Any], module: str | None
+    att: Attachment, *, source: str, options: Mapping[str, object], module: str | None
 ) -> GraderRecord:
     g = att.grader
     return GraderRecord.model_validate(
@@ -348,7 +348,7 @@ def _runs_inline(grader: Grader) -> bool:
 
 
 async def _one(
-    grader: Grader, input: str, response: str, context: Mapping[str, Any]
+    grader: Grader, input: str, response: str, context: Mapping[str, object]
 ) -> GradeResult:
     try:
         if type(grader).agrade is Grader.agrade and not _runs_inline(grader):
@@ -393,7 +393,7 @@ async def agrade_question(
     *,
     input: str,
     response: str,
-    context: Mapping[str, Any],
+    context: Mapping[str, object],
     deadline_s: float | None = None,
 ) -> list[GraderVerdict]:
     """Every attached grader on one answer (graders concurrently; a grader's own samples too),

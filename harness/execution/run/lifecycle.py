@@ -79,7 +79,7 @@ def decided(
     targets: Sequence[TargetConfig],
     attached: Mapping[str, Sequence[AttachedGrader]],
     *,
-    digest: Callable[[str], Any] | None = None,
+    digest: Callable[[str], object] | None = None,
 ) -> RunOutcome:
     """The run's one verdict (`decide_run`) with what the graders say about themselves
     beside each target (advisories: "Text only", graders that skipped everything). With
