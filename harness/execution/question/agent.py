@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-__all__ = ["Agent", "AgentFactory", "InputSchema", "StateWriter"]
+__all__ = ["Agent", "AgentFactory", "Copies", "InputSchema", "StateWriter"]
 
 
 class Agent(Protocol):
@@ -31,6 +31,14 @@ class Agent(Protocol):
 AgentFactory = Callable[..., Agent]
 """An `agent:` factory (called with `environment=` when the target declares one), or a
 `chat_model:` factory."""
+
+
+@runtime_checkable
+class Copies(Protocol):
+    """A graph that copies itself with some attributes changed (`Pregel.copy`): how a question
+    run gets its own checkpointer without touching the shared graph."""
+
+    def copy(self, update: dict[str, object] | None = None) -> Agent: ...
 
 
 @runtime_checkable

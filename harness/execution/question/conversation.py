@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...graders.context import build_context
+from .agent import Copies
 from .grading import agrade_question, criteria_with_rubric, grading_deadline, target_policy
 from .simulated_user import ask_simulated_user
 from .world import opening_inputs
@@ -88,7 +89,7 @@ def with_checkpointer(graph: Agent, question: Question) -> Agent:
     Otherwise the graph runs as compiled: an unanswered `interrupt()` still surfaces, and
     nothing is serialized. The saver keeps what msgpack cannot hold (ints past 64 bits, deep
     nesting) by pickle, in memory, so such state never fails only under tracegrade."""
-    if getattr(graph, "checkpointer", "absent") is not None or not hasattr(graph, "copy"):
+    if getattr(graph, "checkpointer", "absent") is not None or not isinstance(graph, Copies):
         return graph  # has its own (or is not a compiled LangGraph graph)
     if not _needs_checkpointer(graph, question):
         return graph

@@ -37,7 +37,7 @@ from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
 from ...verdicts.budgets import question_budget_failures
 from ...verdicts.result import QuestionAnswer, QuestionResult
-from ...verdicts.scoring import score_question
+from ...verdicts.scoring import GraderVerdict, score_question
 from ..executors.watchdog import Overran, QuestionDeadline
 from .accounting import account, with_judges
 from .cassettes import close_session, open_session
@@ -473,7 +473,7 @@ async def _run_one(
 def _release_question(recorder: Recorder, graded: QuestionResult | None) -> None:
     """The question span to the exporters, its grades on it as `gen_ai.evaluation.result`
     events (none when grading never finished: the span still goes)."""
-    events: list = []
+    events: list[tuple[int, dict[str, object]]] = []
     if graded is not None:
         try:
             events = span_events(graded)
@@ -502,7 +502,7 @@ async def agrade_recorded(
     graded on its whole transcript, and each turn with checks of its own on that turn."""
     target = plan.target
     row = question.row()
-    graders: list = []
+    graders: list[GraderVerdict] = []
     judge_calls: list[ModelCall] = []
     # role/content (and name) JSON, as the answer keeps it
     graded_messages: Sequence[Mapping[str, object]]
@@ -537,7 +537,7 @@ def _finish(
     row: dict[str, object],
     run: RunRecord,
     record: ToolRecord | None,
-    graders: list,
+    graders: list[GraderVerdict],
     graded: tuple[str, Sequence[Mapping[str, object]]] | None = None,
     judge_calls: Sequence[ModelCall] = (),
 ) -> QuestionResult:

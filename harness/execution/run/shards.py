@@ -138,7 +138,11 @@ class _Verbatim:
         return value
 
 
-def _shard_manifests(run_dirs: Sequence[Path]) -> list[tuple[Path, RunManifest, int, int]]:
+_Shard = tuple[Path, RunManifest, int, int]
+"""(run directory, its manifest, shard index, shard count)."""
+
+
+def _shard_manifests(run_dirs: Sequence[Path]) -> list[_Shard]:
     out = []
     for run_dir in run_dirs:
         manifest = RunDirectory(run_dir).manifest()
@@ -194,7 +198,7 @@ def merge_runs(run_dirs: Sequence[Path | str], out: Path | str) -> MergeResult:
     return result
 
 
-def _write_merged(shards: list, out: Path, ref: RunManifest, result: MergeResult) -> None:
+def _write_merged(shards: list[_Shard], out: Path, ref: RunManifest, result: MergeResult) -> None:
     staged(out, lambda merged: _write_into(shards, merged, out.name, ref))
 
 
@@ -215,7 +219,9 @@ def staged(out: Path, write: Callable[[RunDirectory], None]) -> None:
         raise
 
 
-def _write_into(shards: list, merged_run: RunDirectory, run_id: str, ref: RunManifest) -> None:
+def _write_into(
+    shards: list[_Shard], merged_run: RunDirectory, run_id: str, ref: RunManifest
+) -> None:
     manifest = ref.model_copy(deep=True)
     manifest.run_id = run_id
     manifest.created = min(s[1].created or "" for s in shards) or datetime.now(UTC).isoformat(
