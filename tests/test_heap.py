@@ -1,6 +1,7 @@
 """A run keeps the heap it was set up with out of the garbage collector's full collections while
-its questions run, and leaves the collector as it found it: unfrozen after the run, a caller's
-own freeze left in place, a disabled collector left alone."""
+its questions run, and collects its youngest generation less often, and leaves the collector as
+it found it: unfrozen and its thresholds back after the run, a caller's own freeze or higher
+threshold left in place, a disabled collector left alone."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from tests.runs_support import write_project
 from tracegrade.execution.executors.dispatch import executor_for
-from tracegrade.execution.executors.heap import frozen_heap
+from tracegrade.execution.executors.heap import YOUNG_THRESHOLD, frozen_heap
 from tracegrade.execution.executors.protocol import ExecutionPlan
 from tracegrade.execution.run.prepare import prepare_run
 from tracegrade.execution.run.prepared import ExecutorSettings
@@ -23,9 +24,10 @@ from tracegrade.rundir.outcome import Selection
 
 @pytest.fixture(autouse=True)
 def _collector_restored():
-    enabled = gc.isenabled()
+    enabled, threshold = gc.isenabled(), gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*threshold)
     if enabled:
         gc.enable()
 
@@ -37,28 +39,41 @@ class _Cycle:
 
 def test_frozen_heap_freezes_for_the_block_and_undoes_it():
     gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
     before = object()  # alive when the block starts: frozen with the rest
     with frozen_heap():
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
         assert not any(o is before for o in gc.get_objects())  # out of every generation
         made = _Cycle()  # made inside: the collector still sees it
         assert any(o is made for o in gc.get_objects())
         del made
         assert gc.collect() > 0  # a cycle the questions make is still collected
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_frozen_heap_keeps_a_callers_higher_threshold():
+    gc.unfreeze()
+    gc.set_threshold(YOUNG_THRESHOLD * 4, 20, 30)
+    with frozen_heap():
+        assert gc.get_threshold() == (YOUNG_THRESHOLD * 4, 20, 30)
+    assert gc.get_threshold() == (YOUNG_THRESHOLD * 4, 20, 30)
 
 
 def test_frozen_heap_leaves_a_callers_freeze_and_a_disabled_collector_alone():
     gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
     gc.freeze()
     frozen = gc.get_freeze_count()
     with frozen_heap():
-        pass
+        assert gc.get_threshold() == (700, 10, 10)
     assert gc.get_freeze_count() == frozen  # not undone by us
     gc.unfreeze()
     gc.disable()
     with frozen_heap():
         assert gc.get_freeze_count() == 0
+        assert gc.get_threshold() == (700, 10, 10)
     assert not gc.isenabled()
 
 
@@ -76,11 +91,14 @@ def test_a_local_run_freezes_the_heap_while_questions_run_and_unfreezes_after(tm
         config_path=config.path,
         settings=settings,
     )
-    seen: list[int] = []
+    gc.set_threshold(700, 10, 10)
+    seen: list[tuple[int, int]] = []
 
     asyncio.run(
-        executor_for(plan, settings).arun(execution, lambda r: seen.append(gc.get_freeze_count()))
+        executor_for(plan, settings).arun(
+            execution, lambda r: seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+        )
     )
 
-    assert len(seen) == 2 and all(count > 0 for count in seen)
-    assert gc.get_freeze_count() == 0
+    assert len(seen) == 2 and all(count > 0 and young == YOUNG_THRESHOLD for count, young in seen)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)

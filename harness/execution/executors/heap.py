@@ -9,6 +9,13 @@ while the run was set up and live through it, so `gc.freeze()` moves them to the
 generation before the first question and `gc.unfreeze()` hands them back after the last: a
 full collection then walks only what the questions made. Objects freed by reference counting
 are freed as before; only a cycle among objects made before the run waits until its end.
+
+The youngest generation is collected every `YOUNG_THRESHOLD` new objects rather than every 700
+meanwhile: a question's short-lived objects (LangChain's run managers, messages, spans) then
+die before a collection sees them, instead of surviving one and being promoted towards the
+full collections. Measured on the same run (4 runs each, alternating, heap frozen): the
+collector 0.73 s against 1.32 s, no full collection against five, main-thread CPU 7.2 s
+against 8.1 s; a few thousand more objects wait for a collection at most.
 """
 
 from __future__ import annotations
@@ -17,18 +24,26 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["frozen_heap"]
+__all__ = ["YOUNG_THRESHOLD", "frozen_heap"]
+
+YOUNG_THRESHOLD = 5000
+"""New objects between two collections of the youngest generation while questions run."""
 
 
 @contextmanager
 def frozen_heap() -> Iterator[None]:
-    """`gc.freeze()` for the block, undone after it. Left alone when the collector is off or
-    something froze the heap already (a caller's own freeze is the caller's to undo)."""
-    if not gc.isenabled() or gc.get_freeze_count():
+    """`gc.freeze()` and the youngest generation's threshold raised to `YOUNG_THRESHOLD` for
+    the block, both undone after it. Left alone when the collector is off or something froze
+    the heap already (the caller tunes the collector: its settings are its own); a higher
+    threshold of the caller's is kept."""
+    threshold = gc.get_threshold()
+    if not gc.isenabled() or gc.get_freeze_count() or threshold[0] == 0:
         yield
         return
     gc.freeze()
+    gc.set_threshold(max(threshold[0], YOUNG_THRESHOLD), *threshold[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
