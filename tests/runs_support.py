@@ -6,7 +6,7 @@ The agent answers by the question's text:
 - "weather in Rome?"   answers without looking anything up (tool_usage fails)
 - "crash please"       the model raises (agent error)
 - "upstream timeout"   the model raises its own TimeoutError (an agent error, not the deadline)
-- "be slow"            calls a tool that sleeps 30 s, far beyond the timeout a test of it sets
+- "be slow"            calls a tool that sleeps 600 s, far beyond the timeout a test of it sets
 - "echo system"        answers with the system message it was given
 - "remember it"        writes to the question's environment (state_grader passes)
 - "cancel B100"        calls a tool that raises, then claims it cancelled
@@ -88,7 +88,7 @@ def cancel(booking_id: str) -> str:
 @tool
 async def stall() -> str:
     """Wait a long time."""
-    await asyncio.sleep(30)
+    await asyncio.sleep(600)
     return "late"
 
 
