@@ -56,7 +56,7 @@ class RunSettings:
     session and re-grading take instead of the config."""
 
     config_path: Path
-    """The config file (worker processes and Ray actors load their target from it)."""
+    """The config file (what errors about the config name)."""
     config_sha256: str
     """What the config says, whatever its path (`Config.content_sha256`: what a resume pins)."""
     base_dir: Path
