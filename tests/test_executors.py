@@ -5,7 +5,6 @@ crash as an errored result; the executor never writes the store itself (the call
 from __future__ import annotations
 
 import asyncio
-import functools
 
 import pytest
 
@@ -16,7 +15,6 @@ from tracegrade.execution.executors.dispatch import executor_for
 from tracegrade.execution.executors.protocol import ExecutionPlan, Executor
 from tracegrade.execution.run.prepare import prepare_run
 from tracegrade.execution.run.prepared import ExecutorSettings
-from tracegrade.execution.run.services import open_telemetry
 
 
 @pytest.mark.parametrize(("workers", "kind"), [(1, "LocalExecutor"), (2, "WorkerExecutor")])
@@ -39,8 +37,7 @@ def test_an_executor_hands_every_trial_to_the_commit_callback_once(tmp_path, wor
         plan=plan,
         run=prepared.directory,
         trace_file=trace_file,
-        open_telemetry=functools.partial(open_telemetry, config),
-        config_path=config.path,
+        run_settings=prepared.settings,
         settings=settings,
     )
     committed: list[QuestionResult] = []

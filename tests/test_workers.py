@@ -406,3 +406,19 @@ def test_with_workers_every_question_span_reaches_the_otlp_receiver(
     out = capsys.readouterr().out
     assert f"{spans} span(s) exported to" in out
     assert "(http/protobuf, project" in out
+
+
+def test_workers_run_the_target_the_run_prepared_not_the_config_file(tmp_path):
+    # a config changed in memory and never saved (a notebook, a script building on a loaded
+    # config): each worker gets the target as the run prepared it, not the file's
+    rows = [
+        {"id": f"e{i}", "input": "echo system", "expected": {"keyword": "memory"}} for i in range(4)
+    ]
+    config = load_config(
+        write_project(tmp_path, questions=[], extra_questions=rows, target={"concurrency": 2})
+    )
+    config.targets["t"].system_prompt = "set in memory"
+    outcome = start_run(config, workers=2)
+    with ResultStore.open_readonly(outcome.run_dir) as store:
+        answers = {r.id: r.answer.response for r in store.load_runs()}
+    assert answers == {f"e{i}": "system=set in memory" for i in range(4)}

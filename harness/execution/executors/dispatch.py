@@ -6,7 +6,6 @@ callback) and writes the run's trace files."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 
 from ...rundir.directory import RunDirectory
@@ -14,7 +13,7 @@ from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
 from ..question.runner import TargetPlan
 from ..run.prepared import ExecutorSettings, RunSettings
-from ..run.services import open_telemetry, telemetry_notes
+from ..run.services import telemetry_notes
 from .local import LocalExecutor
 from .protocol import ExecutionPlan, Executor, committing
 
@@ -61,8 +60,7 @@ async def arun_plans(
             plan=plan,
             run=run,
             trace_file=run.trace_file(plan.target.name) if settings.telemetry.trace_file else None,
-            open_telemetry=functools.partial(open_telemetry, settings),
-            config_path=settings.config_path,
+            run_settings=settings,
             use_cache=use_cache,
             settings=settings.executor,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...capture.telemetry import ExportReport
 from ..question.runner import arun_target
+from ..run.services import open_telemetry
 from .heap import frozen_heap
 from .protocol import Commit, ExecutionPlan
 
@@ -15,7 +16,7 @@ class LocalExecutor:
     """`Executor` in the run's own process."""
 
     async def arun(self, execution: ExecutionPlan, commit: Commit) -> ExportReport:
-        telemetry = execution.open_telemetry(execution.trace_file)
+        telemetry = open_telemetry(execution.run_settings, execution.trace_file)
         try:
             with frozen_heap():  # the set-up heap out of the questions' full collections
                 await arun_target(

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ...capture.telemetry import ExportReport, RunTelemetry
+from ...capture.telemetry import ExportReport
 from ...inputs.dataset import Question
 from ...records import RunRecord
 from ...rundir.directory import RunDirectory
 from ...rundir.store import ResultStore
 from ...verdicts.result import QuestionResult
 from ..question.runner import TargetPlan, _finish
-from ..run.prepared import ExecutorSettings
+from ..run.prepared import ExecutorSettings, RunSettings
 
 __all__ = ["Commit", "Commits", "ExecutionPlan", "Executor", "committing", "errored"]
 
@@ -71,10 +71,9 @@ class ExecutionPlan:
     """The run's directory: where worker trace parts go and are folded."""
     trace_file: Path | None
     """The target's trace file; None: the config asks for none."""
-    open_telemetry: Callable[[Path | None], RunTelemetry]
-    """The run's telemetry for a trace file (its OTLP endpoint, redaction): this process's."""
-    config_path: Path
-    """What a worker process or Ray actor rebuilds its plan from."""
+    run_settings: RunSettings
+    """The run's settings as prepared: its telemetry here (OTLP endpoint, redaction), and what
+    a worker process or Ray actor rebuilds its plan from (never the config file)."""
     use_cache: bool = True
     settings: ExecutorSettings = field(default_factory=ExecutorSettings)
     """Which executor, how many worker processes or Ray actors (each gets its share of the

@@ -3,7 +3,8 @@ run as tasks of N Ray actors, on an existing cluster or a local Ray, and stream 
 store writer, the run's own process.
 
 Each actor is a worker as `tracegrade.execution.executors.workers` describes (it rebuilds the plan from the
-config file, the dataset, the run's stored graders and the agent factory, and runs each
+run's prepared settings and target sent with its spec, the dataset, the run's stored graders and
+the agent factory, and runs each
 question through the one-process runner's `_run_one`, per-question timeout included), holding
 at most its share of the target's concurrency. A cluster's nodes have their own disks, so an
 actor writes its spans to a private file and returns each question's trace-file lines with its
@@ -168,7 +169,7 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
     specs = worker_specs(
         plan,
         workers=execution.workers,
-        config_path=execution.config_path,
+        settings=execution.run_settings,
         run_dir=execution.run.path,
         use_cache=execution.use_cache,
         trace_file=lambda k: str(trace_file) if trace_file else None,

@@ -5,8 +5,10 @@ The parent stays the one writer of the store. It hands each worker at most its s
 target's `concurrency` questions at a time over a pipe and commits each result the worker sends
 back, in the order they finish, with the progress callback, exactly as the single-process runner
 does; so resume, the gate and the exit codes are the same code. Each worker rebuilds the plan
-itself (config file, dataset, the graders the run stored, the agent factory) and runs each
-question through the same `_run_one` as one process, the per-question timeout included.
+itself from what the run prepared (its settings and the target, sent with the spec: the
+config file is not read again), the dataset, the graders the run stored and the agent
+factory, and runs each question through the same `_run_one` as one process, the
+per-question timeout included.
 
 Each worker writes its spans to its own trace file `traces/<target>.w<k>.jsonl` and flushes it
 before it sends a result, so a committed row's record is on disk even after kill -9; the worker
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from ...capture.telemetry import RunTelemetry
-    from ...inputs.config import CassetteSettings
+    from ...inputs.config import TargetConfig
     from ...inputs.dataset import Question
     from ...verdicts.result import QuestionResult
     from ..question.runner import TargetPlan
@@ -67,41 +69,37 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
-    """What a worker process needs to rebuild its target's plan (picklable)."""
+    """What a worker process needs to rebuild its target's plan (picklable): the run's
+    settings and the target as the run prepared them, so a worker runs what the run's own
+    process would (a config changed in memory included), never what the config file says."""
 
-    config_path: str
-    target: str
-    repeats: int
+    settings: RunSettings
+    target: TargetConfig
+    """The target as the run prepared it (its repeats, its cassettes as `--cassettes` resolved
+    them), with this worker's share of the concurrency."""
     run_dir: str
     use_cache: bool
     index: int
-    concurrency: int
     trace_file: str | None
-    cassettes: CassetteSettings | None = None
-    """The target's `CassetteSettings` as the run resolved them (`--cassettes` included)."""
+
+    @property
+    def concurrency(self) -> int:
+        """How many questions this worker holds at once."""
+        return self.target.concurrency
 
 
 # -- the worker process ---------------------------------------------------------------------
 def build_plan(spec: WorkerSpec) -> tuple[RunSettings, TargetPlan, dict[str, Question]]:
-    from ...inputs.config import load_config
     from ...inputs.dataset import load_dataset
     from ...rundir.directory import RunDirectory
     from ..question.runner import TargetPlan, build_shared
-    from ..run.prepared import RunSettings
     from ..run.services import run_services, stored_attachments
 
-    # a worker's own prepare: the target from the config file, then only the run's settings
-    config = load_config(spec.config_path)
-    settings = RunSettings.of(config)
-    target = dataclasses.replace(
-        config.select_targets([spec.target])[0],
-        repeats=spec.repeats,
-        concurrency=spec.concurrency,
-        cassettes=spec.cassettes,
-    )
+    # what the run prepared (never the config file again); the graders as the run stored them
+    settings, target = spec.settings, spec.target
     run_dir = Path(spec.run_dir)
     services = run_services(settings, run_dir, spec.use_cache)
-    attached = stored_attachments(RunDirectory(run_dir).manifest(), run_dir, services)[spec.target]
+    attached = stored_attachments(RunDirectory(run_dir).manifest(), run_dir, services)[target.name]
     dataset = load_dataset(target.dataset)
     plan = TargetPlan(
         target=target,
@@ -278,7 +276,7 @@ def worker_specs(
     plan: TargetPlan,
     *,
     workers: int,
-    config_path: Path,
+    settings: RunSettings,
     run_dir: Path,
     use_cache: bool,
     trace_file: Callable[[int], str | None],
@@ -288,15 +286,12 @@ def worker_specs(
     shares = shares_of(plan.target.concurrency, min(workers, max(1, plan.work_count())))
     return [
         WorkerSpec(
-            config_path=str(Path(config_path).resolve()),
-            target=plan.target.name,
-            repeats=plan.target.repeats,
+            settings=settings,
+            target=dataclasses.replace(plan.target, concurrency=capacity),
             run_dir=str(run_dir),
             use_cache=use_cache,
             index=k,
-            concurrency=capacity,
             trace_file=trace_file(k),
-            cassettes=plan.target.cassettes,
         )
         for k, capacity in enumerate(shares)
     ]
@@ -326,7 +321,7 @@ async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> l
     specs = worker_specs(
         plan,
         workers=execution.workers,
-        config_path=execution.config_path,
+        settings=execution.run_settings,
         run_dir=run.path,
         use_cache=execution.use_cache,
         trace_file=lambda k: str(run.trace_part(plan.target.name, f"w{k}")) if trace_file else None,
