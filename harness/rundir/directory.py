@@ -40,6 +40,8 @@ from .store import STORE_FILE, ResultStore
 __all__ = ["RunDirectory"]
 
 _PART = re.compile(r"g?w\d+")
+_FOLD_BLOCK = 1 << 20
+"""Bytes of a worker's trace file copied at once when it is folded."""
 """The part names of worker trace files: `w<k>` (worker processes), `gw<n>` (pytest-xdist)."""
 
 
@@ -216,11 +218,13 @@ class RunDirectory:
                     if check.read(1) != b"\n":
                         sink.write(b"\n")
             for path in files:
-                with path.open("rb") as source:
-                    data = source.read()
-                if data and not data.endswith(b"\n"):
-                    data += b"\n"
-                sink.write(data)
+                last = b"\n"
+                with path.open("rb") as source:  # a block at a time: a part may be ~100 MB
+                    while block := source.read(_FOLD_BLOCK):
+                        sink.write(block)
+                        last = block[-1:]
+                if last != b"\n":
+                    sink.write(b"\n")
             sink.flush()
             os.fsync(sink.fileno())
         for path in files:
