@@ -279,7 +279,9 @@ def _start(
         "run", "--config", str(config), "--workers", "2", "--quiet", *args, cwd=tmp_path, env=env
     )
     runs = tmp_path / "runs"
-    deadline = time.monotonic() + 180  # generous: the machine may be loaded
+    # generous, and it ends as soon as the rows are there: under stress --cpu 6 a Ray run had
+    # committed none after 180 s (its actors still starting)
+    deadline = time.monotonic() + 600
     workers: list[int] = []
     while time.monotonic() < deadline:
         dirs = list(runs.iterdir()) if runs.is_dir() else []
