@@ -16,7 +16,8 @@ from tracegrade import load_outcome
 from tracegrade.cli import main
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports import html
-from tracegrade.reports.html_data import load_sources
+from tracegrade.reports.html import rows as html_rows
+from tracegrade.reports.html.data import load_sources
 from tracegrade.rundir import kept_rows
 from tracegrade.rundir.directory import RunDirectory
 
@@ -44,13 +45,13 @@ def rows(text: str) -> dict[str, dict]:
 def builds(monkeypatch) -> list[str]:
     """The questions built (not read back) from now on."""
     built: list[str] = []
-    real = html.build_question
+    real = html_rows.build_question
 
     def counted(q, **kwargs):
         built.append(q.id)
         return real(q, **kwargs)
 
-    monkeypatch.setattr(html, "build_question", counted)
+    monkeypatch.setattr(html_rows, "build_question", counted)
     return built
 
 
@@ -134,14 +135,14 @@ def test_the_first_rows_read_only_their_own_lines_of_the_trace_file(run, monkeyp
     # the page a whole read gives
     _, run_dir = run
     whole_reads: list[int] = []
-    real = html.load_records
+    real = html_rows.load_records
     monkeypatch.setattr(
-        html, "load_records", lambda *a, **k: whole_reads.append(1) or real(*a, **k)
+        html_rows, "load_records", lambda *a, **k: whole_reads.append(1) or real(*a, **k)
     )
     narrowed = page(run_dir)
     assert whole_reads == []
     (run_dir / kept_rows.KEPT_FILE).unlink()
     monkeypatch.setattr(
-        html, "_first_records", lambda outcome, names: load_sources(run_dir, names)
+        html_rows, "_first_records", lambda outcome, names: load_sources(run_dir, names)
     )  # every record from a whole read
     assert page(run_dir) == narrowed

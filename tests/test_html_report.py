@@ -17,7 +17,7 @@ from tracegrade.cli import main
 from tracegrade.inputs.config import GateConfig
 from tracegrade.redaction import RedactionPolicy
 from tracegrade.reports.html import build_page_data, render_page
-from tracegrade.reports.html_data import RESULT_CHARS, build_question, question_verdict, trace_link
+from tracegrade.reports.html.data import RESULT_CHARS, build_question, question_verdict, trace_link
 from tracegrade.rundir.outcome import TargetResult
 from tracegrade.verdicts.gate import evaluate_gate
 from tracegrade.verdicts.scoring import GraderVerdict, score_question

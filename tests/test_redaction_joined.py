@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tracegrade import Outcome, QuestionAnswer, QuestionResult, ToolCall, ToolRecord
 from tracegrade.redaction import DEFAULT_POLICY, REDACTED, DeferredScan, RedactionPolicy
-from tracegrade.reports import html_data
+from tracegrade.reports.html import data as html_data
 from tracegrade.verdicts.scoring import GraderVerdict, score_question
 
 _SECRETS = [

@@ -17,6 +17,7 @@ import pytest
 from tests.serve_support import app_tab, shot
 from tracegrade.app.server import AppState, build_app
 from tracegrade.reports import html
+from tracegrade.reports.html import rows as html_rows
 from tracegrade.rundir.kept_rows import KEPT_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ def held(monkeypatch, big_run):
     (big_run / "20260102-000000-big000" / KEPT_FILE).unlink(missing_ok=True)
     release = threading.Event()
     sent = []
-    real = html.page_rows
+    real = html_rows.page_rows
 
     def page_rows(*args, **kwargs):
         for block in real(*args, **kwargs):
@@ -61,7 +62,7 @@ def held(monkeypatch, big_run):
             sent.append(len(block))
             yield block
 
-    monkeypatch.setattr(html, "page_rows", page_rows)
+    monkeypatch.setattr(html_rows, "page_rows", page_rows)
     return release, sent
 
 
@@ -146,7 +147,7 @@ def test_a_first_look_after_a_restart_reads_the_rows_the_run_keeps(big_run, app_
     def never(*args, **kwargs):
         raise AssertionError("a question built again: the kept rows were not read")
 
-    monkeypatch.setattr(html, "page_rows", never)
+    monkeypatch.setattr(html_rows, "page_rows", never)
     url, token = app_url  # a fresh app: no page kept in memory
     with app_tab(f"{url}?token={token}", wait_until="commit") as (page, errors):
         page.wait_for_selector("#list-root[data-loaded=true]", timeout=300_000)

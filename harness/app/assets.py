@@ -8,8 +8,8 @@ token header), shows their answer as text, and drives the keyboard of the Review
 
 from __future__ import annotations
 
-from ..reports.html_assets import CSS as REPORT_CSS
-from ..reports.html_assets import SCRIPT as REPORT_SCRIPT
+from ..reports.html.assets import CSS as REPORT_CSS
+from ..reports.html.assets import SCRIPT as REPORT_SCRIPT
 
 __all__ = ["ASSETS"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import TracegradeError
-from ..reports.html_data import question_verdict
+from ..reports.html.data import question_verdict
 from ..rundir.directory import RunDirectory
 from ..rundir.history import load_outcome
 from ..rundir.outcome import RunOutcome

@@ -51,7 +51,7 @@ def review_queue(
     (runs newest first, each in file order); `failing_first`: the questions that failed or
     errored ahead of the rest, each group in that order."""
     from ..curation.labelling import open_items
-    from ..reports.html_data import question_verdict
+    from ..reports.html.data import question_verdict
 
     out = []
     for entry in entries:

@@ -2,7 +2,7 @@
 graders and their checks, labels, and the tool-call timeline with each call's expectation
 marks, nested sub-agent calls and the pauses on LangGraph's `interrupt()` (an approval step, a
 question back to the user: where it fell, what it asked and the answer given, or that nobody
-answered). Inlined into `html_assets.SCRIPT` (inside its closure: it uses the page's `h`,
+answered). Inlined into `assets.SCRIPT` (inside its closure: it uses the page's `h`,
 `fmt`, `repr` and `DATA`)."""
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..graders.nodes import node_of, node_steps, shown_path
-from ..graders.tool_usage import (
+from ...graders.nodes import node_of, node_steps, shown_path
+from ...graders.tool_usage import (
     ATTEMPTED_OUTCOMES,
     EXECUTED_OUTCOMES,
     ExpectationError,
@@ -25,12 +25,12 @@ from ..graders.tool_usage import (
     args_match,
     parse_expectations,
 )
-from ..records import ToolCall, ToolRecord
-from ..redaction import DEFAULT_POLICY, DeferredScan, RedactionPolicy, Scrubber, truncate
-from ..verdicts.result import QuestionAnswer, QuestionResult
-from ..verdicts.scoring import can_fail
-from .common import outcome_line
-from .costs import question_cells
+from ...records import ToolCall, ToolRecord
+from ...redaction import DEFAULT_POLICY, DeferredScan, RedactionPolicy, Scrubber, truncate
+from ...verdicts.result import QuestionAnswer, QuestionResult
+from ...verdicts.scoring import can_fail
+from ..common import outcome_line
+from ..costs import question_cells
 
 __all__ = [
     "RESULT_CHARS",
@@ -109,7 +109,7 @@ def load_sources(
     """The stored question runs and the trace file's records of each target, by (question id,
     trial), `traces` as for `load_records`. A missing store or trace file gives empty maps:
     the page then says what is absent."""
-    from ..rundir.directory import RunDirectory
+    from ...rundir.directory import RunDirectory
 
     run = RunDirectory(run_dir)
     runs: dict[str, dict[Key, Any]] = {t: {} for t in targets}
@@ -126,8 +126,8 @@ def load_records(
 ) -> dict[str, dict[Key, ToolRecord]]:
     """The trace file's records of each target, by (question id, trial); with `traces`, only
     those of these trace ids are to be trusted (`read_question_runs`)."""
-    from ..capture.tracefile import read_trial_records
-    from ..rundir.directory import RunDirectory
+    from ...capture.tracefile import read_trial_records
+    from ...rundir.directory import RunDirectory
 
     run = RunDirectory(run_dir)
     records: dict[str, dict[Key, ToolRecord]] = {t: {} for t in targets}

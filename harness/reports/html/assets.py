@@ -6,7 +6,7 @@ answer or a tool result that holds markup is shown as text, never run.
 
 from __future__ import annotations
 
-from .html_view import PAUSE_CSS, VIEW_SCRIPT
+from .view import PAUSE_CSS, VIEW_SCRIPT
 
 __all__ = ["CSS", "SCRIPT"]
 
