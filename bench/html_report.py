@@ -33,9 +33,9 @@ from tracegrade.graders.tool_usage import ToolUsageGrader  # noqa: E402
 from tracegrade.inputs.config import GateConfig  # noqa: E402
 from tracegrade.records import Outcome, ToolCall, ToolRecord  # noqa: E402
 from tracegrade.redaction import DEFAULT_POLICY  # noqa: E402
+from tracegrade.reports.html import build_page_data, render_page  # noqa: E402
 from tracegrade.reports.html import data as html_data  # noqa: E402
 from tracegrade.reports.html import rows as html_module  # noqa: E402
-from tracegrade.reports.html import build_page_data, render_page  # noqa: E402
 from tracegrade.reports.html.data import RESULT_CHARS  # noqa: E402
 from tracegrade.rundir.outcome import RunOutcome, TargetResult  # noqa: E402
 from tracegrade.verdicts.gate import evaluate_gate  # noqa: E402
