@@ -6,20 +6,17 @@ threshold left in place, a disabled collector left alone."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 
 import pytest
 
 from tests.runs_support import write_project
+from tracegrade import Selection, load_config
 from tracegrade.execution.executors.dispatch import executor_for
 from tracegrade.execution.executors.heap import YOUNG_THRESHOLD, frozen_heap
 from tracegrade.execution.executors.protocol import ExecutionPlan
 from tracegrade.execution.run.prepare import prepare_run
 from tracegrade.execution.run.prepared import ExecutorSettings
-from tracegrade.execution.run.services import open_telemetry
-from tracegrade.inputs.config import load_config
-from tracegrade.rundir.outcome import Selection
 
 
 @pytest.fixture(autouse=True)
@@ -87,8 +84,7 @@ def test_a_local_run_freezes_the_heap_while_questions_run_and_unfreezes_after(tm
         plan=plan,
         run=prepared.directory,
         trace_file=prepared.directory.trace_file("t"),
-        open_telemetry=functools.partial(open_telemetry, config),
-        config_path=config.path,
+        run_settings=prepared.settings,
         settings=settings,
     )
     gc.set_threshold(700, 10, 10)
