@@ -287,6 +287,66 @@ def test_pathological_input_stays_linear():
     assert policy.text("a" * 1000 + "b") == REDACTED
 
 
+# A run of the AWS secret alphabet: exactly 40 with upper, lower and digit, unpadded, is a key.
+_AWS_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+_RUN_PIECE = st.one_of(
+    st.just(_AWS_KEY),
+    st.integers(min_value=36, max_value=44).map(lambda n: ("Ab1/+" * 9)[:n]),
+    st.text(alphabet="aZ9/+", min_size=38, max_size=42),
+    st.sampled_from([" ", "=", "\n", "-", ".", "==", "(redacted)", ""]),
+)
+
+
+def _aws_rule(text: str) -> str:
+    """The AWS rule run by run, written plainly: each maximal run of [A-Za-z0-9/+] of exactly
+    40, with an upper, a lower and a digit, not followed by `=`, becomes (redacted)."""
+    out, i = [], 0
+    alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+")
+    while i < len(text):
+        j = i
+        while j < len(text) and text[j] in alphabet:
+            j += 1
+        if j == i:
+            out.append(text[i])
+            i += 1
+            continue
+        run = text[i:j]
+        key = (
+            len(run) == 40
+            and any(c.isupper() for c in run)
+            and any(c.islower() for c in run)
+            and any(c.isdigit() for c in run)
+            and text[j : j + 1] != "="
+        )
+        out.append(REDACTED if key else run)
+        i = j
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_RUN_PIECE, max_size=6).map("".join))
+def test_an_aws_secret_is_exactly_a_run_of_forty_unpadded(text):
+    # The only secret such texts can hold is the AWS key (no other pattern fits them).
+    assert RedactionPolicy().text(text) == _aws_rule(text)
+
+
+def test_a_long_run_of_letters_scans_as_fast_as_prose():
+    # A 10 MB answer, tool argument or tool result of one letter (or base64) is a single run of
+    # the AWS key alphabet; the run pass over it cost 4-8x the scan of prose of that size, on
+    # the event loop, at every commit of such a run. Relative to prose measured alike
+    # (interleaved, best of three), so a loaded machine slows both.
+    policy = RedactionPolicy()
+    size = 5_000_000
+    run, prose = "b" * size, "word " * (size // 5)
+    best = {"run": float("inf"), "prose": float("inf")}
+    for _ in range(3):
+        for name, text in (("run", run), ("prose", prose)):
+            started = time.perf_counter()
+            assert policy.text(text) == text
+            best[name] = min(best[name], time.perf_counter() - started)
+    assert best["run"] < 3 * best["prose"], best
+
+
 def test_validate_never_prints_a_rejected_secret(tmp_path, capsys):
     # A schema problem quotes the value it rejects; the console is an exit like the others.
     path = tmp_path / "questions.yaml"
