@@ -19,7 +19,6 @@ trace makes the record incomplete (part of the trace was lost), never silently s
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from ..otel import semconv as sc
 from ..records import Outcome, ToolCall, ToolRecord, finalize_calls
 from .graph_facts import openinference_facts, question_span_facts
 from .messages import state_messages
-from .spans import Span
+from .spans import Span, json_loads
 from .usage_spans import model_calls_of
 
 __all__ = ["DIALECTS", "AgentTrace", "agent_trace", "conversation_of", "dialect_of"]
@@ -160,7 +159,7 @@ def _thread_id(root: Span) -> str | None:
     if not isinstance(metadata, str) or "thread_id" not in metadata:
         return None
     try:
-        value = json.loads(metadata).get("thread_id")
+        value = json_loads(metadata).get("thread_id")
     except (ValueError, AttributeError):
         return None
     return str(value) if value not in (None, "") else None
@@ -189,7 +188,7 @@ def _arguments(text: Any) -> dict[str, Any]:
     if not isinstance(text, str) or not text:
         return {}
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return {"input": text}
     return value if isinstance(value, dict) else {"input": value}
@@ -268,7 +267,7 @@ def _match(
 # -- OTel GenAI (and tracegrade's own spans) ---------------------------------------------
 def _genai_parts(text: Any) -> list[dict[str, Any]]:
     try:
-        messages = json.loads(text) if isinstance(text, str) else text
+        messages = json_loads(text) if isinstance(text, str) else text
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return []
     return [m for m in messages or () if isinstance(m, dict)] if isinstance(messages, list) else []
@@ -360,7 +359,7 @@ def _genai(
         result = a.get(sc.GEN_AI_TOOL_CALL_RESULT)
         if result is not None and a.get(sc.TG_RESULT_ENCODING) == sc.RESULT_JSON:
             with contextlib.suppress(ValueError, RecursionError):
-                result = json.loads(result)
+                result = json_loads(result)
         error_type = a.get(sc.ERROR_TYPE)
         if sc.TG_OUTCOME in a:
             outcome = Outcome(a[sc.TG_OUTCOME])
@@ -408,7 +407,7 @@ def _metadata(span: Span) -> dict[str, Any]:
     if not isinstance(raw, str):
         return raw if isinstance(raw, dict) else {}
     try:
-        value = json.loads(raw)
+        value = json_loads(raw)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return {}
     return value if isinstance(value, dict) else {}
@@ -480,7 +479,7 @@ def _oi_result(text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return text
     if (
@@ -496,7 +495,7 @@ def _oi_tool_call_id(text: Any) -> str | None:
     if not isinstance(text, str) or '"tool_call_id"' not in text:
         return None
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return None
     data = value.get("data") if isinstance(value, dict) else None

@@ -9,7 +9,6 @@ LangChain instrumentation carries LangGraph's callback metadata on every CHAIN s
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,7 +17,7 @@ from ..capture.tracefile import graph_facts
 from ..graph_path import NodeRun, namespace_of
 from ..otel import semconv as sc
 from ..toolspec import ToolSpec, tool_spec
-from .spans import Span
+from .spans import Span, json_loads
 
 __all__ = ["openinference_facts", "question_span_facts"]
 
@@ -117,6 +116,6 @@ def _json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return json_loads(value)
     except ValueError:
         return None

@@ -6,8 +6,9 @@ text) pairs. Roles are "user" and "assistant" whatever the shape called them."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from .spans import json_loads
 
 __all__ = ["state_messages"]
 
@@ -30,7 +31,7 @@ def state_messages(raw: Any) -> list[tuple[str, str]] | None:
     message dumped as `{"type", "data"}` or serialised as `{"lc", "id", "kwargs"}`, a
     `{"type", "content"}` dict, a (role, text) pair. None when it holds no message list."""
     try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
+        value = json_loads(raw) if isinstance(raw, str) else raw
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return None
     messages = value.get("messages") if isinstance(value, dict) else value
