@@ -516,8 +516,8 @@ def _openinference(
         turn = turns[agent] = turns.get(agent, -1) + 1
         found: dict[tuple[int, int], dict[str, str]] = {}
         for key, value in s.attributes.items():
-            m = _OI_CALL.match(key)
-            if m:
+            # the pattern's own words first: an LLM span holds hundreds of other keys
+            if ".tool_call." in key and (m := _OI_CALL.match(key)):
                 found.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = value
         for index, (_, fields) in enumerate(sorted(found.items())):
             requested.append(

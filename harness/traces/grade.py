@@ -59,6 +59,8 @@ _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # as json.
 
 
 def _value_text(value: Any) -> str:
+    if type(value) is str:  # most values: first, without the isinstance checks
+        return '{"stringValue":' + _json_str(value) + "}"
     if isinstance(value, bool):
         return '{"boolValue":true}' if value else '{"boolValue":false}'
     if isinstance(value, int):

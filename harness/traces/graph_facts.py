@@ -69,7 +69,7 @@ def openinference_facts(
         if kind == sc.OI_KIND_LLM:
             agent, _ = agent_of(s)
             for key, value in s.attributes.items():
-                if _OI_TOOL.match(key):
+                if key.startswith("llm.tools.") and _OI_TOOL.match(key):  # the prefix first
                     any_tools = True
                     spec = (
                         _offered(value, agent)
