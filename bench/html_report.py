@@ -150,9 +150,14 @@ def before_this_change() -> Iterator[None]:
     saved = html_data.build_question, html_module.build_question, html_data.gc_paused
     loader = html_data.load_sources
 
-    def each_text(q, *, stored, record, trace_url=None, redaction=DEFAULT_POLICY):
+    def each_text(q, *, stored, record, trace_url=None, redaction=DEFAULT_POLICY, verdict=None):
         return html_data._question(
-            q, stored=stored, record=record, trace_url=trace_url, policy=redaction
+            q,
+            stored=stored,
+            record=record,
+            trace_url=trace_url,
+            policy=redaction,
+            verdict=html_data.question_verdict(q),  # judged again per row, as before
         )
 
     def whole_runs(run_dir, targets):  # the store's results, each validated, then their answers
@@ -176,7 +181,7 @@ def before_this_change() -> Iterator[None]:
     html_data.load_sources = html_module.load_sources = whole_runs
     html_data.gc_paused = html_module.gc_paused = contextlib.nullcontext  # type: ignore[assignment]
     html_module._row_code = lambda: None  # type: ignore[assignment]  # no rows kept or read back
-    html_module._first_records = lambda outcome, names: whole_runs(  # type: ignore[assignment]
+    html_module._first_records = lambda outcome, names, *_: whole_runs(  # type: ignore[assignment]
         Path(outcome.run_dir), names
     )  # the trace file read whole before the first rows
     try:

@@ -143,6 +143,6 @@ def test_the_first_rows_read_only_their_own_lines_of_the_trace_file(run, monkeyp
     assert whole_reads == []
     (run_dir / kept_rows.KEPT_FILE).unlink()
     monkeypatch.setattr(
-        html_rows, "_first_records", lambda outcome, names: load_sources(run_dir, names)
+        html_rows, "_first_records", lambda outcome, names, *_: load_sources(run_dir, names)
     )  # every record from a whole read
     assert page(run_dir) == narrowed

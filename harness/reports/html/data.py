@@ -159,41 +159,8 @@ def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]
     # arguments are measured as JSON only when the bound is over the limit (the profile: a
     # json.dumps of every call's arguments was a tenth of the page's build).
     bound = [0]
-    unknown = ARGUMENTS_CHARS + 1  # a value whose JSON length is not known: measure it
-
-    def cut_strings(value: Any) -> Any:
-        kind = type(value)  # the exact JSON types first: an ABC check per value costs more
-        if kind is str:
-            text = cut(value, ARGUMENT_CHARS, IN_TRACE)
-            bound[0] += 6 * len(text) + 4
-            return text
-        if kind is dict:
-            bound[0] += 2
-            out = {}
-            for k, v in value.items():
-                bound[0] += 6 * len(k) + 6 if type(k) is str else unknown
-                out[k] = cut_strings(v)
-            return out
-        if kind is list:
-            bound[0] += 2 + 2 * len(value)
-            return [cut_strings(v) for v in value]
-        if value is None or kind is bool or kind is float:
-            bound[0] += 26
-            return value
-        if kind is int:
-            bound[0] += len(str(value)) + 2  # str() of a huge int raises, as json.dumps would
-            return value
-        bound[0] += unknown
-        if isinstance(value, str):
-            return cut(value, ARGUMENT_CHARS, IN_TRACE)
-        if isinstance(value, Mapping):
-            return {k: cut_strings(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [cut_strings(v) for v in value]
-        return value
-
     try:
-        out = cut_strings(policy.arguments(dict(arguments)))
+        out = _cut_strings(policy.arguments(dict(arguments)), bound)
         size = bound[0]
         if size > ARGUMENTS_CHARS:
             size = len(json.dumps(out, ensure_ascii=False, default=str))
@@ -202,6 +169,46 @@ def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]
     if size > ARGUMENTS_CHARS:
         return {"(cut)": f"arguments of {size:,} characters as JSON; {IN_TRACE}"}
     return out
+
+
+_UNKNOWN = ARGUMENTS_CHARS + 1
+"""The JSON length bound of a value whose length is not known: it is measured."""
+
+
+def _cut_strings(value: Any, bound: list[int]) -> Any:
+    """`value` with each string cut, adding to `bound[0]` a bound on its length as JSON. A
+    function of its own, not a closure in `_arguments`: a closure that calls itself is a
+    cycle, four a question, which only the collector frees (the profile: a collector pass
+    per block over them)."""
+    kind = type(value)  # the exact JSON types first: an ABC check per value costs more
+    if kind is str:
+        text = cut(value, ARGUMENT_CHARS, IN_TRACE)
+        bound[0] += 6 * len(text) + 4
+        return text
+    if kind is dict:
+        bound[0] += 2
+        out = {}
+        for k, v in value.items():
+            bound[0] += 6 * len(k) + 6 if type(k) is str else _UNKNOWN
+            out[k] = _cut_strings(v, bound)
+        return out
+    if kind is list:
+        bound[0] += 2 + 2 * len(value)
+        return [_cut_strings(v, bound) for v in value]
+    if value is None or kind is bool or kind is float:
+        bound[0] += 26
+        return value
+    if kind is int:
+        bound[0] += len(str(value)) + 2  # str() of a huge int raises, as json.dumps would
+        return value
+    bound[0] += _UNKNOWN
+    if isinstance(value, str):
+        return cut(value, ARGUMENT_CHARS, IN_TRACE)
+    if isinstance(value, Mapping):
+        return {k: _cut_strings(v, bound) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut_strings(v, bound) for v in value]
+    return value
 
 
 def _messages(stored: Any, policy: Scrubber) -> list[dict[str, str]]:
@@ -449,17 +456,25 @@ def build_question(
     record: ToolRecord | None,
     trace_url: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
+    verdict: str | None = None,
 ) -> dict[str, Any]:
     """One question as the page's script reads it (short keys for the calls: they repeat),
-    every text and argument through the `redaction` policy."""
+    every text and argument through the `redaction` policy; `verdict` is
+    `question_verdict(q)` when the caller has judged it already."""
+    if verdict is None:
+        verdict = question_verdict(q)  # judged once for both builds
     # Built once with the value scan put off, then all of the question's texts scanned in
     # one search (the profile of a 5,000-question page: a scan per text, 29 a question, was
     # a fifth of its build); only a question with something to redact is built again.
     deferred = DeferredScan(redaction)
-    entry = _question(q, stored=stored, record=record, trace_url=trace_url, policy=deferred)
+    entry = _question(
+        q, stored=stored, record=record, trace_url=trace_url, policy=deferred, verdict=verdict
+    )
     if deferred.clean():
         return entry
-    return _question(q, stored=stored, record=record, trace_url=trace_url, policy=redaction)
+    return _question(
+        q, stored=stored, record=record, trace_url=trace_url, policy=redaction, verdict=verdict
+    )
 
 
 def _question(
@@ -469,6 +484,7 @@ def _question(
     record: ToolRecord | None,
     trace_url: str | None,
     policy: Scrubber,
+    verdict: str | None = None,
 ) -> dict[str, Any]:
     row = stored.row if stored is not None else {}
     record_state = "present"
@@ -484,7 +500,7 @@ def _question(
         "split": q.split,
         "bundle": q.bundle,
         "tags": list(q.tags),
-        "verdict": question_verdict(q),
+        "verdict": question_verdict(q) if verdict is None else verdict,
         "composite": q.composite,
         "objective": q.objective,
         "error": _text(q.error, policy) if q.error else None,

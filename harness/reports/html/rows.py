@@ -11,7 +11,7 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +32,16 @@ __all__ = ["build_page_data", "page_header", "page_rows", "row_blocks"]
 _HEX32 = re.compile("[0-9a-fA-F]{32}")
 
 
-def _ordered(outcome: Any) -> list[tuple[int, Any, Any]]:
-    """Every question as (run-order index, target, question), worst first as the list sorts
-    by default (verdict, then composite, then run order): the first block of rows is the
-    first page a person sees."""
+def _ordered(outcome: Any) -> list[tuple[int, Any, Any, str]]:
+    """Every question as (run-order index, target, question, verdict), worst first as the list
+    sorts by default (verdict, then composite, then run order): the first block of rows is the
+    first page a person sees. Each verdict is judged here once, and the row built with it."""
     rank = {v: i for i, v in enumerate(VERDICTS)}
     found = [
-        (i, t, q) for i, (t, q) in enumerate((t, q) for t in outcome.targets for q in t.questions)
+        (i, t, q, question_verdict(q))
+        for i, (t, q) in enumerate((t, q) for t in outcome.targets for q in t.questions)
     ]
-    found.sort(
-        key=lambda x: (
-            rank[question_verdict(x[2])],
-            6 if x[2].composite is None else x[2].composite,
-            x[0],
-        )
-    )
+    found.sort(key=lambda x: (rank[x[3]], 6 if x[2].composite is None else x[2].composite, x[0]))
     return found
 
 
@@ -71,12 +66,18 @@ def page_rows(
     trace_url: str | None = None,
     project: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
-) -> Iterator[list[dict[str, Any]]]:
-    """Every question as the page's script reads it, in blocks, worst first; each carries
-    `i`, its place in run order. A block is built only when asked for, so a page that
-    streams them (`tracegrade serve`) shows its first rows before the rest are built."""
+    ordered: Sequence[tuple[int, Any, Any, str]] | None = None,
+    encode: Callable[[dict[str, Any]], Any] | None = None,
+) -> Iterator[list[Any]]:
+    """Every question as the page's script reads it, in blocks, worst first (`ordered`: as
+    `_ordered` gives, when already known); each carries `i`, its place in run order. A block
+    is built only when asked for, so a page that streams them (`tracegrade serve`) shows its
+    first rows before the rest are built. With `encode`, each row is encoded as soon as it is
+    built and only what `encode` gives is kept: its dicts are gone before the collector runs
+    again (the profile of a 5,000-question page: the collector walking each block's rows as it
+    came back on was a third of the build)."""
 
-    def entry(index: int, t: Any, q: Any) -> dict[str, Any]:
+    def entry(index: int, t: Any, q: Any, verdict: str) -> dict[str, Any]:
         link = trace_link(
             trace_url,
             trace_id=q.trace_id,
@@ -90,15 +91,20 @@ def page_rows(
             record=records.get(t.target, {}).get((q.id, q.trial)),
             trace_url=link,
             redaction=redaction,
+            verdict=verdict,
         )
         built["i"] = index
         return built
 
-    ordered = _ordered(outcome)
+    if ordered is None:
+        ordered = _ordered(outcome)
     start, size = 0, FIRST_ROWS
     while start < len(ordered):
         with gc_paused():  # a block at a time: never held while a slow reader takes one
-            block = [entry(*found) for found in ordered[start : start + size]]
+            if encode is None:
+                block: list[Any] = [entry(*found) for found in ordered[start : start + size]]
+            else:
+                block = [encode(entry(*found)) for found in ordered[start : start + size]]
         yield block
         start, size = start + size, ROWS_PER_BLOCK
 
@@ -168,10 +174,11 @@ def row_blocks(
         stamp = content_stamp(run, names, code, *options)
         kept = read_rows(run, stamp)
         if kept is not None and [k for k, _ in kept] == keys and _masked(kept, redaction):
-            texts = [kept[i][1] for i, _, _ in _ordered(outcome)]
+            texts = [kept[i][1] for i, _, _, _ in _ordered(outcome)]
             yield from (rows_of(b) for b in in_blocks(texts) if b)
             return
-    runs, records = _first_records(outcome, names)
+    ordered = _ordered(outcome)  # once: the first block's records and every block's order
+    runs, records = _first_records(outcome, names, ordered)
     built = [""] * len(keys)
     for block in page_rows(
         outcome,
@@ -180,27 +187,30 @@ def row_blocks(
         trace_url=trace_url,
         project=project,
         redaction=redaction,
+        ordered=ordered,
+        encode=lambda q: (q["i"], json_for_script(q)),
     ):
-        texts = [json_for_script(q) for q in block]
-        for q, text in zip(block, texts, strict=True):
-            built[q["i"]] = text
-        yield rows_of(texts)
+        for i, text in block:
+            built[i] = text
+        yield rows_of([text for _, text in block])
     if stamp is not None:
         keep_rows(run, stamp, list(zip(keys, built, strict=True)))
 
 
-def _first_records(outcome: Any, names: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _first_records(
+    outcome: Any, names: list[str], ordered: Sequence[tuple[int, Any, Any, str]] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The store's answers, and the records of the first block's questions read from the trace
     file's lines naming their trace ids; any other record reads the file whole, once (the
     profile: reading it whole was most of the wait for the first rows)."""
-    first = _ordered(outcome)[:FIRST_ROWS]
+    first = (_ordered(outcome) if ordered is None else ordered)[:FIRST_ROWS]
     # only an id written as itself (32 hex digits) is found by name in a line
     traces = frozenset(
-        q.trace_id.lower() for _, _, q in first if q.trace_id and _HEX32.fullmatch(q.trace_id)
+        q.trace_id.lower() for _, _, q, _ in first if q.trace_id and _HEX32.fullmatch(q.trace_id)
     )
     narrowed = {
         (t.target, q.id, q.trial)
-        for _, t, q in first
+        for _, t, q, _ in first
         if q.trace_id and q.trace_id.lower() in traces
     }
     runs, some = load_sources(Path(outcome.run_dir), names, traces=traces)
