@@ -124,6 +124,7 @@ async def astart_run(
     """
     where = ExecutorSettings.of(config).with_options(executor=executor, workers=workers)
     connect_executor(where)  # before any run directory exists
+    where.refuse_unsendable(config.select_targets(selection.targets))
     run = prepare_run(config, selection, use_cache=use_cache, run_id=run_id)
     notes = list(run.notes)
     lost: list[int] = []
@@ -164,6 +165,7 @@ async def aresume_run(
     `astart_run`)."""
     prepared = prepare_resume(config, run, use_cache=use_cache)
     where = prepared.settings.executor.with_options(executor=executor, workers=workers)
+    where.refuse_unsendable(p.target for p in prepared.plans.values())
     connect_executor(where)
     notes = list(prepared.notes)
     lost: list[int] = []

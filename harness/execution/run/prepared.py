@@ -9,10 +9,13 @@ run's, what its directory recorded (`reopen.prepare_resume`, `reopen.prepare_reg
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...errors import ConfigError
 from ...inputs.config import Config, TargetConfig, TelemetryConfig
 from ...redaction import RedactionPolicy
 from ...rundir.directory import RunDirectory
@@ -47,6 +50,53 @@ class ExecutorSettings:
             workers=workers or self.workers,
             ray_address=self.ray_address,
         )
+
+    def refuse_unsendable(self, targets: Iterable[TargetConfig]) -> None:
+        """Worker processes get each target as the run prepared it, pickled: a target built in
+        code whose agent factory (or another part) is a lambda or a nested function cannot go,
+        and would fail the run with a pickling traceback once it started. Refused here, before
+        the run directory exists, as invalid input (exit 4) naming the target and the part.
+        Ray actors take their part by cloudpickle, which carries such functions by value."""
+        if self.kind == "ray" or self.workers <= 1:
+            return
+        for target in targets:
+            if target.concurrency <= 1:  # one question at a time: no worker process is started
+                continue
+            problem = _unpicklable(target)
+            if problem is None:
+                continue
+            key, value, exc = problem
+            part = _PARTS.get(key, f"`{key}`")
+            if key == "factory" and target.mode != "agent":
+                part = "chat model"
+            raise ConfigError(
+                f"target {target.name!r}: its {part} {value!r} cannot be sent to the "
+                f"{self.workers} worker processes the run asked for (--workers): each gets "
+                f"the target pickled, and it does not pickle ({type(exc).__name__}: {exc})",
+                key=f"targets.{target.name}.{key}",
+                hint="a lambda or a function defined inside another cannot be pickled: pass "
+                "a function defined at a module's top level, or name it `file.py:name` in a "
+                "config; or run with --workers 1",
+            )
+
+
+_PARTS = {"factory": "agent factory", "environment": "environment factory"}
+
+
+def _unpicklable(target: TargetConfig) -> tuple[str, Any, Exception] | None:
+    """(field, value, why) of the first field of `target` that does not pickle; None when the
+    whole target pickles."""
+    try:
+        pickle.dumps(target)
+        return None
+    except Exception as whole:
+        for item in fields(target):
+            value = getattr(target, item.name)
+            try:
+                pickle.dumps(value)
+            except Exception as exc:
+                return item.name, value, exc
+        return "target", target, whole
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
