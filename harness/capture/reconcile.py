@@ -83,22 +83,28 @@ def encode_result(result: Any) -> tuple[str, str]:
 def messages_in(value: Any) -> list[BaseMessage]:
     """The messages in a node output or final state: a state dict, a list of messages or of
     Commands, a Command's update."""
-    if isinstance(value, BaseMessage):
-        return [value]
-    if isinstance(value, Command):
-        return messages_in(value.update)
-    if isinstance(value, Mapping):
+    kind = type(value)
+    mapping = kind is dict
+    # Exact types first: this runs at the end of every graph task, and the Mapping ABC check
+    # cost more than the rest of a task's end.
+    if not mapping and kind is not list:
+        if isinstance(value, BaseMessage):
+            return [value]
+        if isinstance(value, Command):
+            return messages_in(value.update)
+        mapping = isinstance(value, Mapping)
+        if not mapping and not isinstance(value, (list, tuple)):
+            return []
+    if mapping:
         found = value.get("messages")
         return messages_in(found) if found is not None else []
-    if isinstance(value, (list, tuple)):
-        out: list[BaseMessage] = []
-        for item in value:
-            if isinstance(item, BaseMessage):
-                out.append(item)
-            elif isinstance(item, (Command, Mapping)):
-                out.extend(messages_in(item))
-        return out
-    return []
+    out: list[BaseMessage] = []
+    for item in value:
+        if isinstance(item, BaseMessage):
+            out.append(item)
+        elif isinstance(item, (Command, Mapping)):
+            out.extend(messages_in(item))
+    return out
 
 
 def requested_calls(messages: Iterable[BaseMessage]) -> dict[str, tuple[str, dict]]:
