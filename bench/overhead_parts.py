@@ -9,8 +9,9 @@ not counted twice. The parts:
 - accounting: pricing the question's model calls and tool seconds (`account`, `with_judges`);
 - grading: the graders on the answer (`agrade_conversation`) and scoring;
 - commit: the question's SQLite commit (`ResultStore.commit_question`, redaction included);
-- workdir: the question's work folder made and removed (on the work folder threads, off the
-  event loop: not part of the main thread's total, added to it apart);
+- workdir: the question's work folder taken (a finished one renamed, or made) and released
+  (the removals at the run's end on the work folder thread: not part of the main thread's
+  total, added to it apart);
 - deadline: the per-question timeout (`QuestionDeadline`) and the loop watch's task factory
   (its own work: the asyncio.Task it makes is taken back, as asyncio makes it without it).
 
@@ -123,7 +124,7 @@ def instrumented(stack: ExitStack, timers: Timers) -> type:
     from tracegrade.capture.recorder import Recorder
     from tracegrade.execution.executors import watchdog
     from tracegrade.execution.executors.watchdog import LoopWatch, QuestionDeadline
-    from tracegrade.execution.question import runner
+    from tracegrade.execution.question import runner, workfolders
     from tracegrade.rundir.directory import RunDirectory
     from tracegrade.rundir.store import ResultStore
 
@@ -156,12 +157,8 @@ def instrumented(stack: ExitStack, timers: Timers) -> type:
     _patch(
         stack, ResultStore, "commit_question", timers.wrap("commit", ResultStore.commit_question)
     )
-    _patch(
-        stack,
-        RunDirectory,
-        "question_workdir",
-        timers.wrap("workdir", RunDirectory.question_workdir),
-    )
+    _patch(stack, workfolders, "take", timers.wrap("workdir", workfolders.take))
+    _patch(stack, workfolders, "release", timers.wrap("workdir", workfolders.release))
     _patch(
         stack,
         RunDirectory,

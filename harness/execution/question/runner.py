@@ -17,11 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +31,12 @@ from ...graders.base import GraderServices
 from ...inputs.config import TargetConfig
 from ...inputs.dataset import Question
 from ...records import RunRecord, ToolRecord
-from ...rundir.directory import RunDirectory
 from ...rundir.evaluations import span_events
 from ...verdicts.budgets import question_budget_failures
 from ...verdicts.result import QuestionAnswer, QuestionResult
 from ...verdicts.scoring import GraderVerdict, score_question
 from ..executors.watchdog import Overran, QuestionDeadline
+from . import workfolders
 from .accounting import account, with_judges
 from .cassettes import close_session, open_session
 from .commits import BATCH_S, CommitBatch
@@ -245,67 +243,15 @@ async def _invoke(
     return text, final, state, ending
 
 
-class _Removals:
-    """Where the empty question work folders are removed. An rmdir waits on the file system's
-    journal, and on a busy disk that wait held the event loop (half the samples of a
-    concurrency-50 run sat in `os.rmdir`, every other question stalled behind it). Handed over
-    without awaiting it (no wake-up of the loop per question), `_REMOVE_BATCH` folders at a
-    time: a hand-over per question woke the thread (and made it take the GIL) once per
-    question, costing more than the rmdirs themselves. Only inside `arun_target` (`_batched`
-    set), whose `_removals_done` hands over the rest and waits for them before
-    `work/<target>` is removed; a question run alone (a worker's) hands its folder over at
-    once. One pool per process: threads do not survive a fork."""
-
-    __slots__ = ("pending", "pid", "pool", "waiting")
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracegrade-workdir")
-        self.pending: set[Future[None]] = set()
-        """Removals handed over, not done yet."""
-        self.waiting: list[Path] = []
-        """Folders not handed over yet."""
-
-
-_folders: _Removals | None = None
-"""This process's removals (made by its first question)."""
-
-_REMOVE_BATCH = 32
 _batched: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "tracegrade_batched_removals", default=False
 )
+"""Set inside `arun_target`: its questions' work folders are reused, and removed at its end
+(`_removals_done`); a question run alone (a worker's) has its folder removed when it ends."""
 
 
-def _remove_workdir(workdir: Path) -> None:
-    global _folders
-    removals = _folders
-    if removals is None or removals.pid != os.getpid():
-        removals = _folders = _Removals()
-    waiting = removals.waiting
-    waiting.append(workdir)
-    if len(waiting) >= _REMOVE_BATCH or not _batched.get():
-        _hand_over(removals)
-
-
-def _hand_over(removals: _Removals) -> None:
-    batch, removals.waiting = removals.waiting, []
-    if batch:
-        pending = removals.pending
-        future = removals.pool.submit(_remove_empty_workdirs, batch)
-        pending.add(future)
-        future.add_done_callback(pending.discard)
-
-
-def _remove_empty_workdirs(workdirs: list[Path]) -> None:
-    for workdir in workdirs:
-        RunDirectory.remove_empty_workdir(workdir)
-
-
-def _removals_done() -> None:
-    removals = _folders
-    if removals is not None and removals.pid == os.getpid():
-        _hand_over(removals)
-        wait(list(removals.pending))
+def _removals_done(run_path: Path | None = None, target: str | None = None) -> None:
+    workfolders.close(run_path, target)
 
 
 def _label(question: Question, trial: int) -> str:
@@ -387,9 +333,7 @@ async def _run_one(
         # that never yields, and does not count time another question held the loop.
         deadline = QuestionDeadline(target.timeout_s, label=repr(_label(question, trial)))
         workdir = (
-            RunDirectory(plan.services.workdir).question_workdir(
-                target.name, str(question.id), trial
-            )
+            workfolders.take(plan.services.workdir, target.name, str(question.id), trial)
             if plan.services.workdir is not None
             else None
         )
@@ -460,7 +404,7 @@ async def _run_one(
         if recorder is not None and hasattr(recorder, "release_question"):
             _release_question(recorder, graded)
         if workdir is not None:  # kept only when the agent wrote something
-            _remove_workdir(workdir)
+            workfolders.release(workdir, reuse=_batched.get())
         if environment is not None:
             try:
                 environment.close()
@@ -643,6 +587,5 @@ async def arun_target(
             batch.close()  # what finished is committed, even when the run was cancelled
     finally:
         if plan.services.workdir is not None:
-            _removals_done()
-            RunDirectory(plan.services.workdir).remove_empty_work(plan.target.name)
+            _removals_done(plan.services.workdir, plan.target.name)
     return batch.committed
