@@ -14,6 +14,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.test_grade_traces import _project
 from tests.test_receive import _graded, _trace, _wait_for, receiving
 from tracegrade.cli import main
@@ -76,12 +77,17 @@ def test_a_falling_pass_rate_posts_one_alert_and_the_cooldown_holds(tmp_path, we
     )
     with receiving(config, workers=workers) as (receiver, url):
         for i in range(4):  # paris looked up as it should: the window passes
-            assert httpx.post(url, json=_trace(f"{i + 1:032x}")).status_code == 200
+            assert (
+                httpx.post(
+                    url, json=_trace(f"{i + 1:032x}"), timeout=LOOPBACK_TIMEOUT_S
+                ).status_code
+                == 200
+            )
         _wait_for(lambda: _graded(receiver) == 4)
         assert receiver.counts.get("alerts_fired", 0) == 0
         for i in range(4, 12):  # paris answered with the wrong tool: the pass rate falls
             body = _trace(f"{i + 1:032x}", tool="cancel")
-            assert httpx.post(url, json=body).status_code == 200
+            assert httpx.post(url, json=body, timeout=LOOPBACK_TIMEOUT_S).status_code == 200
         _wait_for(lambda: _graded(receiver) == 12 and len(webhook.bodies) == 1)
         _wait_for(lambda: receiver.counts.get("alerts_delivered", 0) == 1)
     assert len(webhook.bodies) == 1  # the cooldown held for every later failing trace
@@ -108,9 +114,9 @@ def test_a_dead_webhook_is_counted_and_grading_goes_on(tmp_path):
         },
     )
     with receiving(config) as (receiver, url):
-        assert httpx.post(url, json=_trace("a" * 32)).status_code == 200
+        assert httpx.post(url, json=_trace("a" * 32), timeout=LOOPBACK_TIMEOUT_S).status_code == 200
         _wait_for(lambda: receiver.counts.get("alerts_failed", 0) == 1)
-        assert httpx.post(url, json=_trace("b" * 32)).status_code == 200
+        assert httpx.post(url, json=_trace("b" * 32), timeout=LOOPBACK_TIMEOUT_S).status_code == 200
         _wait_for(lambda: _graded(receiver) == 2)
     assert receiver.counts["alerts_fired"] == 1
 

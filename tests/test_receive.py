@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.runs_support import QUESTIONS
 from tests.test_grade_traces import (
     _calls,
@@ -165,7 +166,7 @@ def test_json_and_protobuf_requests_are_answered_in_their_own_encoding(tmp_path)
 
     config = _project(tmp_path / "proj")
     with receiving(config) as (receiver, url):
-        ok = httpx.post(url, json=_trace("1" * 32))
+        ok = httpx.post(url, json=_trace("1" * 32), timeout=LOOPBACK_TIMEOUT_S)
         assert ok.status_code == 200 and ok.headers["content-type"] == "application/json"
         assert ok.json() == {}
         request = _trace("2" * 32, "cancel", tool="cancel")
@@ -174,23 +175,41 @@ def test_json_and_protobuf_requests_are_answered_in_their_own_encoding(tmp_path)
                 if key in s:
                     s[key] = __import__("base64").b64encode(bytes.fromhex(s[key])).decode()
         body = json_format.ParseDict(request, ExportTraceServiceRequest()).SerializeToString()
-        proto = httpx.post(url, content=body, headers={"content-type": "application/x-protobuf"})
+        proto = httpx.post(
+            url,
+            content=body,
+            headers={"content-type": "application/x-protobuf"},
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
         assert proto.status_code == 200
         assert proto.headers["content-type"] == "application/x-protobuf"
         assert not ExportTraceServiceResponse.FromString(proto.content).HasField("partial_success")
         # 415 for an encoding OTLP/HTTP does not have; 400 with a Status for a bad body
         assert (
-            httpx.post(url, content=b"{}", headers={"content-type": "text/plain"}).status_code
+            httpx.post(
+                url,
+                content=b"{}",
+                headers={"content-type": "text/plain"},
+                timeout=LOOPBACK_TIMEOUT_S,
+            ).status_code
             == 415
         )
         bad = httpx.post(
-            url, content=b"\xff\x00garbage", headers={"content-type": "application/x-protobuf"}
+            url,
+            content=b"\xff\x00garbage",
+            headers={"content-type": "application/x-protobuf"},
+            timeout=LOOPBACK_TIMEOUT_S,
         )
         assert bad.status_code == 400
         assert "ExportTraceServiceRequest" in Status.FromString(bad.content).message
-        bad_json = httpx.post(url, content=b"[1, 2]", headers={"content-type": "application/json"})
+        bad_json = httpx.post(
+            url,
+            content=b"[1, 2]",
+            headers={"content-type": "application/json"},
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
         assert bad_json.status_code == 400 and "not an OTLP/JSON" in bad_json.json()["message"]
-        assert httpx.get(url).status_code == 405
+        assert httpx.get(url, timeout=LOOPBACK_TIMEOUT_S).status_code == 405
         _wait_for(lambda: _graded(receiver) == 2)
     assert receiver.counts["requests_refused"] == 3
 
@@ -200,32 +219,60 @@ def test_gzip_bodies_are_inflated_and_oversized_ones_are_413_before_they_are_hel
     with receiving(config, max_body=64 * 1024) as (receiver, url):
         zipped = gzip.compress(json.dumps(_trace("1" * 32)).encode())
         headers = {"content-type": "application/json", "content-encoding": "gzip"}
-        assert httpx.post(url, content=zipped, headers=headers).status_code == 200
+        assert (
+            httpx.post(url, content=zipped, headers=headers, timeout=LOOPBACK_TIMEOUT_S).status_code
+            == 200
+        )
         big = b'{"resourceSpans": []' + b" " * (128 * 1024) + b"}"
-        too_big = httpx.post(url, content=big, headers={"content-type": "application/json"})
+        too_big = httpx.post(
+            url,
+            content=big,
+            headers={"content-type": "application/json"},
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
         assert too_big.status_code == 413
         bomb = gzip.compress(big * 64)  # 8 MB of spaces inflating from a few KB
         assert len(bomb) < 64 * 1024
-        assert httpx.post(url, content=bomb, headers=headers).status_code == 413
-        truncated = httpx.post(url, content=zipped[:-10], headers=headers)
+        assert (
+            httpx.post(url, content=bomb, headers=headers, timeout=LOOPBACK_TIMEOUT_S).status_code
+            == 413
+        )
+        truncated = httpx.post(
+            url, content=zipped[:-10], headers=headers, timeout=LOOPBACK_TIMEOUT_S
+        )
         assert truncated.status_code == 400
         other = {"content-type": "application/json", "content-encoding": "br"}
-        assert httpx.post(url, content=b"{}", headers=other).status_code == 415
+        assert (
+            httpx.post(url, content=b"{}", headers=other, timeout=LOOPBACK_TIMEOUT_S).status_code
+            == 415
+        )
         _wait_for(lambda: _graded(receiver) == 1)
 
 
 def test_with_a_token_a_request_without_it_is_401(tmp_path):
     config = _project(tmp_path / "proj")
     with receiving(config, token="s3cret") as (receiver, url):
-        assert httpx.post(url, json=_trace("1" * 32)).status_code == 401
-        wrong = httpx.post(url, json=_trace("1" * 32), headers={"authorization": "Bearer nope"})
+        assert httpx.post(url, json=_trace("1" * 32), timeout=LOOPBACK_TIMEOUT_S).status_code == 401
+        wrong = httpx.post(
+            url,
+            json=_trace("1" * 32),
+            headers={"authorization": "Bearer nope"},
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
         assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
-        good = httpx.post(url, json=_trace("1" * 32), headers={"authorization": "Bearer s3cret"})
+        good = httpx.post(
+            url,
+            json=_trace("1" * 32),
+            headers={"authorization": "Bearer s3cret"},
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
         assert good.status_code == 200
         _wait_for(lambda: _graded(receiver) == 1)
         status = url.replace("/v1/traces", "/status")
-        assert httpx.get(status).status_code == 401
-        state = httpx.get(status, headers={"authorization": "Bearer s3cret"}).json()
+        assert httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).status_code == 401
+        state = httpx.get(
+            status, headers={"authorization": "Bearer s3cret"}, timeout=LOOPBACK_TIMEOUT_S
+        ).json()
         assert state["traces_graded"] == 1 and state["traces_held"] == 0
     assert receiver.counts["requests_unauthorized"] == 2 and receiver.counts["spans_received"] == 4
 
@@ -236,8 +283,8 @@ def test_the_trace_cap_refuses_spans_as_a_partial_success_and_the_gate_is_incomp
     limits = Limits(max_traces=1, quiet_s=60.0)
     with receiving(config, limits=limits) as (receiver, url):
         held, _root = _without_root(_trace("1" * 32))
-        assert httpx.post(url, json=held).json() == {}
-        refused = httpx.post(url, json=_trace("2" * 32)).json()
+        assert httpx.post(url, json=held, timeout=LOOPBACK_TIMEOUT_S).json() == {}
+        refused = httpx.post(url, json=_trace("2" * 32), timeout=LOOPBACK_TIMEOUT_S).json()
         assert refused["partialSuccess"]["rejectedSpans"] == "4"
         assert "holds at most 1 traces" in refused["partialSuccess"]["errorMessage"]
     counts = receiver.counts
@@ -255,12 +302,12 @@ def test_a_trace_whose_root_never_arrives_is_dropped_at_the_timeout_and_counted(
     limits = Limits(quiet_s=0.05, timeout_s=0.3)
     with receiving(config, limits=limits) as (receiver, url):
         held, _root = _without_root(_trace("1" * 32))
-        httpx.post(url, json=held)
+        httpx.post(url, json=held, timeout=LOOPBACK_TIMEOUT_S)
         _wait_for(lambda: receiver.counts["traces_dropped_timeout"] == 1)
         # a span of it arriving later is not the start of a new, partial trace
         _held, root = _without_root(_trace("1" * 32))
-        httpx.post(url, json=root)
-        httpx.post(url, json=_trace("2" * 32))
+        httpx.post(url, json=root, timeout=LOOPBACK_TIMEOUT_S)
+        httpx.post(url, json=_trace("2" * 32), timeout=LOOPBACK_TIMEOUT_S)
         _wait_for(lambda: _graded(receiver) == 1)
     assert receiver.counts["spans_dropped"] == 4 and receiver.counts["agent_traces_dropped"] == 1
     assert "1 traces dropped at the timeout" in " ".join(receiver.outcome.notes)
@@ -329,14 +376,17 @@ def test_every_request_is_forwarded_unchanged_and_a_dead_endpoint_is_counted(tmp
     ):
         zipped = gzip.compress(json.dumps(_trace("1" * 32)).encode())
         headers = {"content-type": "application/json", "content-encoding": "gzip"}
-        assert httpx.post(url, content=zipped, headers=headers).status_code == 200
+        assert (
+            httpx.post(url, content=zipped, headers=headers, timeout=LOOPBACK_TIMEOUT_S).status_code
+            == 200
+        )
         _wait_for(lambda: _graded(sink) == 1 and _graded(receiver) == 1)
     assert receiver.counts["forwarded"] == 1 and sink.counts["spans_received"] == 4
     dead = bind("127.0.0.1", 0)
     dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}/v1/traces"
     dead.close()
     with receiving(config, forward=dead_url, forward_timeout_s=1.0) as (receiver, url):
-        assert httpx.post(url, json=_trace("2" * 32)).status_code == 200
+        assert httpx.post(url, json=_trace("2" * 32), timeout=LOOPBACK_TIMEOUT_S).status_code == 200
         _wait_for(lambda: receiver.counts["forward_failed"] == 1 and _graded(receiver) == 1)
     assert "1 forward failures" in " ".join(receiver.outcome.notes)
 
@@ -399,7 +449,7 @@ def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run
     sent, stop = [], threading.Event()
 
     def stream() -> None:  # complete traces, back to back, until the receiver goes away
-        with httpx.Client() as client:
+        with httpx.Client(timeout=LOOPBACK_TIMEOUT_S) as client:
             n = 0
             while not stop.is_set():
                 tid = f"{n + 1:032x}"
@@ -412,7 +462,7 @@ def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run
                 n += 1
 
     held, _ = _without_root(_trace("f" * 32, "cancel", tool="cancel"))
-    assert httpx.post(url, json=held).status_code == 200
+    assert httpx.post(url, json=held, timeout=LOOPBACK_TIMEOUT_S).status_code == 200
     sender = threading.Thread(target=stream)
     sender.start()
     _wait_for(lambda: len(sent) >= 20)
@@ -449,9 +499,9 @@ def test_sigterm_mid_stream_grades_nothing_twice_and_a_restart_continues_the_run
         config, "--run", run_id, "--window", "3", "--gate", "--json", str(tmp_path / "r.json")
     )
     _, root = _without_root(_trace("f" * 32, "cancel", tool="cancel"))
-    assert httpx.post(url, json=root).status_code == 200
+    assert httpx.post(url, json=root, timeout=LOOPBACK_TIMEOUT_S).status_code == 200
     for tid in [sent[0], *batch]:
-        assert httpx.post(url, json=_trace(tid)).status_code == 200
+        assert httpx.post(url, json=_trace(tid), timeout=LOOPBACK_TIMEOUT_S).status_code == 200
     out, err = process.communicate(timeout=60)
     report = json.loads((tmp_path / "r.json").read_text())
     assert process.returncode == report["gate"]["exit_code"] == 0, err
@@ -473,7 +523,7 @@ def test_a_canary_window_exits_with_the_gate(tmp_path):
     process, url = _start_cli(config, "--window", "2", "--gate")
     # rome never calls lookup: its must-pass trajectory fails, so the gate fails (exit 2)
     rome = _genai_request(_genai_trace("1" * 32, "rome", calls=[], ran=[]))
-    assert httpx.post(url, json=rome).status_code == 200
+    assert httpx.post(url, json=rome, timeout=LOOPBACK_TIMEOUT_S).status_code == 200
     _out, err = process.communicate(timeout=60)
     assert process.returncode == 2, err
     # and a window with no traffic at all is never a pass: nothing to gate

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests import openai_server as loopback
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.runs_support import write_project
 from tests.test_receive import _graded, _trace, _wait_for, receiving
 from tracegrade.capture.otlp_http import json_to_protobuf
@@ -73,7 +74,9 @@ def test_each_grade_is_annotated_in_phoenix_as_traces_are_graded(
         workers=workers,
     ) as (receiver, url):
         for request in requests.values():
-            assert httpx.post(url, content=json_to_protobuf(request), headers=PROTO).is_success
+            assert httpx.post(
+                url, content=json_to_protobuf(request), headers=PROTO, timeout=LOOPBACK_TIMEOUT_S
+            ).is_success
         _wait_for(lambda: receiver.counts["annotations_written"] >= 6, seconds=300)
     roots = {qid: _root_id(r) for qid, r in requests.items()}
     found = _annotations(phoenix, list(roots.values()))
@@ -104,7 +107,9 @@ def test_a_dead_phoenix_costs_annotations_counted_never_grading(tmp_path, openai
     dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}"
     dead.close()
     with receiving(config, annotate=dead_url) as (receiver, url):
-        assert httpx.post(url, json=_trace("c" * 32, "paris")).is_success
+        assert httpx.post(
+            url, json=_trace("c" * 32, "paris"), timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
         _wait_for(lambda: receiver.counts["annotations_failed"] == 3 and _graded(receiver) == 1)
     assert receiver.outcome.exit_code == 0
     assert "3 Phoenix annotations failed" in " ".join(receiver.outcome.notes)
@@ -151,7 +156,12 @@ def _annotation(span_id: str, name: str) -> dict:
 def _in_phoenix(phoenix_url: str, trace_id: str) -> str:
     """A trace sent to Phoenix's own OTLP endpoint; its root span's id."""
     request = _traced(trace_id, "paris")
-    sent = httpx.post(f"{phoenix_url}/v1/traces", content=json_to_protobuf(request), headers=PROTO)
+    sent = httpx.post(
+        f"{phoenix_url}/v1/traces",
+        content=json_to_protobuf(request),
+        headers=PROTO,
+        timeout=LOOPBACK_TIMEOUT_S,
+    )
     assert sent.is_success, sent.text
     return _root_id(request)
 

@@ -11,6 +11,7 @@ import json
 import httpx
 import pytest
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.otlp_receiver import otlp_receiver  # noqa: F401 (a fixture)
 from tests.test_grade_traces import _project
 from tests.test_receive import _graded, _trace, _wait_for, _without_root, receiving
@@ -50,12 +51,20 @@ def test_forwarded_root_spans_carry_the_grades_in_both_encodings(
         children, root = _without_root(_trace(proto_id))
         # the children go at once (they carry no verdict), the root waits for its grade
         proto = {"content-type": "application/x-protobuf"}
-        assert httpx.post(url, content=json_to_protobuf(children), headers=proto).is_success
-        assert httpx.post(url, content=json_to_protobuf(root), headers=proto).is_success
+        assert httpx.post(
+            url, content=json_to_protobuf(children), headers=proto, timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
+        assert httpx.post(
+            url, content=json_to_protobuf(root), headers=proto, timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
         zipped = gzip.compress(json.dumps(_trace(json_id)).encode())
         headers = {"content-type": "application/json", "content-encoding": "gzip"}
-        assert httpx.post(url, content=zipped, headers=headers).is_success
-        assert httpx.post(url, json=_trace(failing_id, "cancel", tool="lookup")).is_success
+        assert httpx.post(
+            url, content=zipped, headers=headers, timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
+        assert httpx.post(
+            url, json=_trace(failing_id, "cancel", tool="lookup"), timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
         _wait_for(lambda: receiver.counts["forwarded"] == 4)
     assert _graded(receiver) == 3
     stored = {q.trace_id: q for t in receiver.outcome.targets for q in t.questions}
@@ -90,7 +99,7 @@ def test_a_grade_later_than_the_wait_forwards_ungraded_and_says_so(tmp_path, otl
         forward_wait_s=0.1,
         limits=Limits(quiet_s=2.0),
     ) as (receiver, url):
-        assert httpx.post(url, json=_trace("4" * 32)).is_success
+        assert httpx.post(url, json=_trace("4" * 32), timeout=LOOPBACK_TIMEOUT_S).is_success
         _wait_for(lambda: receiver.counts["forwarded"] == 1)
         (span,) = _roots(sink, "4" * 32)
         assert span.attributes[sc.TG_EVALUATION_STATUS] == "ungraded"
@@ -108,7 +117,9 @@ def test_forward_wait_zero_forwards_every_request_unchanged(tmp_path, otlp_recei
         receiver,
         url,
     ):
-        assert httpx.post(url, content=body, headers={"content-type": JSON}).is_success
+        assert httpx.post(
+            url, content=body, headers={"content-type": JSON}, timeout=LOOPBACK_TIMEOUT_S
+        ).is_success
         _wait_for(lambda: receiver.counts["forwarded"] == 1 and _graded(receiver) == 1)
     assert otlp_receiver.json_requests == [json.loads(body)]
 

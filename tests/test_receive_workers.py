@@ -17,6 +17,7 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.test_grade_traces import _genai_request, _genai_trace, _project
 from tests.test_receive import _graded, _trace, _wait_for, _without_root, receiving
 from tests.trace_router import TraceRouter, backend_of
@@ -78,7 +79,7 @@ def test_workers_grade_every_trace_as_one_process_does(tmp_path):
     reports, codes = [], []
     for workers in (0, 2):
         with receiving(config, workers=workers) as (receiver, url):
-            with httpx.Client() as client:
+            with httpx.Client(timeout=LOOPBACK_TIMEOUT_S) as client:
                 for request in requests:
                     assert client.post(url, json=request).status_code == 200
             _wait_for(lambda r=receiver: _graded(r) == 30, 120)
@@ -109,8 +110,8 @@ def test_the_bounds_refuse_and_drop_as_without_workers(tmp_path):
     config = _project(tmp_path / "proj")
     with receiving(config, workers=2, limits=Limits(max_traces=1, quiet_s=60.0)) as (r, url):
         held, _root = _without_root(_trace("1" * 32))
-        assert httpx.post(url, json=held).json() == {}
-        refused = httpx.post(url, json=_trace("2" * 32)).json()
+        assert httpx.post(url, json=held, timeout=LOOPBACK_TIMEOUT_S).json() == {}
+        refused = httpx.post(url, json=_trace("2" * 32), timeout=LOOPBACK_TIMEOUT_S).json()
         assert refused["partialSuccess"]["rejectedSpans"] == "4"
     assert r.counts["traces_dropped_cap"] == 1 and r.counts["agent_traces_dropped"] == 1
     assert r.outcome.exit_code == 3
@@ -165,15 +166,19 @@ def test_a_worker_that_dies_is_an_error_and_a_fresh_one_takes_its_place(tmp_path
     process, url, run_dir = _start(config, "--workers", "2", "--gate")
     try:
         status = url.replace("/v1/traces", "/status")
-        first, second = httpx.get(status).json()["workers"]
+        first, second = httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()["workers"]
         os.kill(first, signal.SIGKILL)
-        _wait_for(lambda: first not in httpx.get(status).json()["workers"], 60)
+        _wait_for(
+            lambda: first not in httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()["workers"], 60
+        )
         # the traces routed to the dead worker's place are graded by its replacement
-        with httpx.Client() as client:
+        with httpx.Client(timeout=LOOPBACK_TIMEOUT_S) as client:
             for request in _requests(12):
                 assert client.post(url, json=request).status_code == 200
-        _wait_for(lambda: httpx.get(status).json()["traces_graded"] == 12, 120)
-        assert second in httpx.get(status).json()["workers"]
+        _wait_for(
+            lambda: httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()["traces_graded"] == 12, 120
+        )
+        assert second in httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()["workers"]
     finally:
         process.send_signal(signal.SIGTERM)
         _out, err = process.communicate(timeout=120)
@@ -246,7 +251,7 @@ def test_two_receivers_behind_a_trace_id_router_merge_to_the_verdict_of_one(tmp_
 def test_a_merge_refuses_a_monitor_run_beside_another_kind(tmp_path):
     config = _project(tmp_path / "proj")
     with receiving(config) as (receiver, url):
-        httpx.post(url, json=_trace("1" * 32))
+        httpx.post(url, json=_trace("1" * 32), timeout=LOOPBACK_TIMEOUT_S)
         _wait_for(lambda: _graded(receiver) == 1)
     main(["run", "--config", str(config), "--quiet"])
     (run_dir,) = [
@@ -286,16 +291,16 @@ def test_a_worker_killed_while_grading_loses_its_traces_and_the_run_is_incomplet
     try:
         status = url.replace("/v1/traces", "/status")
         once.touch()
-        with httpx.Client() as client:
+        with httpx.Client(timeout=LOOPBACK_TIMEOUT_S) as client:
             for request in _requests(9):
                 assert client.post(url, json=request).status_code == 200
 
         def settled() -> bool:
-            state = httpx.get(status).json()
+            state = httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()
             return state["traces_graded"] + state["counts"].get("grading_failed", 0) == 9
 
         _wait_for(settled, 120)
-        state = httpx.get(status).json()
+        state = httpx.get(status, timeout=LOOPBACK_TIMEOUT_S).json()
         assert state["counts"]["grading_failed"] >= 1  # the trace being graded, at least
     finally:
         process.send_signal(signal.SIGTERM)
@@ -342,6 +347,6 @@ def test_a_canary_window_with_workers_exits_with_the_gate(tmp_path):
     process, url, _run_dir = _start(config, "--workers", "2", "--window", "3", "--gate")
     # rome never calls lookup: its must-pass trajectory fails, so the gate fails (exit 2)
     rome = _genai_request(_genai_trace("1" * 32, "rome", calls=[], ran=[]))
-    assert httpx.post(url, json=rome).status_code == 200
+    assert httpx.post(url, json=rome, timeout=LOOPBACK_TIMEOUT_S).status_code == 200
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 2, err

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect, sync_playwright
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.runs_support import write_project
 from tracegrade.inputs.datastore import DatasetStore
 
@@ -306,17 +307,37 @@ def test_a_schema_error_is_refused_shown_and_nothing_written(tab, server, projec
 def test_a_write_without_the_token_is_403(server):
     base = server["base"]
     body = {"name": "sneaky"}
-    assert httpx.post(f"{base}/api/datasets", json=body).status_code == 403
+    assert (
+        httpx.post(f"{base}/api/datasets", json=body, timeout=LOOPBACK_TIMEOUT_S).status_code == 403
+    )
     wrong = {"x-tracegrade-token": "not-it"}
-    assert httpx.post(f"{base}/api/datasets", json=body, headers=wrong).status_code == 403
+    assert (
+        httpx.post(
+            f"{base}/api/datasets", json=body, headers=wrong, timeout=LOOPBACK_TIMEOUT_S
+        ).status_code
+        == 403
+    )
     # The cookie alone, sent by another site's form (its Origin), is refused too (CSRF).
     cookie = {"cookie": f"tracegrade_token={server['token']}", "origin": "http://evil.example"}
-    assert httpx.post(f"{base}/api/datasets", json=body, headers=cookie).status_code == 403
+    assert (
+        httpx.post(
+            f"{base}/api/datasets", json=body, headers=cookie, timeout=LOOPBACK_TIMEOUT_S
+        ).status_code
+        == 403
+    )
     # A name that is not this host (DNS rebinding) gets nothing, not even a page.
-    assert httpx.get(f"{base}/", headers={"host": "evil.example"}).status_code == 421
+    assert (
+        httpx.get(
+            f"{base}/", headers={"host": "evil.example"}, timeout=LOOPBACK_TIMEOUT_S
+        ).status_code
+        == 421
+    )
     ok = {"x-tracegrade-token": server["token"]}
     assert (
-        httpx.post(f"{base}/api/datasets", json={"name": "allowed"}, headers=ok).status_code == 200
+        httpx.post(
+            f"{base}/api/datasets", json={"name": "allowed"}, headers=ok, timeout=LOOPBACK_TIMEOUT_S
+        ).status_code
+        == 200
     )
 
 
@@ -328,17 +349,19 @@ def test_an_id_holding_dotdot_is_refused(server, project):
         "/datasets/..%2F..%2Fexamples",
         "/datasets/..%2Fx/export",
     ):
-        r = httpx.get(base + path)
+        r = httpx.get(base + path, timeout=LOOPBACK_TIMEOUT_S)
         assert r.status_code == 404, path
         assert "root:" not in r.text
     r = httpx.post(
         f"{base}/api/label",
         json={"run": "../" + project["runs"]["review"], "target": "t", "question": "hostile",
               "label": "review:escalation", "answer": True},
-        headers=ok,
+        headers=ok, timeout=LOOPBACK_TIMEOUT_S,
     )  # fmt: skip
     assert r.status_code == 404
-    r = httpx.post(f"{base}/api/datasets", json={"name": "../outside"}, headers=ok)
+    r = httpx.post(
+        f"{base}/api/datasets", json={"name": "../outside"}, headers=ok, timeout=LOOPBACK_TIMEOUT_S
+    )
     assert r.status_code == 400
     assert not (project["root"] / "outside").exists()
 
@@ -352,7 +375,7 @@ def test_markup_in_an_answer_is_shown_never_run(tab, server, project):
     page.goto(f"{base}/runs/{review}#q=t/hostile")
     assert HOSTILE[0] in page.inner_text("#answer")
     assert page.locator("img[src=x], svg[onload]").count() == 0
-    csp = httpx.get(base + "/").headers["content-security-policy"]
+    csp = httpx.get(base + "/", timeout=LOOPBACK_TIMEOUT_S).headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     assert page.errors == []
 
@@ -360,7 +383,12 @@ def test_markup_in_an_answer_is_shown_never_run(tab, server, project):
 def test_two_writers_at_once_lose_nothing(server, project):
     """Two tabs adding questions while the CLI promotes into the same dataset."""
     base, ok = server["base"], {"x-tracegrade-token": server["token"]}
-    assert httpx.post(f"{base}/api/datasets", json={"name": "busy"}, headers=ok).status_code == 200
+    assert (
+        httpx.post(
+            f"{base}/api/datasets", json={"name": "busy"}, headers=ok, timeout=LOOPBACK_TIMEOUT_S
+        ).status_code
+        == 200
+    )
     failures: list[str] = []
 
     def tab(n: int) -> None:

@@ -10,6 +10,7 @@ import json
 import httpx
 import yaml
 
+from tests.loopback_timeout import LOOPBACK_TIMEOUT_S
 from tests.test_grade_traces import _genai_request, _genai_trace, _project
 from tests.test_receive import _graded, receiving
 from tracegrade import load_config
@@ -110,7 +111,12 @@ def test_receive_grades_an_unmatched_trace_by_the_policy(tmp_path):
     config = _project(tmp_path / "proj")
     policy = trace_policy(load_config(config), "t", forbid=["cancel"])
     with receiving(config, policy=policy) as (receiver, url):
-        assert httpx.post(url, json=_stranger("4" * 32, ["cancel"])).status_code == 200
+        assert (
+            httpx.post(
+                url, json=_stranger("4" * 32, ["cancel"]), timeout=LOOPBACK_TIMEOUT_S
+            ).status_code
+            == 200
+        )
         _wait = __import__("tests.test_receive", fromlist=["_wait_for"])._wait_for
         _wait(lambda: _graded(receiver) == 1)
     assert receiver.outcome.exit_code == 2
