@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -122,39 +123,6 @@ class WorkerGrading(Protocol):
     def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]: ...
 
 
-class _Receiving:
-    """`receive`'s items (a trace's spans as rows) graded by its monitor run."""
-
-    def __init__(self, monitor: Any) -> None:
-        self.monitor = monitor
-
-    @property
-    def uncommitted(self) -> int:
-        return int(self.monitor.uncommitted)
-
-    def size(self, payload: Any) -> int:
-        return len(payload)
-
-    def root(self, payload: Any) -> str | None:
-        return next((row[1] for row in payload if not row[2]), None)
-
-    async def grade(self, trace_id: str, payload: Any) -> Any:
-        return await self.monitor.grade(trace_id, [Span(*row) for row in payload])
-
-    async def grade_conversations(self, *, force: bool = False) -> list[Any]:
-        return list(await self.monitor.grade_conversations(force=force))
-
-    def holds(self, trace_id: str) -> bool:
-        return bool(self.monitor.holds(trace_id))
-
-    def commit(self) -> None:
-        self.monitor.commit()
-
-    def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
-        rollups, listed = self.monitor.take_rollups()
-        return rollups, listed
-
-
 def _rows(spans: Sequence[Span]) -> list[tuple]:
     return [
         (
@@ -176,29 +144,19 @@ def _rows(spans: Sequence[Span]) -> list[tuple]:
 
 # -- the worker process ---------------------------------------------------------------------
 def _worker_main(spec: WorkerSpec, conn: Any) -> None:
+    # What the fork server loaded is shared with it page by page until written: kept out of
+    # the cyclic collector's passes (each writes the header of every object it walks), it
+    # stays shared (the summed PSS of `grade-traces --workers 2`: 241 MB, 228 MB with this).
+    gc.freeze()
+
     def setup() -> Callable[[], Any]:
         if spec.build is not None:
             grading = spec.build(spec)
-            return lambda: _serve(spec, grading, conn)
-        from ..inputs.config import load_config
-        from .conversations import ConversationBook
-        from .live.monitor import Monitor
+        else:  # receive's: the worker's share of the monitor run
+            from .live.monitor import monitor_grading
 
-        book = None
-        if spec.conversations is not None:
-            quiet_s, max_open, max_turns = spec.conversations
-            book = ConversationBook(quiet_s=quiet_s, max_open=max_open, max_turns=max_turns)
-        monitor = Monitor(
-            load_config(spec.config_path),
-            spec.target,
-            run=spec.run_dir,
-            use_cache=spec.use_cache,
-            sample=spec.sample,
-            policy=spec.policy,
-            conversations=book,
-        )
-        monitor.start_worker(spec.part)
-        return lambda: _serve(spec, _Receiving(monitor), conn)
+            grading = monitor_grading(spec)
+        return lambda: _serve(spec, grading, conn)
 
     # The receiver decides when its workers stop (a stop message, or its pipe closing): a
     # signal to the whole process group must not kill the traces they hold.

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...errors import InputError, NothingToRunError
-from ...inputs.config import Config
+from ...inputs.config import Config, load_config
 from ...rundir.directory import RunDirectory
 from ...rundir.manifest import RunSource
 from ...rundir.monitoring import MONITOR_META, monitor_notes
@@ -46,7 +46,7 @@ from ..grade import GradedTrace, commit_graded, grade_paired
 from ..policy import TracePolicy, with_policy
 from ..spans import ReadProblems, Span, read_spans, request_of_spans
 
-__all__ = ["Monitor"]
+__all__ = ["Monitor", "MonitorGrading", "monitor_grading"]
 
 PENDING_FILE = "pending.jsonl"
 SOURCE_KIND = "receive"
@@ -407,3 +407,58 @@ class Monitor:
             "listed": self.listed,
             "sample": self.sample,
         }
+
+
+# -- a grading worker's side (`receive --workers N`) ----------------------------------------
+class MonitorGrading:
+    """`receive --workers N`: a grading worker's items (a trace's spans as rows) graded by its
+    share of the monitor run (a `grading_workers.WorkerGrading`)."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+
+    @property
+    def uncommitted(self) -> int:
+        return int(self.monitor.uncommitted)
+
+    def size(self, payload: Any) -> int:
+        return len(payload)
+
+    def root(self, payload: Any) -> str | None:
+        return next((row[1] for row in payload if not row[2]), None)
+
+    async def grade(self, trace_id: str, payload: Any) -> Any:
+        return await self.monitor.grade(trace_id, [Span(*row) for row in payload])
+
+    async def grade_conversations(self, *, force: bool = False) -> list[Any]:
+        return list(await self.monitor.grade_conversations(force=force))
+
+    def holds(self, trace_id: str) -> bool:
+        return bool(self.monitor.holds(trace_id))
+
+    def commit(self) -> None:
+        self.monitor.commit()
+
+    def take_rollups(self) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+        rollups, listed = self.monitor.take_rollups()
+        return rollups, listed
+
+
+def monitor_grading(spec: Any) -> MonitorGrading:
+    """A grading worker's side of `receive --workers N`, from its `grading_workers.WorkerSpec`:
+    the monitor run reopened, this worker's trace part started."""
+    book = None
+    if spec.conversations is not None:
+        quiet_s, max_open, max_turns = spec.conversations
+        book = ConversationBook(quiet_s=quiet_s, max_open=max_open, max_turns=max_turns)
+    monitor = Monitor(
+        load_config(spec.config_path),
+        spec.target,
+        run=spec.run_dir,
+        use_cache=spec.use_cache,
+        sample=spec.sample,
+        policy=spec.policy,
+        conversations=book,
+    )
+    monitor.start_worker(spec.part)
+    return MonitorGrading(monitor)
