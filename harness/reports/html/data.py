@@ -26,11 +26,13 @@ from ...graders.tool_usage import (
     parse_expectations,
 )
 from ...records import ToolCall, ToolRecord
-from ...redaction import DEFAULT_POLICY, DeferredScan, RedactionPolicy, Scrubber, truncate
+from ...redaction import DEFAULT_POLICY, DeferredScan, RedactionPolicy, Scrubber
 from ...verdicts.result import QuestionAnswer, QuestionResult
-from ...verdicts.scoring import can_fail
 from ..common import outcome_line
 from ..costs import question_cells
+from .grader_rows import GraderRows, grader_row
+from .texts import IN_TRACE, TEXT_CHARS, cut
+from .texts import shown_text as _text
 
 __all__ = [
     "RESULT_CHARS",
@@ -45,14 +47,10 @@ __all__ = [
 
 RESULT_CHARS = 400
 """A tool result is cut to this many characters on the page (the trace file keeps it whole)."""
-TEXT_CHARS = 20_000
-"""An input message or answer longer than this is cut (a page, not an archive)."""
 ARGUMENT_CHARS = 2_000
 """A tool argument's string value is cut to this many characters on the page."""
 ARGUMENTS_CHARS = 20_000
 """One call's arguments as JSON beyond this are replaced by a note (many or deep values)."""
-IN_STORE = "the run's store (results.sqlite) keeps it whole"
-IN_TRACE = "the run's trace file keeps it whole"
 
 VERDICTS = ("errored", "degraded", "failed", "review", "passed")
 """A question's verdict on the page, worst first."""
@@ -137,20 +135,6 @@ def load_records(
             if trace_file.is_file():
                 records[target] = read_trial_records(trace_file, traces=traces)
     return records
-
-
-def cut(text: str, limit: int, where: str = IN_STORE) -> str:
-    """`text` cut to `limit` characters, with a note saying so and where the whole is: the
-    page embeds every question, so one 10 MB answer must not make it too large to open."""
-    if len(text) <= limit:
-        return text
-    return f"{truncate(text, limit)} … [cut: {len(text):,} characters in all; {where}]"
-
-
-def _text(value: Any, policy: Scrubber, limit: int = TEXT_CHARS, where: str = IN_STORE) -> str:
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, default=str)
-    return cut(policy.text(value), limit, where)
 
 
 def _arguments(arguments: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]:
@@ -379,60 +363,6 @@ def _pauses(record: ToolRecord | None, policy: Scrubber) -> list[dict[str, Any]]
     ]
 
 
-def _grader(g: Any, policy: Scrubber) -> dict[str, Any]:
-    return {
-        "id": g.grader_id,
-        "score": g.score,
-        "min": g.min_score,
-        "max": g.max_score,
-        "passed": g.passed,
-        "bar": g.pass_bar,  # the verdict's own spec: none built again per grader
-        "can_fail": can_fail(
-            binary=g.binary, threshold=g.threshold, min_score=g.min_score, max_score=g.max_score
-        ),
-        "must": g.must_pass,
-        "err": g.error,
-        "reason": _text(g.reason, policy),
-        "checks": [_check(c, policy) for c in g.checks],
-        "judge": _text(judge_line(g.details), policy) or None,
-    }
-
-
-def judge_line(details: Mapping[str, Any]) -> str:
-    """Which judge produced a verdict, in one line: model, template hash, answer path, file,
-    and a panel's members with their scores (empty for graders that are not judges)."""
-    judge = details.get("judge") if isinstance(details, Mapping) else None
-    if not isinstance(judge, Mapping):
-        return ""
-    parts = []
-    if judge.get("model"):
-        parts.append(f"model {judge['model']}")
-    if judge.get("template_sha256"):
-        parts.append(f"template {str(judge['template_sha256'])[:12]}")
-    if judge.get("answer_format"):
-        parts.append(f"answer {judge['answer_format']}")
-    if judge.get("judge_file"):
-        parts.append(f"file {Path(str(judge['judge_file'])).name}")
-    panel = details.get("panel")
-    if isinstance(panel, list) and isinstance(judge.get("panel"), Mapping):
-        scores = ", ".join(
-            f"{m.get('judge')}={'error' if m.get('score') is None else format(m['score'], 'g')}"
-            for m in panel
-            if isinstance(m, Mapping)
-        )
-        parts.append(f"panel ({judge['panel'].get('aggregate')}): {scores}")
-    return " · ".join(parts)
-
-
-def _check(c: Mapping[str, Any], policy: Scrubber) -> dict[str, Any]:
-    keep = ("id", "version", "kind", "status", "severity", "required", "outcome", "decided_by")
-    out = {k: c[k] for k in keep if c.get(k) is not None}
-    for key in ("probabilities", "rule", "evidence", "reason"):
-        if c.get(key) not in (None, "", [], {}):
-            out[key] = c[key] if key == "probabilities" else _text(c[key], policy)
-    return out
-
-
 def _cost_fields(q: QuestionResult) -> dict[str, Any]:
     """Tokens and cost as the list shows them, and the numbers it sorts by (None: unknown,
     unpriced or not recorded: sorted last, never as 0)."""
@@ -457,24 +387,33 @@ def build_question(
     trace_url: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
     verdict: str | None = None,
+    seen: dict[Any, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One question as the page's script reads it (short keys for the calls: they repeat),
     every text and argument through the `redaction` policy; `verdict` is
-    `question_verdict(q)` when the caller has judged it already."""
+    `question_verdict(q)` when the caller has judged it already; `seen`: the grader rows
+    already built for this page under this policy, by content (`GraderRows`)."""
     if verdict is None:
         verdict = question_verdict(q)  # judged once for both builds
     # Built once with the value scan put off, then all of the question's texts scanned in
     # one search (the profile of a 5,000-question page: a scan per text, 29 a question, was
     # a fifth of its build); only a question with something to redact is built again.
     deferred = DeferredScan(redaction)
-    entry = _question(
-        q, stored=stored, record=record, trace_url=trace_url, policy=deferred, verdict=verdict
-    )
-    if deferred.clean():
-        return entry
-    return _question(
-        q, stored=stored, record=record, trace_url=trace_url, policy=redaction, verdict=verdict
-    )
+    for policy in (deferred, redaction):
+        graders = GraderRows(q.graders, seen)
+        entry = _question(
+            q,
+            stored=stored,
+            record=record,
+            trace_url=trace_url,
+            policy=policy,
+            verdict=verdict,
+            graders=graders.shown(policy),
+        )
+        if policy is redaction or deferred.clean():
+            graders.keep()  # as the policy builds them: a later question may reuse them
+            break
+    return entry
 
 
 def _question(
@@ -485,6 +424,7 @@ def _question(
     trace_url: str | None,
     policy: Scrubber,
     verdict: str | None = None,
+    graders: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     row = stored.row if stored is not None else {}
     record_state = "present"
@@ -512,7 +452,7 @@ def _question(
         **_cost_fields(q),
         "input": _messages(stored, policy),
         "response": cut(policy.answer(stored.response), TEXT_CHARS) if stored is not None else None,
-        "graders": [_grader(g, policy) for g in q.graders],
+        "graders": [grader_row(g, policy) for g in q.graders] if graders is None else graders,
         "record": record_state,
         "expected": verdicts,
         "calls": _calls(record, expectations, verdicts, policy),

@@ -92,12 +92,14 @@ def page_rows(
             trace_url=link,
             redaction=redaction,
             verdict=verdict,
+            seen=seen,
         )
         built["i"] = index
         return built
 
     if ordered is None:
         ordered = _ordered(outcome)
+    seen: dict[Any, dict[str, Any]] = {}  # grader rows by content, under this policy
     start, size = 0, FIRST_ROWS
     while start < len(ordered):
         with gc_paused():  # a block at a time: never held while a slow reader takes one
@@ -121,6 +123,8 @@ _ROW_CODE = (
     ".rows",
     ".blocks",
     ".data",
+    ".grader_rows",
+    ".texts",
     "..common",
     "..costs",
     "...graders.tool_usage",
