@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -123,3 +124,53 @@ def test_any_json_arguments_and_results_round_trip_through_the_trace_file(
     provider.shutdown()
     assert [c.arguments for c in live] == arguments
     assert read_records(path)["q"] == live
+
+
+class _ListState(list):
+    """A list subclass, as a custom reducer might return."""
+
+
+class _MappingState(Mapping):
+    """A state that is a Mapping without being a dict (a custom state class)."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = data
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@given(st.lists(st.sampled_from(["ai", "tool"]), max_size=4))
+def test_the_messages_of_every_state_shape_are_found(kinds):
+    """Error ToolMessages are reconciled from whatever shape a task returned its messages in:
+    exact dicts and lists take a fast path, and subclasses, other Mappings, tuples and Commands
+    must find the same messages (a call missed here is a call missing from the record)."""
+    from langchain_core.messages import ToolMessage
+    from langgraph.types import Command
+
+    from tracegrade.capture.reconcile import messages_in
+
+    messages = [
+        AIMessage(content=f"m{i}") if k == "ai" else ToolMessage(f"r{i}", tool_call_id=f"c{i}")
+        for i, k in enumerate(kinds)
+    ]
+    shapes = [
+        {"messages": messages},
+        messages,
+        _ListState(messages),
+        tuple(messages),
+        _MappingState({"messages": messages}),
+        Command(update={"messages": messages}),
+        [Command(update={"messages": messages[:1]}), {"messages": messages[1:]}],
+        {"messages": _ListState(messages)},
+    ]
+    for shape in shapes:
+        assert messages_in(shape) == messages, shape
+    for nothing in ({}, {"other": 1}, None, "text", 3, [1, "x"]):
+        assert messages_in(nothing) == []
