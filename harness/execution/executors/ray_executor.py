@@ -3,9 +3,9 @@ run as tasks of N Ray actors, on an existing cluster or a local Ray, and stream 
 store writer, the run's own process.
 
 Each actor is a worker as `tracegrade.execution.executors.workers` describes (it rebuilds the plan from the
-run's prepared settings and target sent with its spec, the dataset, the run's stored graders and
-the agent factory, and runs each
-question through the one-process runner's `_run_one`, per-question timeout included), holding
+run's prepared settings and target sent with its spec, the run's stored graders and the agent
+factory, and runs each question sent with its task through the one-process runner's `_run_one`,
+per-question timeout included), holding
 at most its share of the target's concurrency. A cluster's nodes have their own disks, so an
 actor writes its spans to a private file and returns each question's trace-file lines with its
 result; the run's process appends them to `traces/<target>.jsonl` before it commits the row,
@@ -68,7 +68,7 @@ class RayWorker:
     `tracegrade.execution.executors.ray_executor.RayWorker`, which is how Ray's workers find it)."""
 
     def __init__(self, spec: WorkerSpec) -> None:
-        self.settings, self.plan, self.questions = build_plan(spec)
+        self.settings, self.plan = build_plan(spec)
         self.folder = tempfile.mkdtemp(prefix="tracegrade-ray-")
         self.trace_path = Path(self.folder) / "spans.jsonl" if spec.trace_file else None
         self.telemetry = worker_telemetry(self.settings, self.trace_path)
@@ -86,14 +86,16 @@ class RayWorker:
         self.offset += end
         return data[:end]
 
-    async def run(self, qid: str, trial: int, ordinal: int) -> tuple[QuestionResult, bytes]:
-        result = await run_item(self.plan, self.questions, self.telemetry, qid, trial, ordinal)
+    async def run(
+        self, question: Question, trial: int, ordinal: int
+    ) -> tuple[QuestionResult, bytes]:
+        result = await run_item(self.plan, self.telemetry, question, trial, ordinal)
         try:  # what cannot be pickled cannot go back: its question errors, the run goes on
             from ray import cloudpickle
 
             cloudpickle.dumps(result)
         except Exception as exc:
-            result = unsendable(self.plan, self.questions, qid, trial, ordinal, exc)
+            result = unsendable(self.plan, question, trial, ordinal, exc)
         return result, self._new_lines()
 
     def finish(self) -> tuple[ExportReport, bytes]:
@@ -198,7 +200,7 @@ async def arun_target_on_ray(execution: ExecutionPlan, commits: Commits) -> list
                     return
                 question, trial = item
                 qid = str(question.id)
-                ref = actors[k].run.remote(qid, trial, plan.ordinals.get(qid, 0))
+                ref = actors[k].run.remote(question, trial, plan.ordinals.get(qid, 0))
                 running[asyncio.ensure_future(_awaited(ref))] = (k, question, trial)
                 held[k] += 1
 

@@ -6,9 +6,10 @@ target's `concurrency` questions at a time over a pipe and commits each result t
 back, in the order they finish, with the progress callback, exactly as the single-process runner
 does; so resume, the gate and the exit codes are the same code. Each worker rebuilds the plan
 itself from what the run prepared (its settings and the target, sent with the spec: the
-config file is not read again), the dataset, the graders the run stored and the agent
-factory, and runs each question through the same `_run_one` as one process, the
-per-question timeout included.
+config file is not read again), the graders the run stored and the agent factory, and runs
+each question the parent sends (the question itself: the dataset file is neither read nor
+validated again) through the same `_run_one` as one process, the per-question timeout
+included.
 
 Each worker writes its spans to its own trace file `traces/<target>.w<k>.jsonl` and flushes it
 before it sends a result, so a committed row's record is on disk even after kill -9; the worker
@@ -81,6 +82,9 @@ class WorkerSpec:
     use_cache: bool
     index: int
     trace_file: str | None
+    dataset_name: str = ""
+    """The name of the target's dataset, as the run loaded it (the questions come one by one
+    from the run's process, which read and validated the dataset file once)."""
 
     @property
     def concurrency(self) -> int:
@@ -89,8 +93,7 @@ class WorkerSpec:
 
 
 # -- the worker process ---------------------------------------------------------------------
-def build_plan(spec: WorkerSpec) -> tuple[RunSettings, TargetPlan, dict[str, Question]]:
-    from ...inputs.dataset import load_dataset
+def build_plan(spec: WorkerSpec) -> tuple[RunSettings, TargetPlan]:
     from ...rundir.directory import RunDirectory
     from ..question.runner import TargetPlan, build_shared
     from ..run.services import run_services, stored_attachments
@@ -100,20 +103,19 @@ def build_plan(spec: WorkerSpec) -> tuple[RunSettings, TargetPlan, dict[str, Que
     run_dir = Path(spec.run_dir)
     services = run_services(settings, run_dir, spec.use_cache)
     attached = stored_attachments(RunDirectory(run_dir).manifest(), run_dir, services)[target.name]
-    dataset = load_dataset(target.dataset)
     plan = TargetPlan(
         target=target,
         questions=[],
         attached=attached,
         services=services,
-        dataset_name=dataset.name,
+        dataset_name=spec.dataset_name,
         factory=target.load_factory(),
         environment_factory=target.load_environment_factory(),
         run_id=run_dir.name,
         message_chars=settings.telemetry.captured_message_chars(),
     )
     plan.shared = build_shared(plan)
-    return settings, plan, {str(q.id): q for q in dataset.questions}
+    return settings, plan
 
 
 def _worker_main(spec: WorkerSpec, conn: Pipe) -> None:
@@ -129,11 +131,11 @@ def _worker_main(spec: WorkerSpec, conn: Pipe) -> None:
             os._exit(3)
 
         set_stuck_handler(stuck)
-        settings, plan, questions = build_plan(spec)
+        settings, plan = build_plan(spec)
 
         async def serve() -> None:
             with frozen_heap():  # the agent as built out of the questions' full collections
-                await _aserve(spec, settings, plan, questions, conn)
+                await _aserve(spec, settings, plan, conn)
 
         return serve
 
@@ -149,9 +151,8 @@ def worker_telemetry(settings: RunSettings, trace_file: Path | None) -> RunTelem
 
 async def run_item(
     plan: TargetPlan,
-    questions: dict[str, Question],
     telemetry: RunTelemetry,
-    qid: str,
+    question: Question,
     trial: int,
     ordinal: int,
 ) -> QuestionResult:
@@ -160,9 +161,6 @@ async def run_item(
     from ...capture.recorder import Recorder
     from ..question.runner import _run_one
 
-    question = questions.get(qid)
-    if question is None:  # the dataset changed under the run: the worker fails, loudly
-        raise RuntimeError(f"question {qid!r} is no longer in {plan.target.dataset}")
     result = await _run_one(
         plan,
         question,
@@ -177,16 +175,11 @@ async def run_item(
 
 
 def unsendable(
-    plan: TargetPlan,
-    questions: dict[str, Question],
-    qid: str,
-    trial: int,
-    ordinal: int,
-    exc: Exception,
+    plan: TargetPlan, question: Question, trial: int, ordinal: int, exc: Exception
 ) -> QuestionResult:
     """The errored result standing for one whose values could not be sent back."""
     why = f"the worker could not send the result back: {type(exc).__name__}: {exc}"
-    result = errored(plan, questions[qid], trial, why, type(exc).__name__)
+    result = errored(plan, question, trial, why, type(exc).__name__)
     result.answer.ordinal = ordinal
     return result
 
@@ -195,12 +188,11 @@ async def _aserve(
     spec: WorkerSpec,
     settings: RunSettings,
     plan: TargetPlan,
-    questions: dict[str, Question],
     conn: Pipe,
 ) -> None:
     telemetry = worker_telemetry(settings, Path(spec.trace_file) if spec.trace_file else None)
     loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[tuple[str, str, int, int] | None] = asyncio.Queue()
+    inbox: asyncio.Queue[tuple[str, Question, int, int] | None] = asyncio.Queue()
     gone = loop.create_future()
 
     def readable() -> None:
@@ -222,14 +214,14 @@ async def _aserve(
             message = await inbox.get()
             if message is None:
                 return
-            _, qid, trial, ordinal = message
-            result = await run_item(plan, questions, telemetry, qid, trial, ordinal)
+            _, question, trial, ordinal = message
+            result = await run_item(plan, telemetry, question, trial, ordinal)
             try:
                 conn.send(("result", result))
             except (EOFError, BrokenPipeError):
                 raise ParentGone from None
             except Exception as exc:  # a value the agent returned that cannot be pickled
-                conn.send(("result", unsendable(plan, questions, qid, trial, ordinal, exc)))
+                conn.send(("result", unsendable(plan, question, trial, ordinal, exc)))
 
     def beat() -> None:  # the parent's sign of a live loop (a stopped process sends none)
         with contextlib.suppress(Exception):
@@ -292,6 +284,7 @@ def worker_specs(
             use_cache=use_cache,
             index=k,
             trace_file=trace_file(k),
+            dataset_name=plan.dataset_name,
         )
         for k, capacity in enumerate(shares)
     ]
@@ -357,7 +350,7 @@ async def arun_target_in_workers(execution: ExecutionPlan, commit: Commits) -> l
             question, trial = item
             key = (str(question.id), trial)
             worker.held[key] = question
-            worker.conn.send(("run", key[0], trial, plan.ordinals.get(key[0], 0)))
+            worker.conn.send(("run", question, trial, plan.ordinals.get(key[0], 0)))
 
     def check() -> None:
         now = time.monotonic()
