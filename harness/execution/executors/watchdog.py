@@ -7,13 +7,16 @@ and every other question waiting on the blocked loop would time out for time tha
 own. Here:
 
 - `LoopWatch` (one per event loop) beats on the loop every `BEAT_S`; a thread beside it notices
-  when the beats stop (the loop is held) and which question's task holds it. A held stretch is
+  when the beats stop (the loop is held) and which question's code holds it (from the context
+  of the callback the loop runs: nothing is done per task made). A held stretch is
   credited to every other question running then: their deadlines move on by that much.
 - A question holding the loop past its own timeout (plus `GRACE_S`) is interrupted: `Overran`
   is raised inside it at its next Python instruction (`tracegrade.usercode.abandon.interrupt_thread`),
-  which ends a busy loop; the question errors with the reason. Code that swallows that too, or
-  is stuck in native code, cannot be stopped in-process: after `STUCK_S` more the watch calls
-  `on_stuck` (the CLI ends the run there with exit 3, naming the question; with `--workers`
+  which ends a busy loop; the question errors with the reason. Raised where it cannot
+  propagate (a weakref callback, while the question's code frees objects), it is dropped, not
+  reported, and raised again; caught, it is raised again every `AGAIN_S`. Code that swallows
+  it for good, or is stuck in native code, cannot be stopped in-process: after `STUCK_S` the
+  watch calls `on_stuck` (the CLI ends the run there with exit 3, naming the question; with `--workers`
   the parent kills the worker process instead).
 - `QuestionDeadline` is the timeout itself: an async context manager like `asyncio.timeout`,
   raising `TimeoutError` when the question's own time (wall time less the credit) runs out.
@@ -25,11 +28,12 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -47,9 +51,16 @@ GRACE_S = 1.0
 """How long past its timeout a question holding the loop runs before it is interrupted."""
 STUCK_S = 5.0
 """How long after the interruption the loop may stay held before `on_stuck` is called."""
+AGAIN_S = 1.0
+"""How often the interruption is raised again while the loop stays held."""
+LOST_POLL_S = 0.005
+"""How often the watch looks, once it interrupted the holder (see `_watch`)."""
 
 
 _Task = asyncio.Task  # one global lookup per task made (the factory runs for every task)
+_RUN_ONCE = getattr(asyncio.BaseEventLoop, "_run_once", None)
+"""asyncio's loop iteration, whose frame holds the handle it runs (see `LoopWatch.holder`)."""
+_RUN_ONCE_CODE = getattr(_RUN_ONCE, "__code__", None)
 
 
 class Overran(Abandoned):
@@ -61,6 +72,33 @@ _QUESTION: contextvars.ContextVar[QuestionDeadline | None] = contextvars.Context
 )
 
 _stuck_handler: list[Callable[[str], None] | None] = [None]
+
+_lost: set[int] = set()
+"""Loop threads where an `Overran` was raised and dropped (see `_drop_lost_interruptions`)."""
+
+
+def _drop_lost_interruptions() -> None:
+    """Wrap `sys.unraisablehook` so that an `Overran` raised where Python cannot propagate it
+    is dropped, not reported, and raised again by the watch. The interruption lands at the
+    loop thread's next Python instruction; when the question's code is freeing objects (a
+    list of tasks or items dropped at once), that is often a weakref callback (`WeakSet`'s
+    `_remove`) or a `__del__`, where the exception is reported as unraisable (an error under
+    `-W error`, pytest's default here) and lost, and the busy loop went on until the run was
+    declared stuck. It is the watch's own exception, not an error of the code it landed in."""
+    current = sys.unraisablehook
+    if getattr(current, "tracegrade_drops_overran", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Overran) or (
+            unraisable.exc_type is not None and issubclass(unraisable.exc_type, Overran)
+        ):
+            _lost.add(threading.get_ident())
+            return
+        current(unraisable)
+
+    hook.tracegrade_drops_overran = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def set_stuck_handler(handler: Callable[[str], None] | None) -> None:
@@ -77,27 +115,51 @@ class _Stall:
     """The question whose code held the loop (None: no question's)."""
 
 
-@dataclass(eq=False)
 class QuestionDeadline:
     """`async with QuestionDeadline(timeout_s, label=...)`: `TimeoutError` when the question's
-    own time runs out; `expired()` and `overran` tell why it ended."""
+    own time runs out; `expired()` and `overran` tell why it ended. A plain class with slots:
+    one is made per question."""
 
-    timeout_s: float
-    label: str = ""
-    started: float = 0.0
-    task: asyncio.Task[object] | None = None
-    overran: float | None = None
-    """Seconds the question held the loop when it was interrupted (None: never)."""
-    blocked_by: dict[str, float] = field(default_factory=dict)
-    """Question label -> seconds this question waited on the loop that question held."""
-    _expired: bool = False
-    _handle: asyncio.TimerHandle | None = None
-    _watch: LoopWatch | None = None
-    _cancelling: int = 0
-    _token: contextvars.Token[QuestionDeadline | None] | None = None
-    tasks: list[asyncio.Future[object]] | None = None
-    """The tasks made inside the question while it runs (the loop watch's task factory adds
-    them), so a stall is blamed on its question; None once it ended."""
+    __slots__ = (
+        "_cancelling",
+        "_expired",
+        "_handle",
+        "_token",
+        "_watch",
+        "blocked_by",
+        "interrupted_at",
+        "label",
+        "last_interrupt",
+        "overran",
+        "reported",
+        "started",
+        "task",
+        "tasks",
+        "timeout_s",
+    )
+
+    def __init__(self, timeout_s: float, label: str = "") -> None:
+        self.timeout_s = timeout_s
+        self.label = label
+        self.started = 0.0
+        self.task: asyncio.Task[object] | None = None
+        self.overran: float | None = None
+        """Seconds the question held the loop when it was interrupted (None: never)."""
+        self.blocked_by: dict[str, float] = {}
+        """Question label -> seconds this question waited on the loop that question held."""
+        self.tasks: list[asyncio.Future[object]] | None = None
+        """The tasks made inside the question while it runs (the loop watch's task factory adds
+        them), so a stall is blamed on its question; None once it ended."""
+        self.interrupted_at: float | None = None
+        """When the watch first interrupted it (monotonic; None: never)."""
+        self.last_interrupt = 0.0
+        self.reported = False
+        """`on_stuck` was called for it."""
+        self._expired = False
+        self._handle: asyncio.TimerHandle | None = None
+        self._watch: LoopWatch | None = None
+        self._cancelling = 0
+        self._token: contextvars.Token[QuestionDeadline | None] | None = None
 
     def expired(self) -> bool:
         return self._expired
@@ -113,7 +175,7 @@ class QuestionDeadline:
         self._cancelling = self.task.cancelling()
         self._watch = LoopWatch.of_running_loop()
         self.started = time.monotonic()
-        self.tasks = []
+        self.tasks = None if self._watch.by_frame else []
         self._watch.enter(self)
         self._handle = asyncio.get_running_loop().call_later(self.timeout_s, self._fire)
         return self
@@ -153,29 +215,43 @@ class LoopWatch:
         weakref.WeakKeyDictionary()
     )
 
+    _last: ClassVar[tuple[weakref.ref[asyncio.AbstractEventLoop], LoopWatch] | None] = None
+    """The last loop asked for and its watch: `WeakKeyDictionary.get` makes a weakref per
+    lookup, once per question."""
+
     @classmethod
     def of_running_loop(cls) -> LoopWatch:
         loop = asyncio.get_running_loop()
+        last = cls._last
+        if last is not None and last[0]() is loop:
+            return last[1]
         watch = cls._watches.get(loop)
         if watch is None:
             watch = cls._watches[loop] = cls(loop)
+        cls._last = (weakref.ref(loop), watch)
         return watch
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         # LangGraph runs each node in a task of its own: a task made inside a question belongs
-        # to it (the factory adds it to the question's `tasks`, from the creating context), so
-        # the holder is found. A list append per task: the factory runs for every task made.
+        # to it. On asyncio's own loops the holder is found when a stall is seen, from the
+        # context of the callback the loop is running (`holder`): nothing per task. Elsewhere
+        # (uvloop: no Python frame to read) a task factory adds each task made inside a question
+        # to its `tasks`, from the creating context; it ran for every task (37 a question on the
+        # support desk) and kept them alive until the question ended.
+        self.by_frame = (
+            _RUN_ONCE_CODE is not None and getattr(type(loop), "_run_once", None) is _RUN_ONCE
+        )
         self._inner_factory = loop.get_task_factory()
-        loop.set_task_factory(self._task_factory)
+        if not self.by_frame:
+            loop.set_task_factory(self._task_factory)
         self.loop_thread = threading.get_ident()
         self.active: dict[object, QuestionDeadline] = {}
         self.stalls: list[_Stall] = []
         self.last_beat = time.monotonic()
         self._lock = threading.Lock()
         self._current: _Stall | None = None
-        self._interrupted: dict[int, float] = {}
-        self._reported: set[int] = set()
+        _drop_lost_interruptions()
         loop.call_later(BEAT_S, self._beat)
         threading.Thread(target=self._watch, name="tracegrade-loop-watch", daemon=True).start()
 
@@ -200,6 +276,22 @@ class LoopWatch:
         if found is None:
             found = next((d for d in self.active.values() if task in (d.tasks or ())), None)
         return found
+
+    def holder(self) -> QuestionDeadline | None:
+        """The running question whose code holds the loop now; from the watch thread, under
+        the lock. The loop's `_run_once` frame holds the handle it runs, whose context is the
+        task's (a question's, or one made inside it) or the callback's."""
+        if self.by_frame:
+            frame = sys._current_frames().get(self.loop_thread)
+            while frame is not None and frame.f_code is not _RUN_ONCE_CODE:
+                frame = frame.f_back
+            if frame is not None:
+                context = getattr(frame.f_locals.get("handle"), "_context", None)
+                found = context.get(_QUESTION) if context is not None else None
+                if found is not None and self.active.get(found.task) is found:
+                    return found
+        task = asyncio.current_task(self.loop)
+        return self.owner(task) if task is not None else None
 
     def enter(self, deadline: QuestionDeadline) -> None:
         with self._lock:
@@ -273,27 +365,33 @@ class LoopWatch:
     # -- on the watch thread ----------------------------------------------------------------
     def _watch(self) -> None:
         while not self.loop.is_closed():
-            time.sleep(BEAT_S)
+            stall = self._current
+            interrupted = stall is not None and stall.blocker is not None
+            # Once the holder is interrupted, look often: an interruption dropped where it
+            # landed (`_drop_lost_interruptions`) is raised again while the code that dropped
+            # it (a burst of weakref callbacks) may still be running, until it lands.
+            time.sleep(
+                LOST_POLL_S
+                if interrupted and stall.blocker.interrupted_at is not None  # type: ignore[union-attr]
+                else BEAT_S
+            )
             now = time.monotonic()
             with self._lock:
                 held = now - self.last_beat - BEAT_S
                 if held <= STALL_S:
                     continue
                 if self._current is None:
-                    task = asyncio.current_task(self.loop)
-                    owner = self.owner(task) if task is not None else None
-                    self._current = _Stall(self.last_beat + BEAT_S, None, owner)
+                    self._current = _Stall(self.last_beat + BEAT_S, None, self.holder())
                     self.stalls.append(self._current)
                 deadline = self._current.blocker
             if deadline is not None:
                 self._check(deadline, now, held)
 
     def _check(self, deadline: QuestionDeadline, now: float, held: float) -> None:
-        key = id(deadline)
         if deadline.used(now) < deadline.timeout_s + GRACE_S:
             return
-        if key not in self._interrupted:
-            self._interrupted[key] = now
+        if deadline.interrupted_at is None:
+            deadline.interrupted_at = deadline.last_interrupt = now
             deadline.overran = held
             log.warning(
                 "question %s held the event loop for %.1fs, past its %gs timeout: interrupting it",
@@ -301,9 +399,10 @@ class LoopWatch:
                 held,
                 deadline.timeout_s,
             )
-            interrupt_thread(self.loop_thread, Overran)
-        elif now - self._interrupted[key] > STUCK_S and key not in self._reported:
-            self._reported.add(key)
+            self._interrupt(deadline)
+            return
+        if now - deadline.interrupted_at > STUCK_S and not deadline.reported:
+            deadline.reported = True
             why = (
                 f"question {deadline.label} has held the event loop for {held:.0f}s without "
                 f"yielding (its timeout is {deadline.timeout_s:g}s) and did not stop when "
@@ -315,3 +414,16 @@ class LoopWatch:
                 log.error("%s", why)
             else:
                 handler(why)
+        if self.loop_thread in _lost or now - deadline.last_interrupt >= AGAIN_S:
+            # Still held: the interruption was dropped where it landed, or caught; again.
+            deadline.last_interrupt = now
+            self._interrupt(deadline)
+
+    def _interrupt(self, deadline: QuestionDeadline) -> None:
+        """`Overran` in the loop thread, while the question still holds it (the loop may have
+        moved on since the stall was seen: then it would land in someone else's code)."""
+        with self._lock:
+            if self.holder() is not deadline:
+                return
+            _lost.discard(self.loop_thread)
+            interrupt_thread(self.loop_thread, Overran)
