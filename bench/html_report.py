@@ -150,7 +150,8 @@ def before_this_change() -> Iterator[None]:
     saved = html_data.build_question, html_module.build_question, html_data.gc_paused
     loader = html_data.load_sources
 
-    def each_text(q, *, stored, record, trace_url=None, redaction=DEFAULT_POLICY, verdict=None):
+    def each_text(q, *, stored, record, trace_url=None, redaction=DEFAULT_POLICY, **_):
+        # verdict= and seen= are dropped: the verdict judged again, each grader row built anew
         return html_data._question(
             q,
             stored=stored,
