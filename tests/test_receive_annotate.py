@@ -154,7 +154,10 @@ def _annotation(span_id: str, name: str) -> dict:
 
 
 def _in_phoenix(phoenix_url: str, trace_id: str) -> str:
-    """A trace sent to Phoenix's own OTLP endpoint; its root span's id."""
+    """A trace sent to Phoenix's own OTLP endpoint, once Phoenix has stored it; its root span's
+    id. Phoenix stores what it receives in the background: under load (stress --cpu 2 on 2
+    cores) a span sent just before took longer than a test's 3 s settling window, and a batch
+    meant to mix a stored span with a missing one held two missing ones."""
     request = _traced(trace_id, "paris")
     sent = httpx.post(
         f"{phoenix_url}/v1/traces",
@@ -163,7 +166,17 @@ def _in_phoenix(phoenix_url: str, trace_id: str) -> str:
         timeout=LOOPBACK_TIMEOUT_S,
     )
     assert sent.is_success, sent.text
-    return _root_id(request)
+    root = _root_id(request)
+    url = f"{phoenix_url}/v1/projects/default/spans"
+    _wait_for(
+        lambda: (
+            httpx.get(url, params={"span_id": [root]}, timeout=LOOPBACK_TIMEOUT_S)
+            .json()
+            .get("data")
+        ),
+        120,
+    )
+    return root
 
 
 def test_a_span_phoenix_never_stored_costs_only_its_own_annotations(phoenix):
