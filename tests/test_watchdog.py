@@ -124,3 +124,22 @@ def test_the_holder_is_found_with_or_without_a_task_factory_of_the_users(factory
     deadline, result = asyncio.run(main())
     assert result == "interrupted" and deadline.overran is not None
     assert bool(made) == factory
+
+
+def test_on_a_loop_without_asyncios_python_iteration_a_task_factory_finds_the_holder():
+    """uvloop runs its iteration in C (no frame to read the running callback from): there the
+    watch notes the tasks made inside each question with a task factory instead."""
+
+    class OwnIterationLoop(asyncio.SelectorEventLoop):
+        def _run_once(self) -> None:
+            super()._run_once()  # type: ignore[misc]
+
+    async def main():
+        factory = asyncio.get_running_loop().get_task_factory
+        result = await _question(_spin, 0.2, "'spin'")
+        return result, factory()
+
+    with asyncio.Runner(loop_factory=OwnIterationLoop) as runner:
+        (deadline, result), factory = runner.run(main())
+    assert result == "interrupted" and deadline.overran is not None
+    assert factory is not None  # the watch's
