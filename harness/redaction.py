@@ -202,6 +202,9 @@ _MEMO_CHARS = 1_000
 _MEMO_ENTRIES = 4_096
 """... that many of each at most (then forgotten all at once): memory stays bounded."""
 
+_VIEW_DEPTH = 100
+"""`view` walks values nested this deep at most; deeper ones take `value()`'s own walk."""
+
 _Known = TypeVar("_Known")
 
 
@@ -469,6 +472,63 @@ class RedactionPolicy:
             return self.text(str(value))  # anything else leaves as its redacted text
         except Exception:
             return REDACTED
+
+    def view(self, value: Any, *, by_name: bool = True) -> Any:
+        """`value(value)` for a caller that only reads the result (serializes it): where
+        nothing in `value` would be redacted, `value` itself, not a copy. Decided by one walk
+        that checks the keys' names and one scan of the texts not already known (`clean`)
+        instead of a call per key and item; anything else (a secret, a type beside JSON's)
+        takes `value()`'s own walk, so the result is always what `value()` returns."""
+        if self._unchanged(value, by_name):
+            return value
+        return self.value(value, by_name=by_name)
+
+    def _unchanged(self, value: Any, by_name: bool) -> bool:
+        try:
+            names, memo, unknown = self._names, self._memo, []
+            pending = [(value, 0)]
+            while pending:
+                item, depth = pending.pop()
+                kind = type(item)
+                if kind is str:
+                    leaves: Iterable[Any] = (item,)
+                elif kind is dict:
+                    if by_name:
+                        for key in item:
+                            secret = names.get(key) if type(key) is str else None
+                            if secret is None:
+                                secret = bool(key) and self.is_secret_name(str(key))
+                            if secret:
+                                return False
+                    leaves = item.values()
+                elif kind is list:
+                    leaves = item
+                elif item is None or kind is bool or kind is int or kind is float:
+                    continue
+                else:  # a tuple, another mapping, any object: value() says what it becomes
+                    return False
+                if depth > _VIEW_DEPTH:  # value()'s recursion decides what a deep one becomes
+                    return False
+                for leaf in leaves:
+                    kind = type(leaf)
+                    if kind is str:
+                        known = memo.get(leaf)
+                        if known is None:
+                            unknown.append(leaf)
+                        elif known != leaf:
+                            return False
+                    elif not (leaf is None or kind is bool or kind is int or kind is float):
+                        pending.append((leaf, depth + 1))
+            if not unknown:
+                return True
+            if not self.clean(unknown):
+                return False
+            for text in unknown:  # what text() would have remembered: each as it is
+                if len(text) <= _MEMO_CHARS:
+                    _remember(memo, text, text)
+            return True
+        except Exception:  # value()'s own walk copes (or fails closed)
+            return False
 
 
 class DeferredScan:

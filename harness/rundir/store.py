@@ -371,7 +371,7 @@ class ResultStore:
         values: list[tuple[object, ...]] = []
         for q in results:
             answer = q.answer
-            row = redact.value(answer.row)
+            row = redact.view(answer.row)
             # From the row as stored, so a run migrated from an older store (fingerprinted
             # from its stored row) and a new run fingerprint the same question alike.
             q.content_sha256 = q.content_sha256 or question_fingerprint(row)
@@ -386,7 +386,7 @@ class ResultStore:
                     json.dumps(q.tags),
                     _dumps(row),
                     redact.text(answer.input),
-                    _dumps(redact.value(answer.messages)),
+                    _dumps(redact.view(answer.messages)),
                     redact.answer(answer.response),
                     _optional(redact, q.error),
                     q.error_type,
@@ -471,8 +471,8 @@ class ResultStore:
                     int(g.must_pass),
                     g.threshold,
                     json.dumps(g.sample_scores),
-                    _dumps(redact.value(g.checks)),
-                    _dumps(redact.value(g.details)),
+                    _dumps(redact.view(g.checks)),
+                    _dumps(redact.view(g.details)),
                 )
                 for position, g in enumerate(score.graders)
             ],

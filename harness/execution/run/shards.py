@@ -137,6 +137,8 @@ class _Verbatim:
     def value(value: T, **_: object) -> T:
         return value
 
+    view = value
+
 
 _Shard = tuple[Path, RunManifest, int, int]
 """(run directory, its manifest, shard index, shard count)."""
