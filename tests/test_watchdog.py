@@ -33,7 +33,7 @@ class _Item:
 
 def _gone(ref: object) -> None:
     """A weakref callback with some work in it (as `WeakSet`'s removal does)."""
-    sum(range(200))
+    sum(range(5000))
 
 
 async def _churn() -> str:
