@@ -10,8 +10,7 @@ import importlib.util
 import pytest
 
 from tests.runs_support import write_project
-from tracegrade import load_config, resume_run, start_run
-from tracegrade.errors import ConfigError, ExitCode
+from tracegrade import ConfigError, ExitCode, load_config, resume_run, start_run
 from tracegrade.rundir.store import ResultStore
 
 
