@@ -1,217 +1,36 @@
-"""The one redaction policy: what of an agent run may leave the process, land on disk or reach
-a judge in clear.
-
-A `RedactionPolicy` replaces secrets with `(redacted)`:
-- by name: a value under a key whose name contains a secret-name fragment (seed 000's eleven,
-  case-insensitive substring, plus the config's `redaction.names`);
-- by value: text that looks like a secret wherever it appears: OpenAI/Anthropic `sk-` keys,
-  AWS `AKIA…` ids, GitHub `gh?_` and Slack `xox?-` tokens, Google `AIza…` keys, `Bearer …`
-  tokens (also glued to a word), JWTs, PEM private key blocks, `password=…`/`token: …`-style
-  pairs in free text and URLs (the key is kept, its value redacted), the password of a URL's
-  userinfo (`postgres://admin:…@db`), a secret told in prose (`my password is …`), an AWS
-  secret access key (a 40-character run of `[A-Za-z0-9/+]` mixing upper case, lower case and
-  digits), plus the config's `redaction.patterns`;
-- by exact value: the values of the process's secret-named environment variables (`*_KEY`,
-  `*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*PASSWD*` and the config's `redaction.env`), wherever
-  they appear, as CI systems mask their secrets (values under 6 characters are not masked:
-  they would hide ordinary words).
-`redaction.allow` lists literals never redacted: an argument name exempt from the name rule
-(`max_tokens`), a value exempt from the patterns (a published test key).
-
-Every pattern runs on RE2 (`google-re2`): matching is linear in the text whatever the pattern,
-so a 10 MB string or a user pattern like `(a+)+b` cannot stall a run (Python's `re`
-backtracks). Redaction never raises: a value it cannot scan is replaced whole (fail closed).
-
-The module-level functions use the default policy (no config additions); a run builds its
-policy from the config (`RedactionPolicy.from_config`) and hands it to every exit.
-"""
+"""`RedactionPolicy`: the names and patterns of a run, applied to texts and values; and
+`DeferredScan`, a policy whose value scan is put off to one joined pass."""
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import re2
 
-__all__ = [
-    "DEFAULT_POLICY",
-    "REDACTED",
-    "SECRET_ENV_GLOBS",
-    "SECRET_NAME_FRAGMENTS",
-    "DeferredScan",
-    "RedactingFormatter",
-    "RedactionPolicy",
-    "Scrubber",
-    "compile_pattern",
-    "console_policy",
-    "is_secret_name",
-    "redact_arguments",
-    "redact_text",
-    "secret_env_values",
-    "truncate",
-    "use_console_policy",
-]
-
-log = logging.getLogger(__name__)
-
-REDACTED = "(redacted)"
-
-SECRET_NAME_FRAGMENTS: tuple[str, ...] = (
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "api_key",
-    "apikey",
-    "credential",
-    "authorization",
-    "auth_key",
-    "private_key",
-    "access_key",
+from ._patterns import (
+    _AWS_FORTY,
+    _AWS_SECRET_RUN,
+    _MEMO_CHARS,
+    _PAIR,
+    _PROSE,
+    _PROSE_WORDS,
+    _URL_USERINFO,
+    _VALUE_PATTERNS,
+    _VIEW_DEPTH,
+    REDACTED,
+    SECRET_NAME_FRAGMENTS,
+    _qualifies_as_aws_secret,
+    _remember,
+    compile_pattern,
+    secret_env_values,
 )
 
-_VALUE_PATTERNS: tuple[str, ...] = (
-    # A PEM private key block; an unterminated one is redacted to the end of the text.
-    r"(?s:-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----.*?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|\z))",
-    r"(?i:Bearer\s+[A-Za-z0-9\-._~+/]{8,}=*)",  # no word boundary: `xBearer …` too
-    r"eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}",  # JWT
-    r"sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{16,}",  # OpenAI project / Anthropic keys
-    r"\bsk-[A-Za-z0-9_-]{16,}",
-    r"sk-[A-Za-z0-9]{32,}",  # a legacy OpenAI key glued to a word
-    r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"xox[abprs]-[A-Za-z0-9-]{10,}",  # Slack tokens
-    r"(?:AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key id
-    r"AIza[0-9A-Za-z_-]{35}",  # Google API key
-)
-
-# `name=value`, `name: value`, `"name": "value"` with a secret-looking name, in free text and in
-# URL query strings: group `key` is kept, the value (with an optional auth scheme) is redacted.
-_PAIR = (
-    r"(?P<key>(?i:[A-Za-z0-9_.-]*(?:{names})[A-Za-z0-9_.-]*)[\"']?[ \t]*[=:][ \t]*[\"']?)"
-    r"(?P<value>(?i:(?:bearer|basic|token|digest)[ \t]+)?[^\s&;,'\"<>()\[\]{{}}]+)"
-)
-
-
-# A URL's userinfo password: the scheme and user are kept, the password redacted, the `@` kept.
-# The match starts at `://`: the scheme before it is kept anyway, and matching it too (a
-# counted `\b[A-Za-z][A-Za-z0-9+.-]{0,30}`) made RE2's DFA, in the one alternation, track a
-# count at every letter of base64 text beside the keys' own counts, outgrow its memory and
-# fall back to the NFA: 5 MB of base64 (an image in a tool result) took 3.5 s to scan for
-# nothing instead of 0.05 s. A key glued to the scheme is now redacted as well.
-_URL_USERINFO = r"(?P<ukey>://[^\s:/@?#]*:)(?P<uvalue>[^\s/?#]+)(?P<utail>@)"
-
-# A secret told in prose: "my password is hunter2", "the API key was: abc". The words are kept.
-_PROSE = (
-    r"(?P<pkey>(?i:\b(?:{names}|passphrase|passcode|pin|(?:api|access|secret|private)[ _-]key)"
-    r"s?[ \t]+(?:is|was|are|reads)[ \t]*:?[ \t]*[\"'`]?))"
-    r"(?P<pvalue>[^\s&;,'\"`<>()\[\]{{}}]+)"
-)
-# Words that follow "the token is" in ordinary error messages: not secrets, kept readable.
-_PROSE_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "not",
-        "no",
-        "none",
-        "null",
-        "empty",
-        "missing",
-        "invalid",
-        "expired",
-        "required",
-        "wrong",
-        "incorrect",
-        "correct",
-        "valid",
-        "set",
-        "unset",
-        "too",
-        "being",
-        "still",
-        "also",
-        "present",
-        "absent",
-        "revoked",
-        "disabled",
-        "enabled",
-        "needed",
-        "optional",
-        "unknown",
-        "stored",
-        "redacted",
-    ]
-)
-
-# An AWS secret access key: 40 characters of base64 without padding. Scanned as whole runs of
-# that alphabet in a second pass (RE2 has no look-around to say "a run of exactly 40").
-_AWS_SECRET_RUN = r"[A-Za-z0-9/+]{40,}="
-
-_AWS_FORTY = re2.compile(r"(?:\A|[^A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?:\z|[^A-Za-z0-9/+=])")
-"""A run of exactly 40 of that alphabet, unpadded: the only run an AWS secret can be."""
-
-# Environment variables whose values are secrets (upper-cased names, shell globs).
-SECRET_ENV_GLOBS: tuple[str, ...] = ("*_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*", "*PASSWD*")
-MIN_ENV_SECRET = 6
-"""Shorter values of secret-named variables are not masked (`1`, `true`, `dev`)."""
-
-
-def secret_env_values(environ: Mapping[str, str], extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The values of `environ`'s secret-named variables (`SECRET_ENV_GLOBS` and `extra`, names
-    or globs, case-insensitive), longest first, each at least `MIN_ENV_SECRET` characters."""
-    globs = (*SECRET_ENV_GLOBS, *(g.upper() for g in extra if g))
-    values = {
-        value
-        for name, value in environ.items()
-        if len(value) >= MIN_ENV_SECRET and any(fnmatch.fnmatchcase(name.upper(), g) for g in globs)
-    }
-    return tuple(sorted(values, key=len, reverse=True))
-
-
-def _qualifies_as_aws_secret(run: str) -> bool:
-    return (
-        len(run) == 40
-        and any(c.isupper() for c in run)
-        and any(c.islower() for c in run)
-        and any(c.isdigit() for c in run)
-    )
-
-
-def compile_pattern(pattern: str) -> Any:
-    """An RE2 pattern object; raises `ValueError` with RE2's reason when `pattern` does not
-    compile (RE2 has no look-around or back-references: that is what keeps it linear)."""
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except Exception as exc:  # re2 raises its own error type with a bytes message
-        reason = exc.args[0] if exc.args else exc
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise ValueError(f"not a valid RE2 pattern: {reason}") from None
-
-
-_MEMO_CHARS = 1_000
-"""Texts and names up to this long are remembered by a policy, with what they became..."""
-_MEMO_ENTRIES = 4_096
-"""... that many of each at most (then forgotten all at once): memory stays bounded."""
-
-_VIEW_DEPTH = 100
-"""`view` walks values nested this deep at most; deeper ones take `value()`'s own walk."""
-
-_Known = TypeVar("_Known")
-
-
-def _remember(memo: dict[str, _Known], key: str, value: _Known) -> None:
-    if len(memo) >= _MEMO_ENTRIES:
-        memo.clear()
-    memo[key] = value
+log = logging.getLogger("tracegrade.redaction")
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,58 +387,3 @@ class DeferredScan:
 
     def value(self, value: Any, *, name: Any = "", by_name: bool = True) -> Any:
         return RedactionPolicy.value(self, value, name=name, by_name=by_name)  # type: ignore[arg-type]
-
-
-Scrubber = RedactionPolicy | DeferredScan
-"""What redacts a value on its way out: the policy, or the policy's scan put off."""
-
-DEFAULT_POLICY = RedactionPolicy()
-"""The built-in names and patterns, no additions."""
-
-
-_console: list[RedactionPolicy] = [DEFAULT_POLICY]
-
-
-def console_policy() -> RedactionPolicy:
-    """The policy of the console's log lines and error messages: the built-in one, or the last
-    loaded config's (`use_console_policy`), so its `names`, `patterns` and `env` hold there too."""
-    return _console[0]
-
-
-def use_console_policy(policy: RedactionPolicy | None) -> None:
-    """Make `policy` the console's (None: the built-in policy again)."""
-    _console[0] = policy or DEFAULT_POLICY
-
-
-class RedactingFormatter(logging.Formatter):
-    """A log formatter whose whole output (message, arguments, traceback) is redacted: the
-    console is an exit too, and an isolated exception logged with its traceback quotes the
-    agent's, tool's or grader's message. Without a `policy`, the console's (`console_policy`)."""
-
-    def __init__(self, fmt: str | None = None, *, policy: RedactionPolicy | None = None) -> None:
-        super().__init__(fmt)
-        self.policy = policy
-
-    def format(self, record: logging.LogRecord) -> str:
-        return (self.policy or console_policy()).text(super().format(record))
-
-
-def is_secret_name(name: str) -> bool:
-    """True when an argument name contains one of the eleven fragments (case-insensitive)."""
-    return DEFAULT_POLICY.is_secret_name(name)
-
-
-def redact_text(text: str) -> str:
-    """Replace every value-pattern secret inside `text` with `(redacted)` (default policy)."""
-    return DEFAULT_POLICY.text(text)
-
-
-def truncate(text: str, limit: int) -> str:
-    """Cut `text` to at most `limit` characters (no marker: the limit is the contract)."""
-    return text if len(text) <= limit else text[:limit]
-
-
-def redact_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `arguments` with secret-named values replaced and string values scrubbed of
-    secret-looking patterns, recursively (default policy)."""
-    return DEFAULT_POLICY.arguments(arguments)
