@@ -91,3 +91,26 @@ def test_values_nested_deeper_than_the_walk_take_values_own_walk():
         deep = [deep]
     assert DEFAULT_POLICY.view(deep) == DEFAULT_POLICY.value(deep)
     assert "abcdefghijklmnop123" not in json.dumps(DEFAULT_POLICY.view(deep))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.sampled_from([s for s in _SECRETS if DEFAULT_POLICY.text(s) != s]),
+    prefix=st.text(max_size=6),
+    inner=st.one_of(st.none(), st.integers(), st.lists(st.text(alphabet="abc ", max_size=5))),
+    which=st.integers(0, len(_POLICIES) - 1),
+)
+def test_a_secret_written_as_a_key_never_survives(secret, prefix, inner, which):
+    """A key is text the agent chose (a tool call's argument names): a secret there is redacted
+    like one in a value, by every walk, and a key redacted alike to another loses neither."""
+    policy = _POLICIES[which]
+    key = prefix + " " + secret
+    value = {"args": {key: inner, secret: "second"}}
+    for shown in (
+        policy.value(value),
+        policy.view(value),
+        policy.arguments(value["args"]),
+        policy.value(value, by_name=False),
+    ):
+        assert json.dumps(secret)[1:-1] not in json.dumps(shown)
+    assert len(policy.value(value)["args"]) == 2

@@ -259,7 +259,7 @@ class RedactionPolicy:
         """A copy of `arguments` with secret-named values replaced and string values scrubbed,
         recursively. Shapes are kept; nothing is truncated here."""
         try:
-            return {key: self.value(value, name=key) for key, value in arguments.items()}
+            return self._mapping(arguments, True)
         except Exception:
             return {"": REDACTED}
 
@@ -275,7 +275,7 @@ class RedactionPolicy:
             if kind is str:
                 return self.text(value)
             if kind is dict:
-                return {k: self.value(v, name=k, by_name=by_name) for k, v in value.items()}
+                return self._mapping(value, by_name)
             if kind is list:
                 return [self.value(v, by_name=by_name) for v in value]
             if value is None or kind is bool or kind is int or kind is float:
@@ -283,7 +283,7 @@ class RedactionPolicy:
             if isinstance(value, str):
                 return self.text(value)
             if isinstance(value, Mapping):
-                return {k: self.value(v, name=k, by_name=by_name) for k, v in value.items()}
+                return self._mapping(value, by_name)
             if isinstance(value, (list, tuple)):
                 return [self.value(v, by_name=by_name) for v in value]
             if value is None or isinstance(value, (bool, int, float)):
@@ -291,6 +291,20 @@ class RedactionPolicy:
             return self.text(str(value))  # anything else leaves as its redacted text
         except Exception:
             return REDACTED
+
+    def _mapping(self, value: Mapping[Any, Any], by_name: bool) -> dict[Any, Any]:
+        # A key is text the agent chose too (a tool call's argument names): scanned like any
+        # value. Two keys redacted alike both stay, the later one numbered.
+        out: dict[Any, Any] = {}
+        for name, item in value.items():
+            key = self.text(name) if type(name) is str else name
+            if key in out:
+                n = 2
+                while f"{key} ({n})" in out:
+                    n += 1
+                key = f"{key} ({n})"
+            out[key] = self.value(item, name=name, by_name=by_name)
+        return out
 
     def view(self, value: Any, *, by_name: bool = True) -> Any:
         """`value(value)` for a caller that only reads the result (serializes it): where
@@ -312,6 +326,13 @@ class RedactionPolicy:
                 if kind is str:
                     leaves: Iterable[Any] = (item,)
                 elif kind is dict:
+                    for key in item:  # keys are scanned like texts (`_mapping`)
+                        if type(key) is str:
+                            known = memo.get(key)
+                            if known is None:
+                                unknown.append(key)
+                            elif known != key:
+                                return False
                     if by_name:
                         for key in item:
                             secret = names.get(key) if type(key) is str else None
@@ -387,3 +408,6 @@ class DeferredScan:
 
     def value(self, value: Any, *, name: Any = "", by_name: bool = True) -> Any:
         return RedactionPolicy.value(self, value, name=name, by_name=by_name)  # type: ignore[arg-type]
+
+    def _mapping(self, value: Mapping[Any, Any], by_name: bool) -> dict[Any, Any]:
+        return RedactionPolicy._mapping(self, value, by_name)  # type: ignore[arg-type]
