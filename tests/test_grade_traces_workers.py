@@ -11,7 +11,11 @@ out of what is compared."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -117,6 +121,49 @@ def test_a_worker_that_dies_is_an_error_never_a_pass(tmp_path):
     # the stored run says the same: the lost traces make it incomplete, never a pass
     run_dir = config.parent / "runs" / report["run_id"]
     assert main(["show", str(run_dir), "--quiet"]) == 3
+
+
+def _tree_pss_mb(pid: int) -> float:
+    """The summed PSS of `pid` and every process below it (MB): shared pages divided among
+    the processes that share them, so the fork server's pages count once, not per worker."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next(int(x.split()[1]) for x in f if x.startswith("Pss:"))
+        except (OSError, StopIteration):  # it ended meanwhile
+            continue
+    return total / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="reads Linux's /proc")
+def test_the_workers_and_their_parent_stay_under_200_mb(tmp_path):
+    """#44's goal for grade-traces' memory, with --workers 2: the grading command, its fork
+    server and both workers together at most 200 MB (summed PSS, sampled every 20 ms). What
+    they hold is what they load, not the archive (the spans wait on disk): each worker once
+    compiled the dataset's validator itself, ~30 MB of heap each, both at once (229 MB)."""
+    config, archive = _ran_archive(tmp_path, copies=20)
+    argv = ["grade-traces", str(archive), "--config", str(config), "--target", "t", "--quiet"]
+    code = f"import sys\nfrom tracegrade.cli import main\nsys.exit(main({[*argv, '--workers', '2']!r}))"
+    process = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE)
+    peak, done = 0.0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.02):
+            peak = max(peak, _tree_pss_mb(process.pid))
+
+    watch = threading.Thread(target=sample, daemon=True)
+    watch.start()
+    _, err = process.communicate(timeout=300)
+    done.set()
+    watch.join()
+    assert process.returncode == 2, err.decode()[-2000:]  # rome's must-pass failures
+    assert 50 < peak <= 200, peak  # 50: the sampler saw the processes at all
 
 
 def test_traces_the_policy_grades_keep_their_order_with_workers(tmp_path):
