@@ -57,7 +57,7 @@ def same(a: object, b: object) -> bool:
 
 
 texts = st.text(
-    st.characters(codec="utf-8") | st.sampled_from("<>&\"\\\n\t\x00\x1f\x7f\u2028</script><!--")
+    st.characters(codec="utf-8") | st.sampled_from('<>&"\\\n\t\x00\x1f\x7f\u2028</script><!--')
 )
 leaves = (
     st.none()
@@ -105,7 +105,7 @@ def test_a_nan_or_infinity_is_null_and_the_block_is_read():
     ]
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     RED = "red"
 
 

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ..canonical import json_loads
 from ..errors import InputError
 from ..graph_path import NodeRun, decode_nodes, encode_nodes
 from ..otel import semconv as sc
@@ -343,7 +344,7 @@ def _spans_of(
             if traces is not None and (named is None or named(line) is None):
                 continue
             try:
-                request = json.loads(line)
+                request = json_loads(line)
                 if not isinstance(request, dict):
                     raise ValueError("not a JSON object")
                 spans = [
@@ -365,12 +366,12 @@ def _spans_of(
 def _tool_call(span: dict, attrs: dict) -> ToolCall:
     arguments_text = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS, "{}")
     try:
-        arguments = json.loads(arguments_text)
+        arguments = json_loads(arguments_text)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         arguments = {"input": arguments_text}
     result = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
     if result is not None and attrs.get(sc.TG_RESULT_ENCODING) == sc.RESULT_JSON:
-        result = json.loads(result)
+        result = json_loads(result)
     name = attrs.get(sc.GEN_AI_TOOL_NAME, span.get("name", ""))
     agent = attrs.get(sc.TG_AGENT, "")
     error_type = attrs.get(sc.ERROR_TYPE)
@@ -404,7 +405,7 @@ def _json_attribute(text: Any) -> Any:
     if not isinstance(text, str):
         return None
     try:
-        return json.loads(text)
+        return json_loads(text)
     except (ValueError, RecursionError):  # malformed, or nested too deep
         return text
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..canonical import json_loads
 from ..cost.usage import stored_usage
 from ..errors import EvaluationError, InputError
 from ..redaction import DEFAULT_POLICY, RedactionPolicy
@@ -562,12 +563,12 @@ class ResultStore:
         for qid, trial, ordinal, row, text, messages, response, latency, usage, has, count in rows:
             fields = {
                 "ordinal": ordinal,
-                "row": json.loads(row),
+                "row": json_loads(row),
                 "input": text,
-                "messages": json.loads(messages),
+                "messages": json_loads(messages),
                 "response": response,
                 "latency_s": latency,
-                "usage": json.loads(usage),
+                "usage": json_loads(usage),
                 "has_record": bool(has),
                 "tool_call_count": count,
             }

@@ -20,11 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
-    import orjson
-except ImportError:  # pragma: no cover - a dependency; the standard library reads it all alike
-    orjson = None  # type: ignore[assignment]
-
+from ..canonical import json_loads
 from ..capture.tracefile import decode_value
 from ..errors import InputError
 from ..inputs.files import not_a_file
@@ -95,29 +91,6 @@ def files_under(paths: Iterable[Path | str]) -> list[Path]:
             words = "no such file or directory" if problem == "file not found" else problem
             raise InputError(words.replace("not a file", "not a trace file"), file=str(path))
     return out
-
-
-_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 20
-
-
-def json_loads(text: str | bytes) -> Any:
-    """`json.loads(text)`, faster: orjson where it reads the text, the standard library where it
-    does not, so what is read (and what is refused, with which message) is what `json.loads`
-    gives. orjson decodes an OTLP JSON line 1.6x as fast, and decoding is most of reading an
-    archive. It is stricter (no NaN or Infinity, no lone surrogate escape, UTF-8 only): a text
-    it refuses is read again by `json.loads`, the same value or the same error. One thing it
-    reads otherwise, an integer past 64 bits (a float), is kept from it: a text with a run of
-    20 digits anywhere (a string of digits too: that costs only the faster path) goes to
-    `json.loads`."""
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    # a run of 20 digits, found in C (a regular expression costs what orjson saves)
-    if orjson is not None and _LONG_NUMBER not in raw.translate(_DIGITS):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass  # read again below: the standard library's value, or its error
-    return json.loads(text)
 
 
 # -- OTLP JSON ----------------------------------------------------------------------------
