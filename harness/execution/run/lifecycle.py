@@ -25,6 +25,7 @@ from ...rundir.store import ResultStore
 from ...rundir.verdict import decide_run, record_lost_spans
 from ...verdicts.result import QuestionResult
 from ..executors.dispatch import arun_plans, connect_executor
+from ..executors.heap import frozen_heap
 from ..executors.loops import run_without_loop
 from ..question.grading import AttachedGrader
 from .prepare import prepare_run
@@ -84,7 +85,10 @@ def decided(
     """The run's one verdict (`decide_run`) with what the graders say about themselves
     beside each target (advisories: "Text only", graders that skipped everything). With
     `digest`, a streamed verdict (`decide_run`'s): the advisories read its witnesses."""
-    outcome = decide_run(run, store, grading_id, digest=digest)
+    # The heap the run built (the agent's libraries, the questions' leftovers) is kept out of
+    # the full collections the verdict's own objects would set off, as while questions ran.
+    with frozen_heap():
+        outcome = decide_run(run, store, grading_id, digest=digest)
     by_name = {t.name: t for t in targets}
     for result in outcome.targets:
         target = by_name.get(result.target)
