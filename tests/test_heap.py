@@ -62,10 +62,11 @@ def test_frozen_heap_leaves_a_callers_freeze_and_a_disabled_collector_alone():
     gc.unfreeze()
     gc.set_threshold(700, 10, 10)
     gc.freeze()
-    frozen = gc.get_freeze_count()
     with frozen_heap():
         assert gc.get_threshold() == (700, 10, 10)
-    assert gc.get_freeze_count() == frozen  # not undone by us
+    # not undone by us (an unfreeze leaves none; the count itself drops as frozen objects are
+    # freed meanwhile, e.g. by an earlier test's threads, so it is not compared)
+    assert gc.get_freeze_count() > 0
     gc.unfreeze()
     gc.disable()
     with frozen_heap():
