@@ -5,6 +5,7 @@ where it wrote it, and a run leaves only the folders written to."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -82,6 +83,33 @@ def test_outside_a_run_a_folder_is_removed_when_its_question_ends(tmp_path):
     workfolders.release(folder, reuse=False)
     workfolders.close()  # waits for the removal thread
     assert not folder.exists() and not folder.parent.exists()
+
+
+def _gone(path: Path) -> bool:
+    deadline = time.monotonic() + 60  # the removal thread, on a loaded machine
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not path.exists()
+
+
+def test_once_no_question_is_left_free_folders_are_removed_without_waiting_for_close(tmp_path):
+    first = workfolders.take(tmp_path, "t", "q1", 0)
+    last = workfolders.take(tmp_path, "t", "q2", 0)
+    kept = workfolders.take(tmp_path, "t", "q3", 0)
+    workfolders.release(first, reuse=True)
+    workfolders.ending(tmp_path, "t")  # the run's last questions are in flight
+    assert _gone(first.parent)  # removed before close: close has less to wait for
+    (kept / "out.txt").write_text("kept")
+    workfolders.release(last, reuse=True)  # not kept for a next question: none is left
+    workfolders.release(kept, reuse=True)
+    assert _gone(last.parent)
+    workfolders.close(tmp_path, "t")
+    assert _kept(tmp_path) == ["work/t/q3/trial-0/out.txt"]
+    # the next run in this process reuses folders again
+    again = workfolders.take(tmp_path, "t", "a", 0)
+    inode = again.stat().st_ino
+    workfolders.release(again, reuse=True)
+    assert workfolders.take(tmp_path, "t", "b", 0).stat().st_ino == inode
 
 
 # A question's steps: which question and trial it runs, and whether its agent writes a file

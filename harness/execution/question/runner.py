@@ -570,6 +570,8 @@ async def arun_target(
                 trial=trial,
             )
             batch.add(result)
+        if plan.services.workdir is not None:  # no question left to take a free folder
+            workfolders.ending(plan.services.workdir, plan.target.name)
 
     size = max(1, min(plan.target.concurrency, total))
     batched = _batched.set(True)  # the workers' copies of this context hold it
