@@ -1,7 +1,7 @@
-"""What a process that joins a stored run (`reopen.prepare_stored`: a `grade-traces --workers
-N` grading worker) needs before it prepares it, loaded once by the fork server it is forked
-from (named in that pool's preload), so each child shares it page by page instead of building
-it again.
+"""What a process that joins a stored run (`reopen.prepare_stored`: a grading worker of
+`grade-traces --workers N` or `receive --workers N`) needs before it prepares it, loaded once
+by the fork server it is forked from (named in that pool's preload), so each child shares it
+page by page instead of building it again.
 
 Beyond the modules: the dataset's fast-path validator compiled (~30 MB of transient heap in
 each child that compiled it itself: with two grading workers, both at once, that was the peak
