@@ -131,18 +131,21 @@ def test_a_cut_short_or_unwritable_keep_still_gives_the_page(run, builds, monkey
 
 
 def test_the_first_rows_read_only_their_own_lines_of_the_trace_file(run, monkeypatch):
-    # a run of one block (up to 100 questions) never reads its trace file whole; its page is
-    # the page a whole read gives
+    # streamed (serve's run page), a run of one block (up to 100 questions) never reads its
+    # trace file whole; its rows are the rows a whole read gives, and the static page's
     _, run_dir = run
     whole_reads: list[int] = []
     real = html_rows.load_records
     monkeypatch.setattr(
         html_rows, "load_records", lambda *a, **k: whole_reads.append(1) or real(*a, **k)
     )
-    narrowed = page(run_dir)
+    narrowed = "".join(html_rows.row_blocks(load_outcome(run_dir)))
     assert whole_reads == []
     (run_dir / kept_rows.KEPT_FILE).unlink()
     monkeypatch.setattr(
         html_rows, "_first_records", lambda outcome, names, *_: load_sources(run_dir, names)
     )  # every record from a whole read
-    assert page(run_dir) == narrowed
+    assert "".join(html_rows.row_blocks(load_outcome(run_dir))) == narrowed
+    (run_dir / kept_rows.KEPT_FILE).unlink()
+    static = page(run_dir)  # written whole: the trace file read whole, once
+    assert narrowed in static and rows(static) == rows(narrowed)

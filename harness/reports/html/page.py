@@ -65,7 +65,9 @@ def render_html(
 ) -> str:
     """The page for a run outcome, reading its store and trace files from `outcome.run_dir`;
     `trace_url`/`project` from the config's `report:` block, `redaction` its policy."""
-    rows = row_blocks(outcome, trace_url=trace_url, project=project, redaction=redaction)
+    rows = row_blocks(
+        outcome, trace_url=trace_url, project=project, redaction=redaction, streamed=False
+    )
     return "".join(page_parts(outcome, page_header(outcome), rows))
 
 

@@ -160,12 +160,16 @@ def row_blocks(
     trace_url: str | None = None,
     project: str | None = None,
     redaction: RedactionPolicy = DEFAULT_POLICY,
+    streamed: bool = True,
 ) -> Iterator[str]:
     """The page's blocks of rows (`rows_element`), worst first, for `outcome.run_dir`'s run:
     read back from the rows kept in the run directory when they were built from the same
     files, grading, options and code (`tracegrade.rundir.kept_rows`); else built from the
     store and the trace file (`page_rows`), each row encoded once, and kept for the next
-    page. Nothing is read before the first block is asked for."""
+    page. Nothing is read before the first block is asked for. `streamed`: each block is
+    sent as it is built (serve's run page), so the first block's records are read from their
+    own lines of the trace file first (`_first_records`); a page written whole reads the
+    file whole, once (the narrowed read was a twentieth of its build, for no one's wait)."""
     from ...rundir.directory import RunDirectory
     from ...rundir.kept_rows import content_stamp, keep_rows, read_rows
 
@@ -182,7 +186,10 @@ def row_blocks(
             yield from (rows_of(b) for b in in_blocks(texts) if b)
             return
     ordered = _ordered(outcome)  # once: the first block's records and every block's order
-    runs, records = _first_records(outcome, names, ordered)
+    if streamed:
+        runs, records = _first_records(outcome, names, ordered)
+    else:
+        runs, records = load_sources(Path(outcome.run_dir), names)
     built = [""] * len(keys)
     for block in page_rows(
         outcome,
