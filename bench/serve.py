@@ -155,10 +155,11 @@ def timed_get(client: httpx.Client, url: str) -> tuple[float, int]:
     return time.perf_counter() - started, len(r.content)
 
 
-def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, int]:
-    """(seconds to the first block of rows, seconds to the whole page, its size): the run
-    page streams its rows."""
-    started = time.perf_counter()
+def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, int, float]:
+    """(seconds to the first block of rows, seconds to the whole page, its size, CPU seconds
+    of this process meanwhile: the server's and the client's): the run page streams its
+    rows."""
+    started, cpu = time.perf_counter(), time.process_time()
     first, size, seen = None, 0, b""
     with client.stream("GET", url) as r:
         r.raise_for_status()
@@ -169,7 +170,11 @@ def timed_stream(client: httpx.Client, url: str) -> tuple[float, float, int]:
                 if seen == b"tg-rows":
                     first = time.perf_counter() - started
     whole = time.perf_counter() - started
-    return (whole if first is None else first), whole, size
+    return (whole if first is None else first), whole, size, time.process_time() - cpu
+
+
+def _no_size(took: tuple[float, float, int, float]) -> tuple[float, float, float]:
+    return took[0], took[1], took[3]
 
 
 def browser_open(url: str, selector: str) -> float | None:
@@ -231,22 +236,22 @@ def main() -> None:
                         # as `serve` warms its index at start: the run's scores read first
                         indexed, _ = timed_get(client, server.base + "/")
                         kept.unlink(missing_ok=True)
-                        first, cold, size = timed_stream(client, url)  # built, then kept
+                        first, cold, size, _ = timed_stream(client, url)  # built, then kept
                         # then first looks (the app's page in memory forgotten each time):
                         # reading the rows the run keeps, building them (none kept), and as
                         # before #44's changes; interleaved, medians of 3
-                        streamed: dict[str, list[tuple[float, float]]] = {
+                        streamed: dict[str, list[tuple[float, ...]]] = {
                             "kept": [], "built": [], "before": []
                         }  # fmt: skip
                         for _ in range(3):
                             server.state.index._pages.clear()
-                            streamed["kept"].append(timed_stream(client, url)[:2])
+                            streamed["kept"].append(_no_size(timed_stream(client, url)))
                             server.state.index._pages.clear()
                             kept.unlink(missing_ok=True)
-                            streamed["built"].append(timed_stream(client, url)[:2])
+                            streamed["built"].append(_no_size(timed_stream(client, url)))
                             server.state.index._pages.clear()
                             with before_this_change():
-                                streamed["before"].append(timed_stream(client, url)[:2])
+                                streamed["before"].append(_no_size(timed_stream(client, url)))
                         warm = statistics.median(timed_get(client, url)[0] for _ in range(3))
                         drawn = browser_open(url, "#question-table tbody tr")
                         print(f"run page, {n} questions (tracegrade serve, streamed)")
@@ -265,9 +270,11 @@ def main() -> None:
                         ):
                             f_s = statistics.median(x[0] for x in streamed[key])
                             a_s = statistics.median(x[1] for x in streamed[key])
+                            c_s = statistics.median(x[2] for x in streamed[key])
                             print(
                                 f"    {label:26s} first rows {f_s:5.2f} s, every row "
-                                f"{a_s:5.2f} s ({a_s / n * 1e3:.2f} ms/question)"
+                                f"{a_s:5.2f} s ({a_s / n * 1e3:.2f} ms/question), "
+                                f"CPU {c_s:5.2f} s ({c_s / n * 1e3:.2f} ms/question)"
                             )
                         print(f"  page size                            {size / 1e6:6.2f} MB")
                         if drawn is not None:
