@@ -397,7 +397,14 @@ async def _run_one(
         run.usage = account(plan.services.prices, calls, sealed, run.latency_s)
         # graded while the environment is still open (state graders read it)
         graded = await agrade_recorded(
-            plan, question, run, record, environment=environment, ending=ending, workdir=workdir
+            plan,
+            question,
+            run,
+            record,
+            environment=environment,
+            ending=ending,
+            workdir=workdir,
+            row=row,
         )
         return graded
     finally:
@@ -439,13 +446,16 @@ async def agrade_recorded(
     environment: Environment | None = None,
     ending: Ending | None = None,
     workdir: Path | None = None,
+    row: dict[str, object] | None = None,
 ) -> QuestionResult:
     """Grade one question run already made (by the runner, or read from a trace made outside
     tracegrade) with the plan's graders; its result (the answer included). A run that errored is not
     graded (it scores 0 and fails its must-pass graders). A conversation (`ending.turns`) is
-    graded on its whole transcript, and each turn with checks of its own on that turn."""
+    graded on its whole transcript, and each turn with checks of its own on that turn. `row`:
+    `question.row()` where the caller made it already (a pydantic dump: 20-50 us a question)."""
     target = plan.target
-    row = question.row()
+    if row is None:
+        row = question.row()
     graders: list[GraderVerdict] = []
     judge_calls: list[ModelCall] = []
     # role/content (and name) JSON, as the answer keeps it
