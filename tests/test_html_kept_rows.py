@@ -5,6 +5,7 @@ file or a secret now in the environment builds them again."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from pathlib import Path
@@ -149,3 +150,21 @@ def test_the_first_rows_read_only_their_own_lines_of_the_trace_file(run, monkeyp
     (run_dir / kept_rows.KEPT_FILE).unlink()
     static = page(run_dir)  # written whole: the trace file read whole, once
     assert narrowed in static and rows(static) == rows(narrowed)
+
+
+def test_the_heap_is_kept_from_full_collections_while_rows_are_built_and_handed_back(run):
+    # the outcome (serve's runs too) frozen while the rows are built, the collector still on
+    # between blocks; a reader that stops after the first block hands the heap back too
+    _, run_dir = run
+    threshold = gc.get_threshold()
+    blocks = html_rows.row_blocks(load_outcome(run_dir))
+    first = next(blocks)
+    assert "tg-rows" in first
+    assert gc.get_freeze_count() > 0 and gc.isenabled()
+    blocks.close()
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+    (run_dir / kept_rows.KEPT_FILE).unlink(missing_ok=True)
+    page(run_dir)  # built whole
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+    page(run_dir)  # read back: nothing frozen
+    assert gc.get_freeze_count() == 0
