@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -170,13 +171,33 @@ class ArchiveWorkers:
         self.lost = 0
         self.room = asyncio.Event()
         self._attached = False
-        self.pool = GradingPool(
-            specs,
-            on_report=lambda *_: None,
-            on_failed=self._failed,
-            on_room=self.room.set,
-            preload=_PRELOAD,
+        self._pool: GradingPool | None = None
+        self._not_started: BaseException | None = None
+        # Starting the first worker waits for the fork server to load what the workers share
+        # (1-2 s on a loaded machine, all of it this process's wait before): in a thread, so
+        # this process pairs the archive meanwhile.
+        self._starting = threading.Thread(
+            target=self._start, args=(specs,), name="tracegrade-grading-start", daemon=True
         )
+        self._starting.start()
+
+    def _start(self, specs: list[WorkerSpec]) -> None:
+        try:
+            self._pool = GradingPool(
+                specs,
+                on_report=lambda *_: None,
+                on_failed=self._failed,
+                on_room=self.room.set,
+                preload=_PRELOAD,
+            )
+        except BaseException as exc:  # raised where the pool is first needed
+            self._not_started = exc
+
+    @property
+    def pool(self) -> GradingPool:
+        """The pool, once `started` waited for it."""
+        assert self._pool is not None, "ArchiveWorkers.started() was not awaited"
+        return self._pool
 
     def _failed(self, _trace_id: str, spans: int) -> None:
         self.lost += spans
@@ -185,6 +206,10 @@ class ArchiveWorkers:
     async def started(self) -> None:
         """Every worker has built its plan (one that could not is exit 3)."""
         if not self._attached:
+            while self._starting.is_alive():
+                await asyncio.sleep(0.02)
+            if self._not_started is not None:
+                raise self._not_started
             self.pool.attach()
             self._attached = True
         await self.pool.started()
@@ -214,4 +239,6 @@ class ArchiveWorkers:
         return self.lost, list(pool.failures)
 
     def close(self) -> None:
-        self.pool.close()
+        self._starting.join()  # however the grading ended: no worker left running
+        if self._pool is not None:
+            self._pool.close()
