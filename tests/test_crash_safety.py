@@ -109,6 +109,61 @@ def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path, sig, code):
     assert grade.returncode == 0 and "degraded 0 of 40" in out, out + err
 
 
+# The signal lands inside asyncio's own code: in the `call_soon` that makes the handle waking the
+# run's task once its sleep is over (a trace hook raises it there, as an unlucky signal does).
+LOST_WAKEUP = """
+import asyncio, signal, sys
+
+from tracegrade import cli
+from tracegrade.execution.executors.loops import run_without_loop
+
+SIG = getattr(signal, sys.argv[1])
+armed = [False]
+
+
+def tracer(frame, event, arg):
+    if armed[0] and event == "call" and frame.f_code is asyncio.events.Handle.__init__.__code__:
+        if "wakeup" in repr(frame.f_locals.get("callback")).lower():
+            armed[0] = False
+            signal.raise_signal(SIG)
+
+
+async def main():
+    armed[0] = True
+    await asyncio.sleep(0.05)
+    return "finished"
+
+
+sys.settrace(tracer)
+try:
+    with cli.handle_stop_signals():
+        print(run_without_loop("t", main))
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, getattr(exc, "signum", None))
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "printed"),
+    [("SIGTERM", "Interrupted 15"), ("SIGHUP", "Interrupted 1"), ("SIGINT", "KeyboardInterrupt")],
+)
+def test_a_stop_signal_inside_the_event_loop_never_hangs_the_ending(tmp_path, sig, printed):
+    # Raised where it landed, the interruption lost the task's wakeup: the task never ran again,
+    # not even to be cancelled, and the loop's cleanup waited for it for ever (one whole-suite
+    # run beside `stress --cpu 6` hung the SIGHUP case below past its 60 s bound this way).
+    script = tmp_path / "lost_wakeup.py"
+    script.write_text(LOST_WAKEUP, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script), sig], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        out, err = proc.communicate(timeout=60)  # ~0.1 s when it ends at all
+    finally:
+        proc.kill()
+    assert out.decode().split("\n")[0].startswith(printed), (out + err).decode()
+
+
 STUCK = """
 import threading
 

@@ -48,6 +48,10 @@ def _raise_interrupted(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
+# a run's event loop defers it to a safe point (`execution.executors.loops`), as it does Ctrl-C
+_raise_interrupted.tracegrade_interrupts = True  # type: ignore[attr-defined]
+
+
 @contextlib.contextmanager
 def handle_stop_signals() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP interrupt like Ctrl-C (main thread only; a no-op

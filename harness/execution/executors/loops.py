@@ -4,11 +4,17 @@ fresh loop that neither ends nor hangs because of what user code left behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine
-from typing import TypeVar
+import signal
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from types import FrameType
+from typing import Any, TypeVar
 
 from ...usercode.abandon import Abandoned
+from .watchdog import LoopWatch
 
 __all__ = ["run_without_loop"]
 
@@ -51,17 +57,25 @@ def _run_loop(coro: Coroutine[object, object, T]) -> T:
     loop.set_exception_handler(_quiet_delivered_interrupts)
     try:
         main = loop.create_task(coro)
-        while True:
-            try:
-                return loop.run_until_complete(main)
-            except SystemExit:
-                if main.done():
+        with _stop_signals_cancel(loop, main) as caught:
+            while True:
+                try:
+                    result = loop.run_until_complete(main)
+                except SystemExit:
+                    if main.done():
+                        raise
+                    log.debug("a task of user code raised SystemExit; its question errors")
+                    continue
+                except Abandoned:  # an interruption meant for a question, between steps
+                    if main.done():
+                        raise
+                    log.debug("an interruption of a question that held the loop reached the loop")
+                    continue
+                except asyncio.CancelledError:
+                    _raise_caught(caught)
                     raise
-                log.debug("a task of user code raised SystemExit; its question errors")
-            except Abandoned:  # an interruption meant for a question, delivered between steps
-                if main.done():
-                    raise
-                log.debug("an interruption of a question that held the loop reached the loop")
+                _raise_caught(caught)  # the run ended as the signal came: still interrupted
+                return result
     finally:
         try:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -75,3 +89,67 @@ def _run_loop(coro: Coroutine[object, object, T]) -> T:
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
             loop.close()
+
+
+HELD_S = 1.0
+"""A stop signal that comes while the loop has not beaten for this long is raised where it
+lands: the code holding the loop (a question's busy loop) is what it must stop."""
+
+_Handler = Callable[[int, FrameType | None], Any]
+
+
+def interrupts(handler: object) -> bool:
+    """Whether a signal handler ends the process's work by raising (Ctrl-C's, the CLI's
+    SIGTERM/SIGHUP handler, marked `tracegrade_interrupts`): only those are deferred."""
+    return handler is signal.default_int_handler or bool(
+        getattr(handler, "tracegrade_interrupts", False)
+    )
+
+
+@contextlib.contextmanager
+def _stop_signals_cancel(
+    loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any]
+) -> Iterator[list[tuple[int, _Handler]]]:
+    """While the loop runs, a stop signal (SIGINT, SIGTERM, SIGHUP whose handler raises)
+    cancels the run's task instead of raising wherever it lands, as `asyncio.run` does for
+    Ctrl-C; `_run_loop` raises it once the run has unwound (`_raise_caught`). Raised inside the
+    loop's own code (a `call_soon` making the handle that wakes a task whose future is done),
+    it lost that wakeup: the task never ran again, cancelled or not, and the cleanup's wait for
+    it hung the process for ever after a CI runner's cancel. A second signal, or one while the
+    loop is held (`HELD_S`), is raised where it lands, as before."""
+    caught: list[tuple[int, _Handler]] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous: dict[int, _Handler] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise_now = previous[signum]
+        if caught or main.done() or _held(loop):
+            raise_now(signum, frame)
+            return
+        caught.append((signum, raise_now))
+        loop.call_soon_threadsafe(main.cancel)
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and interrupts(current := signal.getsignal(signum)):
+            previous[signum] = current  # type: ignore[assignment]
+            signal.signal(signum, handler)
+    try:
+        yield caught
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def _held(loop: asyncio.AbstractEventLoop) -> bool:
+    watch = LoopWatch.watching(loop)
+    return watch is not None and time.monotonic() - watch.last_beat > HELD_S
+
+
+def _raise_caught(caught: list[tuple[int, _Handler]]) -> None:
+    """The stop signal the run was cancelled for, raised now, by its own handler."""
+    if caught:
+        signum, raise_now = caught[0]
+        raise_now(signum, None)

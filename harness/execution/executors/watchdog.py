@@ -231,6 +231,11 @@ class LoopWatch:
         cls._last = (weakref.ref(loop), watch)
         return watch
 
+    @classmethod
+    def watching(cls, loop: asyncio.AbstractEventLoop) -> LoopWatch | None:
+        """`loop`'s watch, None when no question has run on it yet."""
+        return cls._watches.get(loop)
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         # LangGraph runs each node in a task of its own: a task made inside a question belongs
