@@ -277,6 +277,15 @@ def _thread_cpu(name_prefix: str) -> float:
     )
 
 
+def _trimmed(diffs: list[float]) -> tuple[float, float]:
+    """The 5%-trimmed mean of paired differences and its spread (standard error)."""
+    ordered = sorted(diffs)
+    cut = len(ordered) // 20
+    trimmed = ordered[cut : len(ordered) - cut] if cut else ordered
+    spread = statistics.stdev(trimmed) / len(trimmed) ** 0.5 if len(trimmed) > 1 else 0.0
+    return statistics.fmean(trimmed), spread
+
+
 def overhead(args: argparse.Namespace, root: Path) -> None:
     """tracegrade's own CPU per question, serial and with no model latency.
 
@@ -386,11 +395,7 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
     # A few pairs differ by +/-100 ms (a garbage collection or the machine taking the core
     # mid-question, on either side), and they set the mean's spread; the 5%-trimmed mean of
     # the same pairs is printed beside it as the cross-check (the verdict stays on the mean).
-    ordered = sorted(diffs)
-    cut = len(ordered) // 20
-    trimmed = ordered[cut : len(ordered) - cut] if cut else ordered
-    trimmed_mean = statistics.fmean(trimmed)
-    trimmed_spread = statistics.stdev(trimmed) / len(trimmed) ** 0.5 if len(trimmed) > 1 else 0.0
+    trimmed_mean, trimmed_spread = _trimmed(diffs)
 
     single = write_project(root / "setup", 1, 1)
     setups = []
@@ -433,8 +438,8 @@ def overhead(args: argparse.Namespace, root: Path) -> None:
         print(f"    {name:<42} within the noise ({rest * 1000:.3f} ms)")
     total = per_question + setup / 1000
     robust = total - main_thread + trimmed_mean
-    floors = sorted(n - r for n, r in zip(noops, raws, strict=True))
-    floor = statistics.fmean(floors[cut : len(floors) - cut] if cut else floors)
+    floors = [noop - raw for noop, raw in zip(noops, raws, strict=True)]
+    floor = _trimmed(floors)[0]
     print(
         f"  of which LangChain's callback dispatch alone (the same agent with a no-op inline "
         f"handler, interleaved; 5%-trimmed mean, +/- "
